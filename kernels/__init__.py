@@ -1,0 +1,1 @@
+"""CUDA kernel templates, installed as the package data tunedgemm.kernels."""

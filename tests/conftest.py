@@ -1,0 +1,48 @@
+"""Hardware skips in one place, the backend fixture, and shared helpers for the test suite."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def gpu_available() -> bool:
+    from tunedgemm import cuda
+
+    return cuda.status()[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if gpu_available():
+        return
+    from tunedgemm import cuda
+
+    skip = pytest.mark.skip(reason=f"no usable GPU: {cuda.status()[1]}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(params=["numpy", pytest.param("gpu", marks=pytest.mark.gpu)])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test once per backend, forcing it through TUNEDGEMM_BACKEND."""
+    monkeypatch.setenv("TUNEDGEMM_BACKEND", request.param)
+    return request.param
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """Fresh random inputs each run (the seed is printed on failure by pytest's -ra)."""
+    return np.random.default_rng()
+
+
+def uniform(rng: np.random.Generator, shape: tuple[int, ...], dtype, order: str = "C"):
+    """Uniform(-1, 1) values: never zeros, signs mixed so cancellation is exercised."""
+    return np.asarray(rng.uniform(-1, 1, shape), dtype=dtype, order=order)
+
+
+def assert_gemm(out, alpha, a, b, beta, c, dtype) -> None:
+    from tunedgemm import checks
+
+    ok, error, tol = checks.check(out, alpha, a, b, beta, c, np.dtype(dtype))
+    assert ok, f"scaled error {error:.3e} > tolerance {tol:.3e}"

@@ -1,0 +1,101 @@
+"""Device inputs (PyCUDA GPUArray, CuPy, PyTorch) are used in place and give device results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import assert_gemm
+
+import tunedgemm as tg
+
+pytestmark = pytest.mark.gpu
+
+
+def to_kind(kind: str, x: np.ndarray):
+    if kind == "pycuda":
+        import pycuda.gpuarray as gpuarray
+
+        return gpuarray.to_gpu(x)
+    if kind == "cupy":
+        cupy = pytest.importorskip("cupy")
+        return cupy.asarray(x, order="F" if x.flags.f_contiguous else "C")
+    torch = pytest.importorskip("torch")
+    return torch.from_numpy(np.ascontiguousarray(x)).cuda()
+
+
+def to_host(kind: str, x) -> np.ndarray:
+    if kind == "pycuda":
+        return x.get()
+    if kind == "cupy":
+        return x.get()
+    return x.cpu().numpy()
+
+
+KINDS = ["pycuda", "cupy", "torch"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gemm_on_device_arrays(kind, dtype, trans_a, trans_b):
+    rng = np.random.default_rng()
+    m, n, k = 70, 45, 33
+    a = rng.uniform(-1, 1, (k, m) if trans_a else (m, k)).astype(dtype)
+    b = rng.uniform(-1, 1, (n, k) if trans_b else (k, n)).astype(dtype)
+    da, db = to_kind(kind, a), to_kind(kind, b)
+    routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+    out = routine(1.5, da, db, trans_a=trans_a, trans_b=trans_b)
+    assert type(out).__module__.split(".")[0] == type(da).__module__.split(".")[0]
+    assert_gemm(
+        to_host(kind, out), 1.5, a.T if trans_a else a, b.T if trans_b else b, 0.0, None, dtype
+    )
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_overwrite_device_c_in_place(kind):
+    rng = np.random.default_rng()
+    a = rng.uniform(-1, 1, (40, 30)).astype(np.float32)
+    b = rng.uniform(-1, 1, (30, 20)).astype(np.float32)
+    c = rng.uniform(-1, 1, (40, 20)).astype(np.float32)
+    da, db, dc = to_kind(kind, a), to_kind(kind, b), to_kind(kind, c)
+    out = tg.sgemm(1.0, da, db, beta=2.0, c=dc, overwrite_c=1)
+    assert out is dc
+    assert_gemm(to_host(kind, dc), 1.0, a, b, 2.0, c, np.float32)
+
+
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_strided_and_cast_device_inputs(kind):
+    rng = np.random.default_rng()
+    a = rng.uniform(-1, 1, (80, 60))
+    b = rng.uniform(-1, 1, (60, 50))
+    da, db = to_kind(kind, a), to_kind(kind, b)
+    out = tg.sgemm(1.0, da[::2, ::3], db[::3, 1::2])  # float64 in, no unit stride
+    assert_gemm(
+        to_host(kind, out),
+        1.0,
+        a[::2, ::3].astype(np.float32),
+        b[::3, 1::2].astype(np.float32),
+        0.0,
+        None,
+        np.float32,
+    )
+
+
+def test_device_matmul_keeps_kind():
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng()
+    a = rng.uniform(-1, 1, (33, 17)).astype(np.float32)
+    b = rng.uniform(-1, 1, (17, 9)).astype(np.float32)
+    out = tg.matmul(cupy.asarray(a), cupy.asarray(b))
+    assert isinstance(out, cupy.ndarray)
+    assert_gemm(out.get(), 1.0, a, b, 0.0, None, np.float32)
+
+
+def test_mixed_host_and_device_operands():
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng()
+    a = rng.uniform(-1, 1, (12, 8)).astype(np.float32)
+    b = rng.uniform(-1, 1, (8, 5)).astype(np.float32)
+    out = tg.sgemm(1.0, a, cupy.asarray(b))
+    assert isinstance(out, cupy.ndarray)
+    assert_gemm(out.get(), 1.0, a, b, 0.0, None, np.float32)

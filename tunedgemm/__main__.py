@@ -1,0 +1,40 @@
+"""Command line: python -m tunedgemm {info,demo,verify}."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tunedgemm", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="backend in use and why, GPU, versions, kernel choice")
+    demo = sub.add_parser("demo", help="run and check sgemm/dgemm on random matrices")
+    demo.add_argument(
+        "--size",
+        type=int,
+        nargs="+",
+        default=[1024, 4096],
+        help="square sizes to run (default: 1024 4096)",
+    )
+    verify = sub.add_parser("verify", help="error vs cuBLAS and vs a float64 reference")
+    verify.add_argument("--quick", action="store_true", help="fewer shapes")
+    args = parser.parse_args(argv)
+
+    if args.command == "info":
+        from .info import format_info, info
+
+        print(format_info(info()))
+        return 0
+    if args.command == "demo":
+        from .demo import demo as run_demo
+
+        return run_demo(args.size)
+    from .verify import verify as run_verify
+
+    return run_verify(quick=args.quick)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""Normalise user arguments (NumPy arrays, device arrays, scalars, flags) into one GemmProblem."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from ._layout import DeviceMatrix
+
+GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# Kinds that cast to a float routine's dtype the way SciPy's BLAS wrappers cast them.
+_CASTABLE_KINDS = "biuf"
+
+Matrix = np.ndarray | DeviceMatrix
+
+
+@dataclass
+class GemmProblem:
+    """out = alpha * a @ b + beta * out, with a (m,k), b (k,n), out (m,n) of one dtype.
+
+    `a` and `b` already hold op(A) and op(B) (transposes are views). `out` is what the
+    backend writes: the caller's `c` when it is overwritten in place, else a new array.
+    `c_init`, when set, holds values the backend copies into `out` first (a device `c`
+    that is not overwritten; a host `c` is copied here already). `result` is what the
+    API returns: `out` itself for host arrays, the device array object behind it else.
+    """
+
+    alpha: float
+    a: Matrix
+    b: Matrix
+    beta: float
+    out: Matrix
+    result: Any
+    c_init: DeviceMatrix | None = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.out.dtype)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.a.shape[0], self.b.shape[1], self.a.shape[1]
+
+    @property
+    def on_device(self) -> bool:
+        return isinstance(self.out, DeviceMatrix)
+
+
+def is_device_array(obj: Any) -> bool:
+    return hasattr(obj, "__cuda_array_interface__")
+
+
+def as_scalar(value: Any, name: str) -> float:
+    """A real scalar (Python or NumPy number, or a 0-d array); TypeError otherwise."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def as_trans(value: Any, name: str) -> bool:
+    """A BLAS transpose flag: 0 (none), 1 (transpose) or 2 (conjugate transpose, for reals 1)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be 0, 1 or 2, got {value!r}")
+    if value not in (0, 1, 2):
+        raise ValueError(f"{name} must be 0, 1 or 2, got {value}")
+    return value != 0
+
+
+def check_castable(dtype: np.dtype, name: str) -> None:
+    if dtype.kind not in _CASTABLE_KINDS:
+        raise TypeError(f"{name} has dtype {dtype}, which cannot be cast to a real float type")
+
+
+def device_matrix(obj: Any, name: str) -> DeviceMatrix:
+    """A DeviceMatrix view of an object exposing __cuda_array_interface__ (v2 or later)."""
+    cai = obj.__cuda_array_interface__
+    shape = tuple(int(s) for s in cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    check_castable(dtype, name)
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be 2-D, got {len(shape)}-D")
+    byte_strides = cai.get("strides") or (dtype.itemsize * shape[1], dtype.itemsize)
+    if any(s % dtype.itemsize for s in byte_strides):
+        raise ValueError(f"{name} has strides that are not a multiple of its item size")
+    strides = tuple(s // dtype.itemsize for s in byte_strides)
+    ptr = int(cai["data"][0])
+    return DeviceMatrix(ptr, (shape[0], shape[1]), (strides[0], strides[1]), dtype, obj)
+
+
+def host_matrix(obj: Any, name: str, dtype: np.dtype | None) -> np.ndarray:
+    """A 2-D NumPy array of obj, cast to dtype (no copy when it already has it)."""
+    if obj is None:
+        raise TypeError(f"{name} must be an array, got None")
+    try:
+        arr = np.asarray(obj)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} cannot be converted to an array: {exc}") from exc
+    check_castable(arr.dtype, name)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got {arr.ndim}-D with shape {arr.shape}")
+    return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+def as_matrix(obj: Any, name: str) -> Matrix:
+    """A 2-D operand in its own dtype: a DeviceMatrix for device arrays, else an ndarray."""
+    if is_device_array(obj) and not isinstance(obj, np.ndarray):
+        return device_matrix(obj, name)
+    return host_matrix(obj, name, None)
+
+
+def gemm_dtype(a: Matrix, b: Matrix) -> np.dtype:
+    """float64 if either input is float64 (or an integer type), else float32, as np.matmul."""
+    dtype = np.result_type(a.dtype, b.dtype, np.float32)
+    return np.dtype(np.float64) if dtype.itemsize > 4 else np.dtype(np.float32)
+
+
+def normalise(
+    alpha: Any,
+    a: Any,
+    b: Any,
+    beta: Any,
+    c: Any,
+    trans_a: Any,
+    trans_b: Any,
+    overwrite_c: Any,
+    dtype: DTypeLike | None,
+    result_order: Literal["C", "F"] = "F",
+) -> GemmProblem:
+    """Check and convert every argument; raises before anything of the caller's is touched.
+
+    dtype None takes the dtype from the inputs (gemm); device inputs stay where they are
+    (a cast to another dtype happens later, on the device).
+    """
+    alpha_f = as_scalar(alpha, "alpha")
+    beta_f = as_scalar(beta, "beta")
+    ta = as_trans(trans_a, "trans_a")
+    tb = as_trans(trans_b, "trans_b")
+    ma = as_matrix(a, "a")
+    mb = as_matrix(b, "b")
+    dtype = np.dtype(dtype) if dtype is not None else gemm_dtype(ma, mb)
+    op_a = ma.T if ta else ma
+    op_b = mb.T if tb else mb
+    m, k = op_a.shape
+    kb, n = op_b.shape
+    if k != kb:
+        raise ValueError(
+            f"a and b do not align: op(a) is {m}x{k} and op(b) is {kb}x{n} "
+            f"(trans_a={int(ta)}, trans_b={int(tb)})"
+        )
+    if isinstance(op_a, np.ndarray):
+        op_a = op_a.astype(dtype, copy=False)
+    if isinstance(op_b, np.ndarray):
+        op_b = op_b.astype(dtype, copy=False)
+
+    if c is None:
+        if beta_f != 0.0:
+            raise ValueError("c must be given when beta is not zero")
+        like = next((x for x in (ma, mb) if isinstance(x, DeviceMatrix)), None)
+        out, result = _new_out(like, (m, n), dtype, result_order)
+        return GemmProblem(alpha_f, op_a, op_b, beta_f, out, result)
+    mc = as_matrix(c, "c")
+    if mc.shape != (m, n):
+        raise ValueError(f"c has shape {mc.shape}, expected {(m, n)} for op(a) @ op(b)")
+    if bool(overwrite_c) and mc.dtype == dtype and _writeable(mc):
+        return GemmProblem(alpha_f, op_a, op_b, beta_f, mc, c)
+    if isinstance(mc, DeviceMatrix):
+        out, result = _new_out(mc, (m, n), dtype, result_order)
+        c_init = mc if beta_f != 0.0 else None
+        return GemmProblem(alpha_f, op_a, op_b, beta_f, out, result, c_init)
+    if beta_f != 0.0:
+        out = np.array(mc, dtype=dtype, order=result_order)
+    else:
+        out = np.empty((m, n), dtype=dtype, order=result_order)
+    return GemmProblem(alpha_f, op_a, op_b, beta_f, out, out)
+
+
+def _writeable(mat: Matrix) -> bool:
+    if isinstance(mat, np.ndarray):
+        return bool(mat.flags.writeable)
+    return not mat.owner.__cuda_array_interface__["data"][1]
+
+
+def _new_out(
+    like: DeviceMatrix | None, shape: tuple[int, int], dtype: np.dtype, order: Literal["C", "F"]
+) -> tuple[Matrix, Any]:
+    """A new output: on the host, or on the device as the same kind of array as `like`."""
+    if like is None:
+        out = np.empty(shape, dtype=dtype, order=order)
+        return out, out
+    from .device_arrays import empty_like_kind
+
+    obj = empty_like_kind(like.owner, shape, dtype, order)
+    return device_matrix(obj, "out"), obj

@@ -1,0 +1,108 @@
+"""The GPU backend: operands to the device in a BLAS layout, kernel choice, launch, result back."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from . import cuda, launch, selection
+from ._args import GemmProblem, Matrix
+from ._layout import BlasForm, DeviceMatrix, blas_form
+from .params import KernelConfig
+
+
+def upload(arr: np.ndarray, keep: list[Any]) -> DeviceMatrix:
+    """Copy a host matrix to the device as it lies in memory (C or F order), no transposes."""
+    import pycuda.driver as drv
+
+    if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
+        arr = np.asfortranarray(arr)
+    buf = cuda.allocate(arr.nbytes)
+    keep.append(buf)
+    if arr.nbytes:
+        drv.memcpy_htod(int(buf), arr.ravel(order="K"))
+    strides = tuple(s // arr.itemsize for s in arr.strides)
+    return DeviceMatrix(int(buf), arr.shape, strides, arr.dtype, buf)  # type: ignore[arg-type]
+
+
+def scratch(shape: tuple[int, int], dtype: np.dtype, keep: list[Any]) -> DeviceMatrix:
+    """A column-major device buffer that lives as long as `keep`."""
+    buf = cuda.allocate(shape[0] * shape[1] * np.dtype(dtype).itemsize)
+    keep.append(buf)
+    return DeviceMatrix(int(buf), shape, (1, max(1, shape[0])), np.dtype(dtype), buf)
+
+
+def on_device(mat: Matrix, dtype: np.dtype, keep: list[Any]) -> DeviceMatrix:
+    """The operand on the device, in dtype and with a unit-stride dimension."""
+    if isinstance(mat, np.ndarray):
+        return upload(mat.astype(dtype, copy=False), keep)
+    if mat.dtype == dtype and mat.layout() is not None:
+        return mat
+    dense = scratch(mat.shape, dtype, keep)
+    launch.copy(mat, dense)
+    return dense
+
+
+def gemm_into(problem: GemmProblem, config: KernelConfig | None = None) -> None:
+    """Compute problem.out on the GPU; host outputs are downloaded before returning."""
+    import pycuda.driver as drv
+
+    dtype = problem.dtype
+    m, n, _k = problem.shape
+    if m == 0 or n == 0:
+        return
+    keep: list[Any] = []
+    a = on_device(problem.a, dtype, keep)
+    b = on_device(problem.b, dtype, keep)
+    host_out = problem.out if isinstance(problem.out, np.ndarray) else None
+    if host_out is not None:
+        # Uploaded only when its values are used; otherwise just a buffer of its layout.
+        c = upload(host_out, keep) if problem.beta != 0.0 else _buffer_like(host_out, keep)
+    else:
+        assert isinstance(problem.out, DeviceMatrix)
+        c = problem.out
+        if problem.c_init is not None:
+            launch.copy(problem.c_init, c)
+    target = c if c.layout() is not None else scratch(c.shape, dtype, keep)
+    if target is not c and problem.beta != 0.0:
+        launch.copy(c, target)
+    run(blas_form(a, b, target), dtype, problem.alpha, problem.beta, config)
+    if target is not c:
+        launch.copy(target, c)
+    if host_out is not None:
+        staged = np.empty(c.shape, dtype, order="F" if c.strides[0] == 1 else "C")
+        drv.memcpy_dtoh(staged.ravel(order="K"), c.ptr)
+        np.copyto(host_out, staged)
+    else:
+        if keep:
+            # Scratch buffers go back to the pool on return: let the kernels finish first.
+            drv.Context.synchronize()
+
+
+def run(
+    form: BlasForm,
+    dtype: np.dtype,
+    alpha: float,
+    beta: float,
+    config: KernelConfig | None = None,
+    stream: Any = None,
+) -> KernelConfig:
+    """Launch one column-major call with the given (or the chosen) config; returns the config."""
+    if config is None:
+        config = selection.choose(dtype, form.m, form.n, form.k)
+    if alpha == 0.0:
+        # BLAS: with alpha == 0, A and B are not read (NaN there must not reach C).
+        form = dataclasses.replace(form, k=0)
+    launch.gemm(form, dtype, alpha, beta, config, stream)
+    return config
+
+
+def _buffer_like(arr: np.ndarray, keep: list[Any]) -> DeviceMatrix:
+    buf = cuda.allocate(arr.nbytes)
+    keep.append(buf)
+    order_f = arr.flags.f_contiguous or not arr.flags.c_contiguous
+    rows, cols = arr.shape
+    strides = (1, max(1, rows)) if order_f else (max(1, cols), 1)
+    return DeviceMatrix(int(buf), (rows, cols), strides, arr.dtype, buf)

@@ -1,0 +1,49 @@
+"""What tunedgemm would run on here: backend and why, GPU, library versions, kernel choice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def info() -> dict[str, Any]:
+    """A dict describing the backend in use and why, the GPU, versions, and the kernel source."""
+    from . import __version__, backend, cuda, reference, selection
+
+    report: dict[str, Any] = {"tunedgemm": __version__, "numpy": np.__version__}
+    try:
+        name, why = backend.selected()
+    except Exception as exc:  # a forced GPU backend that is unusable
+        name, why = "unusable", str(exc)
+    report["backend"] = name
+    report["backend_reason"] = why
+    ok, _ = cuda.status()
+    if ok:
+        import pycuda
+        import pycuda.driver as drv
+
+        dev = cuda.device()
+        report["gpu"] = dev.name()
+        report["compute_capability"] = ".".join(map(str, dev.compute_capability()))
+        report["pycuda"] = ".".join(map(str, pycuda.VERSION))
+        report["cuda_driver"] = _version(drv.get_driver_version())
+        report["cuda_toolkit (pycuda built against)"] = ".".join(map(str, drv.get_version()))
+        report["cublas_reference"] = reference.status()[1]
+    report["kernel_choice"] = (
+        "built-in defaults: "
+        + ", ".join(
+            f"{d} -> {selection.choose(np.dtype(d), 1, 1, 1)}" for d in ("float32", "float64")
+        )
+        + " (no tuning table yet)"
+    )
+    return report
+
+
+def _version(code: int) -> str:
+    return f"{code // 1000}.{(code % 1000) // 10}"
+
+
+def format_info(report: dict[str, Any]) -> str:
+    width = max(len(k) for k in report)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in report.items())

@@ -1,0 +1,141 @@
+"""Types for declaring kernel families: tunables, constraints, derived values, launch geometry."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+Params = Mapping[str, int]
+
+# Limits of the targets we build for (sm_90); the tuner and the run-time check of a
+# table entry both prune with them.
+MAX_THREADS_PER_BLOCK = 1024
+MAX_DYNAMIC_SMEM_BYTES = 227 * 1024
+ITEMSIZE = {"float32": 4, "float64": 8}
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """One compile-time parameter: its define name, the values the tuner may try, its meaning."""
+
+    name: str
+    values: tuple[int, ...]
+    help: str
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule over a family's parameters; `holds(params, itemsize)` says whether it is met."""
+
+    text: str
+    holds: Callable[[Params, int], bool]
+
+
+@dataclass(frozen=True, order=True)
+class KernelConfig:
+    """A frozen, hashable, printable choice of every tunable of one family."""
+
+    family: str
+    params: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def make(cls, family: str, params: Params) -> KernelConfig:
+        return cls(family, tuple(sorted((str(k), int(v)) for k, v in params.items())))
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.params)
+
+    def __getitem__(self, name: str) -> int:
+        return self.as_dict()[name]
+
+    def __str__(self) -> str:
+        inner = ",".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.family}({inner})"
+
+
+@dataclass(frozen=True)
+class LaunchGeometry:
+    """What the launcher needs: block and grid sizes and dynamic shared memory."""
+
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    smem_bytes: int
+    split_k: int
+
+
+@dataclass(frozen=True)
+class KernelFamily:
+    """One kernel template in kernels/ and everything the tuner and the launcher know of it.
+
+    `derived(params, itemsize)` returns extra defines computed from the tunables (such as
+    THREADS); they are passed to the compiler so that each formula lives here only.
+    """
+
+    name: str
+    source: str
+    dtypes: tuple[str, ...]
+    tunables: tuple[Tunable, ...]
+    constraints: tuple[Constraint, ...]
+    defaults: Mapping[str, Params]
+    threads: Callable[[Params], int]
+    smem_bytes: Callable[[Params, int], int]
+    block_tile: Callable[[Params], tuple[int, int]]
+    derived: Callable[[Params, int], Params] = field(default=lambda p, s: {})
+    split_k: Callable[[Params], int] = field(default=lambda p: 1)
+    description: str = ""
+
+    def default_config(self, dtype: str) -> KernelConfig:
+        return KernelConfig.make(self.name, self.defaults[dtype])
+
+    def violations(self, config: KernelConfig, dtype: str) -> list[str]:
+        """Every rule the config breaks (empty when it may be compiled and launched)."""
+        if config.family != self.name:
+            return [f"config is for family {config.family!r}, not {self.name!r}"]
+        if dtype not in self.dtypes:
+            return [f"family {self.name} does not support {dtype}"]
+        params = config.as_dict()
+        names = {t.name for t in self.tunables}
+        problems = [f"unknown parameter {k}" for k in params if k not in names]
+        problems += [f"missing parameter {k}" for k in names if k not in params]
+        if problems:
+            return problems
+        itemsize = ITEMSIZE[dtype]
+        problems = [c.text for c in self.constraints if not c.holds(params, itemsize)]
+        if self.threads(params) > MAX_THREADS_PER_BLOCK:
+            problems.append(f"more than {MAX_THREADS_PER_BLOCK} threads per block")
+        if self.smem_bytes(params, itemsize) > MAX_DYNAMIC_SMEM_BYTES:
+            problems.append(f"more than {MAX_DYNAMIC_SMEM_BYTES} bytes of shared memory")
+        return problems
+
+    def space(self, dtype: str) -> Iterator[KernelConfig]:
+        """Every config of the declared values that meets all constraints."""
+        names = [t.name for t in self.tunables]
+        for values in itertools.product(*(t.values for t in self.tunables)):
+            config = KernelConfig.make(self.name, dict(zip(names, values, strict=True)))
+            if not self.violations(config, dtype):
+                yield config
+
+    def space_size(self) -> int:
+        return math.prod(len(t.values) for t in self.tunables)
+
+    def defines(self, config: KernelConfig, dtype: str) -> dict[str, int]:
+        params = config.as_dict()
+        return {**params, **self.derived(params, ITEMSIZE[dtype])}
+
+    def geometry(self, config: KernelConfig, dtype: str, m: int, n: int) -> LaunchGeometry:
+        params = config.as_dict()
+        tile_m, tile_n = self.block_tile(params)
+        split = self.split_k(params)
+        return LaunchGeometry(
+            block=(self.threads(params), 1, 1),
+            grid=(-(-m // tile_m), -(-n // tile_n), split),
+            smem_bytes=self.smem_bytes(params, ITEMSIZE[dtype]),
+            split_k=split,
+        )
+
+
+def divides(a: str, b: str) -> Constraint:
+    """Constraint: parameter `a` divides parameter `b`."""
+    return Constraint(f"{a} divides {b}", lambda p, s: p[b] % p[a] == 0)

@@ -1,0 +1,95 @@
+"""cuBLAS as the reference (and peer) GEMM, through scikit-cuda; the one place that imports it.
+
+scikit-cuda 0.5.3, its last release, predates setuptools 81 (no `pkg_resources`) and
+NumPy 2 (`skcuda.misc` fails). Only `skcuda.cublas` is used here, and it is imported
+with a stand-in `pkg_resources` when the real one is missing or warns, so its package
+`__init__` loads. Any failure is caught and reported by `status()`: the cuBLAS check is
+optional and never affects `sgemm` itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+import types
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._layout import BlasForm
+
+
+def _stand_in_pkg_resources() -> types.ModuleType:
+    module = types.ModuleType("pkg_resources")
+    module.declare_namespace = lambda name: None  # type: ignore[attr-defined]
+    return module
+
+
+@functools.lru_cache(maxsize=1)
+def _cublas() -> Any:
+    """skcuda.cublas, imported without the parts that fail on current Python packages."""
+    saved = sys.modules.get("pkg_resources")
+    sys.modules["pkg_resources"] = _stand_in_pkg_resources()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return importlib.import_module("skcuda.cublas")
+    finally:
+        if saved is None:
+            sys.modules.pop("pkg_resources", None)
+        else:
+            sys.modules["pkg_resources"] = saved
+
+
+@functools.lru_cache(maxsize=1)
+def status() -> tuple[bool, str]:
+    """(usable, description): scikit-cuda imports, finds libcublas, and opens a handle."""
+    from . import cuda
+
+    ok, reason = cuda.status()
+    if not ok:
+        return False, f"no GPU: {reason}"
+    try:
+        cublas = _cublas()
+        version = cublas.cublasGetVersion(_handle())
+    except Exception as exc:
+        return False, f"scikit-cuda/cuBLAS unavailable ({type(exc).__name__}: {exc})"
+    return True, f"cuBLAS {version} via scikit-cuda"
+
+
+@functools.lru_cache(maxsize=1)
+def _handle() -> int:
+    from . import cuda
+
+    cuda.context()
+    return int(_cublas().cublasCreate())
+
+
+def set_stream(stream: Any) -> None:
+    _cublas().cublasSetStream(_handle(), 0 if stream is None else stream.handle)
+
+
+def gemm(form: BlasForm, dtype: np.dtype, alpha: float, beta: float) -> None:
+    """cublasSgemm / cublasDgemm on the same device operands as tunedgemm's own kernel."""
+    cublas = _cublas()
+    routine = cublas.cublasSgemm if np.dtype(dtype) == np.float32 else cublas.cublasDgemm
+    if form.m == 0 or form.n == 0:
+        return
+    routine(
+        _handle(),
+        "t" if form.trans_a else "n",
+        "t" if form.trans_b else "n",
+        form.m,
+        form.n,
+        form.k,
+        alpha,
+        form.a,
+        max(1, form.lda),
+        form.b,
+        max(1, form.ldb),
+        beta,
+        form.c,
+        max(1, form.ldc),
+    )
