@@ -16,6 +16,8 @@ def ld_layout(shape: tuple[int, int], strides: tuple[int, int]) -> tuple[bool, i
     """
     rows, cols = shape
     s_row, s_col = strides
+    if rows == 0 or cols == 0:
+        return False, max(1, rows)  # nothing is addressed
     if (s_row == 1 or rows <= 1) and (cols <= 1 or s_col >= max(1, rows)):
         return False, s_col if cols > 1 else max(1, rows)
     if (s_col == 1 or cols <= 1) and (rows <= 1 or s_row >= max(1, cols)):

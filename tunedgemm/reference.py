@@ -1,10 +1,11 @@
 """cuBLAS as the reference (and peer) GEMM, through scikit-cuda; the one place that imports it.
 
 scikit-cuda 0.5.3, its last release, predates setuptools 81 (no `pkg_resources`) and
-NumPy 2 (`skcuda.misc` fails). Only `skcuda.cublas` is used here, and it is imported
-with a stand-in `pkg_resources` when the real one is missing or warns, so its package
-`__init__` loads. Any failure is caught and reported by `status()`: the cuBLAS check is
-optional and never affects `sgemm` itself.
+NumPy 2 (`skcuda.misc` fails). Only `skcuda.cublas` is used here. It is imported with
+a stand-in `pkg_resources` that provides the two calls scikit-cuda makes (in its package
+`__init__` and in `version`), whatever setuptools is installed, and with its warnings
+silenced. Any failure is caught and reported by `status()`: the cuBLAS check is optional
+and never affects `sgemm` itself.
 """
 
 from __future__ import annotations
@@ -22,8 +23,15 @@ from ._layout import BlasForm
 
 
 def _stand_in_pkg_resources() -> types.ModuleType:
+    """The two pkg_resources calls scikit-cuda makes: declare_namespace and require."""
+    from importlib import metadata
+
+    def require(name: str) -> list[types.SimpleNamespace]:
+        return [types.SimpleNamespace(version=metadata.version(name))]
+
     module = types.ModuleType("pkg_resources")
     module.declare_namespace = lambda name: None  # type: ignore[attr-defined]
+    module.require = require  # type: ignore[attr-defined]
     return module
 
 

@@ -37,6 +37,7 @@ def test_degenerate_dimensions_get_legal_ld():
     assert ld_layout((1, 1), (0, 0)) == (False, 1)
     assert ld_layout((6, 1), (2, 1)) == (True, 2)
     assert ld_layout((3, 4), (0, 1)) is None  # broadcast rows
+    assert ld_layout((5, 0), (0, 1)) == (False, 5)  # empty: any layout will do
 
 
 def test_row_major_output_solves_the_transposed_problem():
