@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..params import KernelConfig, KernelFamily
-from . import tiled
+from . import dmma, simt, tiled
 
-FAMILIES: dict[str, KernelFamily] = {f.name: f for f in (tiled.FAMILY,)}
+FAMILIES: dict[str, KernelFamily] = {f.name: f for f in (tiled.FAMILY, simt.FAMILY, dmma.FAMILY)}
 
 
 def family_of(config: KernelConfig) -> KernelFamily:

@@ -1,0 +1,383 @@
+// dgemm_mma: DGEMM on the FP64 tensor cores of sm_90 (H100) with warp-level mma.sync.
+// C = alpha * op(A) * op(B) + beta * C, float64 only, column-major BLAS semantics, any m, n,
+// k >= 1, all four transposes, any leading dimensions (ABI in common.cuh).
+//
+// Technique
+//   * One BM x BN tile of C per block; (BM/WM) x (BN/WN) warps, each owning a WM x WN warp
+//     tile made of (WM/16) x (WN/8) accumulators of mma.sync.aligned.m16n8k{4,8,16}.row.col
+//     .f64 (MMA_K selects the shape; all three run at the full DMMA rate on sm_90; the half-rate
+//     m8n8k4 is not used).
+//   * k is walked in BK-deep tiles through a STAGES-deep ring of shared-memory buffers filled
+//     with cp.async (16-byte copies of 2 doubles when ALIGNED, else 8-byte copies); one
+//     __syncthreads per k-tile. Out-of-range elements are zero-filled by cp.async (src-size
+//     0 or 8 bytes), so edge tiles in m, n and k need no special path.
+//   * Register fragments are double-buffered across k-steps and across k-tiles (the barrier sits
+//     before the last k-step of a tile, whose mma cover the first fragment reads of the next
+//     tile), as in CUTLASS's multistage mainloop.
+//   * Shared layout per operand, chosen by the operand's unit-stride dimension so that cp.async
+//     always copies along it:
+//       k-contiguous in global (A with TRANS_A=1, B with TRANS_B=0): smem [mn][k], row stride
+//         BK+4 doubles (4 * odd), so the 32 fragment reads of a warp (8 rows g x 4 columns t)
+//         hit 32 distinct 8-byte bank pairs;
+//       mn-contiguous in global (A with TRANS_A=0, B with TRANS_B=1): smem [k][mn], row stride
+//         BM+16 (resp. BN+16) doubles (= 16 mod 32) and element mn stored at mn ^ (4*(k&3))
+//         (an XOR of 16-byte granules inside each 16-double block), again 32 distinct bank
+//         pairs per fragment read, and the 16-byte cp.async granules stay contiguous.
+//   * Fragment layouts (PTX ISA "Matrix fragments for mma.m16n8k4/k8/k16" with .f64; g = lane/4,
+//     t = lane%4): A value a[v0 + 2*v1] = A(g + 8*v0, t + 4*v1); B value b[v] = B(t + 4*v, g);
+//     C value c[2*h + e] = C(g + 8*h, 2*t + e).
+//   * Group-M rasterisation of the block index (GROUP_M block-rows walked together) for L2 reuse.
+//   * Optional split-K: blockIdx.z takes a contiguous range of k-tiles and the epilogue adds with
+//     atomics (the launcher pre-scales C by beta); otherwise alpha/beta epilogue that never reads
+//     C when beta == 0.
+#include "common.cuh"
+
+#if DTYPE != 1
+#error "dgemm_mma.cu supports DTYPE=1 (float64) only"
+#endif
+
+#ifndef BM
+#define BM 128         // rows of C per block
+#endif
+#ifndef BN
+#define BN 128         // columns of C per block
+#endif
+#ifndef WM
+#define WM 64          // rows of C per warp (multiple of 16)
+#endif
+#ifndef WN
+#define WN 32          // columns of C per warp (multiple of 16)
+#endif
+#ifndef BK
+#define BK 16          // depth of one k-tile staged in shared memory (multiple of 8 and of MMA_K)
+#endif
+#ifndef MMA_K
+#define MMA_K 4        // k of the mma shape: 4 (m16n8k4), 8 (m16n8k8) or 16 (m16n8k16)
+#endif
+#ifndef STAGES
+#define STAGES 3       // depth of the cp.async shared-memory pipeline (>= 2)
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8      // block-rows rasterised together for L2 reuse (1: plain grid order)
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1   // minimum resident blocks per SM (__launch_bounds__)
+#endif
+// Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
+#ifndef THREADS
+#define THREADS ((BM / WM) * (BN / WN) * 32)
+#endif
+#define WARPS_M (BM / WM)          // warps along m
+#define MT (WM / 16)               // mma tiles per warp along m
+#define NT (WN / 8)                // mma tiles per warp along n
+#define KSTEPS (BK / MMA_K)        // mma k-steps per k-tile
+#define A_FRAG (MMA_K / 2)         // doubles of A per thread per mma
+#define B_FRAG (MMA_K / 4)         // doubles of B per thread per mma
+#define VEC (ALIGNED ? 2 : 1)      // doubles per cp.async
+#define LDK (BK + 4)               // row stride of a k-contiguous smem tile
+#define LDA_MN (BM + 16)           // row stride of an m-contiguous smem tile of A
+#define LDB_MN (BN + 16)           // row stride of an n-contiguous smem tile of B
+#define A_KCONTIG (TRANS_A)        // A's unit stride runs along k
+#define B_KCONTIG (!TRANS_B)       // B's unit stride runs along k
+#define A_STAGE (A_KCONTIG ? BM * LDK : BK * LDA_MN)   // doubles per stage of A
+#define B_STAGE (B_KCONTIG ? BN * LDK : BK * LDB_MN)   // doubles per stage of B
+
+#if (BM % WM) || (BN % WN) || (WM % 16) || (WN % 16) || (BK % MMA_K) || (BK % 8)
+#error "tile sizes violate the constraints of dgemm_mma"
+#endif
+#if MMA_K != 4 && MMA_K != 8 && MMA_K != 16
+#error "MMA_K must be 4, 8 or 16"
+#endif
+#if STAGES < 2
+#error "STAGES must be at least 2"
+#endif
+
+template <int BYTES>
+__device__ __forceinline__ void cp_async(double* smem, const double* gmem, int src_bytes)
+{
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n"
+                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// Stage one BX x BK slice of an operand G (extent X along mn, K along k) into shared memory.
+// G(x, p) = KCONTIG ? G[p + x * ld] : G[x + p * ld]; x0/k0 are the slice's origin.
+template <int KCONTIG, int BX, int LDMN>
+__device__ __forceinline__ void load_tile(double* __restrict__ s, const double* __restrict__ G,
+                                          int ld, int x0, int X, int k0, int K, int tid)
+{
+    if (KCONTIG) {
+        constexpr int CPR = BK / VEC;              // copies per smem row (one row per x)
+        constexpr int TOTAL = BX * CPR;
+        constexpr int ITERS = (TOTAL + THREADS - 1) / THREADS;
+        if (THREADS % CPR == 0) {
+            // Every pass of the block covers RSTEP whole rows: k offset fixed per thread.
+            constexpr int RSTEP = THREADS / CPR;
+            const int tx = tid / CPR, tp = (tid % CPR) * VEC;
+            const int rem = K - (k0 + tp);
+            const int kbytes = rem > 0 ? 8 * (rem < VEC ? rem : VEC) : 0;
+            const double* src = G + (size_t)(x0 + tx) * ld + (k0 + tp);
+            const size_t step = (size_t)RSTEP * ld;
+            double* dst = s + tx * LDK + tp;
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it) {
+                const int x = tx + it * RSTEP;
+                if (TOTAL % THREADS != 0 && x >= BX) break;
+                const int bytes = (x0 + x < X) ? kbytes : 0;
+                cp_async<8 * VEC>(dst + it * RSTEP * LDK, bytes ? src : G, bytes);
+                src += step;
+            }
+        } else {
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it) {
+                const int idx = tid + it * THREADS;
+                if (TOTAL % THREADS != 0 && idx >= TOTAL) break;
+                const int x = idx / CPR, p = (idx % CPR) * VEC;
+                const int gx = x0 + x, gp = k0 + p;
+                const int rem = K - gp;
+                const int bytes = (gx < X && rem > 0) ? 8 * (rem < VEC ? rem : VEC) : 0;
+                const double* src = bytes ? G + (size_t)gp + (size_t)gx * ld : G;
+                cp_async<8 * VEC>(s + x * LDK + p, src, bytes);
+            }
+        }
+    } else {
+        constexpr int CPR = BX / VEC;              // copies per smem row (one row per k)
+        constexpr int TOTAL = BK * CPR;
+        constexpr int ITERS = (TOTAL + THREADS - 1) / THREADS;
+        if (THREADS % CPR == 0) {
+            // Every pass of the block covers PSTEP whole k-rows: mn offset fixed per thread.
+            constexpr int PSTEP = THREADS / CPR;
+            const int tp = tid / CPR, tx = (tid % CPR) * VEC;
+            const int rem = X - (x0 + tx);
+            const int xbytes = rem > 0 ? 8 * (rem < VEC ? rem : VEC) : 0;
+            const double* src = G + (x0 + tx) + (size_t)(k0 + tp) * ld;
+            const size_t step = (size_t)PSTEP * ld;
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it) {
+                const int p = tp + it * PSTEP;
+                if (TOTAL % THREADS != 0 && p >= BK) break;
+                const int bytes = (k0 + p < K) ? xbytes : 0;
+                cp_async<8 * VEC>(s + p * LDMN + (tx ^ ((p & 3) << 2)), bytes ? src : G, bytes);
+                src += step;
+            }
+        } else {
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it) {
+                const int idx = tid + it * THREADS;
+                if (TOTAL % THREADS != 0 && idx >= TOTAL) break;
+                const int p = idx / CPR, x = (idx % CPR) * VEC;
+                const int gx = x0 + x, gp = k0 + p;
+                const int rem = X - gx;
+                const int bytes = (gp < K && rem > 0) ? 8 * (rem < VEC ? rem : VEC) : 0;
+                const double* src = bytes ? G + (size_t)gx + (size_t)gp * ld : G;
+                cp_async<8 * VEC>(s + p * LDMN + (x ^ ((p & 3) << 2)), src, bytes);
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ void mma_f64(double (&d)[4], const double (&a)[A_FRAG], const double (&b)[B_FRAG])
+{
+#if MMA_K == 4
+    asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 "
+        "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+#elif MMA_K == 8
+    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
+          "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
+     const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    double* const sA = reinterpret_cast<double*>(smem_raw);
+    double* const sB = sA + STAGES * A_STAGE;
+
+    // Group-M rasterisation: consecutive linear block ids walk GROUP_M block-rows per block-column.
+    int bm = blockIdx.x, bn = blockIdx.y;
+#if GROUP_M > 1
+    {
+        const int grid_m = gridDim.x, grid_n = gridDim.y;
+        const int pid = blockIdx.x + blockIdx.y * grid_m;
+        const int width = GROUP_M * grid_n;
+        const int group = pid / width;
+        const int first_m = group * GROUP_M;
+        const int gsize = min(grid_m - first_m, GROUP_M);
+        const int r = pid - group * width;
+        bm = first_m + r % gsize;
+        bn = r / gsize;
+    }
+#endif
+    const int row0 = bm * BM, col0 = bn * BN;
+
+    // Range of k-tiles of this block (a contiguous slice when SPLIT_K > 1).
+    const int KT = (k + BK - 1) / BK;
+#if SPLIT_K > 1
+    const int per = (KT + SPLIT_K - 1) / SPLIT_K;
+    const int kt0 = blockIdx.z * per;
+    const int ntiles = min(KT, kt0 + per) - kt0;
+    if (ntiles <= 0) return;   // whole block leaves: nothing to add
+#else
+    const int kt0 = 0;
+    const int ntiles = KT;
+#endif
+
+    const int tid = threadIdx.x;
+    const int warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm0 = (warp % WARPS_M) * WM, wn0 = (warp / WARPS_M) * WN;
+
+    // Per-thread fragment offsets inside one stage (see the layouts in the header comment).
+#if A_KCONTIG
+    const int aoff = (wm0 + g) * LDK + t;                   // + (16i + 8v0) * LDK + kofs
+#else
+    const int aoff0 = t * LDA_MN + wm0 + (g ^ (t << 2));    // v0 = 0; + 16i + kofs * LDA_MN
+    const int aoff1 = t * LDA_MN + wm0 + ((8 + g) ^ (t << 2));
+#endif
+#if B_KCONTIG
+    const int boff = (wn0 + g) * LDK + t;                   // + 8j * LDK + kofs
+#else
+    const int boff0 = t * LDB_MN + wn0 + (g ^ (t << 2));    // j even; + 16(j/2) + kofs * LDB_MN
+    const int boff1 = t * LDB_MN + wn0 + ((8 + g) ^ (t << 2));
+#endif
+
+    // Load the A and B fragments of k-step ks of the stage at a_s / b_s.
+    auto load_frags = [&](double (&af_)[MT][A_FRAG], double (&bf_)[NT][B_FRAG],
+                          const double* a_s_, const double* b_s_, int ks) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int v1 = 0; v1 < MMA_K / 4; ++v1) {
+                const int kofs = ks * MMA_K + 4 * v1;
+#if A_KCONTIG
+                af_[i][2 * v1 + 0] = a_s_[aoff + (16 * i + 0) * LDK + kofs];
+                af_[i][2 * v1 + 1] = a_s_[aoff + (16 * i + 8) * LDK + kofs];
+#else
+                af_[i][2 * v1 + 0] = a_s_[aoff0 + 16 * i + kofs * LDA_MN];
+                af_[i][2 * v1 + 1] = a_s_[aoff1 + 16 * i + kofs * LDA_MN];
+#endif
+            }
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int v = 0; v < B_FRAG; ++v) {
+                const int kofs = ks * MMA_K + 4 * v;
+#if B_KCONTIG
+                bf_[j][v] = b_s_[boff + 8 * j * LDK + kofs];
+#else
+                bf_[j][v] = b_s_[((j & 1) ? boff1 : boff0) + 16 * (j >> 1) + kofs * LDB_MN];
+#endif
+            }
+    };
+
+    double acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0;
+
+    // Prologue: fill STAGES-1 stages (empty groups keep the wait counts uniform).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ntiles) {
+            const int k0 = (kt0 + s) * BK;
+            load_tile<A_KCONTIG, BM, LDA_MN>(sA + s * A_STAGE, A, lda, row0, m, k0, k, tid);
+            load_tile<B_KCONTIG, BN, LDB_MN>(sB + s * B_STAGE, B, ldb, col0, n, k0, k, tid);
+        }
+        cp_async_commit();
+    }
+
+    // Main loop (one __syncthreads per k-tile). Fragments are double-buffered in registers:
+    // the first k-step of tile it+1 is read right after the barrier that sits before the last
+    // k-step of tile it, so the barrier and the shared-memory latency hide behind that k-step's
+    // mma. Stage wstage (read by tile it-1) is refilled only after the barrier of iteration
+    // it-1, which every thread reaches after its last read of tile it-1.
+    int rstage = 0, wstage = STAGES - 1;
+    cp_async_wait<STAGES - 2>();   // k-tile 0 has landed (for this thread) ...
+    __syncthreads();               // ... for all threads
+    const double* a_s = sA;
+    const double* b_s = sB;
+    double af[2][MT][A_FRAG];
+    double bf[2][NT][B_FRAG];
+    load_frags(af[0], bf[0], a_s, b_s, 0);
+
+    for (int it = 0; it < ntiles; ++it) {
+        {
+            const int nxt = it + STAGES - 1;
+            if (nxt < ntiles) {
+                const int k0 = (kt0 + nxt) * BK;
+                load_tile<A_KCONTIG, BM, LDA_MN>(sA + wstage * A_STAGE, A, lda, row0, m, k0, k, tid);
+                load_tile<B_KCONTIG, BN, LDB_MN>(sB + wstage * B_STAGE, B, ldb, col0, n, k0, k, tid);
+            }
+            cp_async_commit();
+            wstage = (wstage + 1 == STAGES) ? 0 : wstage + 1;
+        }
+#pragma unroll
+        for (int ks = 0; ks < KSTEPS; ++ks) {
+            if (ks == KSTEPS - 1) {
+                cp_async_wait<STAGES - 2>();   // k-tile it+1 has landed (for this thread) ...
+                __syncthreads();               // ... for all threads; tile it is no longer read
+                rstage = (rstage + 1 == STAGES) ? 0 : rstage + 1;
+                a_s = sA + rstage * A_STAGE;
+                b_s = sB + rstage * B_STAGE;
+                // First k-step of tile it+1 (after the last tile: an unused read of a stale stage).
+                load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_s, b_s, 0);
+            } else {
+                load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_s, b_s, ks + 1);
+            }
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) mma_f64(acc[i][j], af[ks & 1][i], bf[ks & 1][j]);
+        }
+        if (KSTEPS & 1) {   // odd k-steps: the next tile's first fragments sit in buffer 1
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int v = 0; v < A_FRAG; ++v) af[0][i][v] = af[1][i][v];
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int v = 0; v < B_FRAG; ++v) bf[0][j][v] = bf[1][j][v];
+        }
+    }
+    cp_async_wait<0>();
+
+    // Epilogue: c[2h + e] = C(g + 8h, 2t + e) of each 16 x 8 tile.
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int gi = row0 + wm0 + 16 * i + 8 * h + g;
+                    const int gj = col0 + wn0 + 8 * j + 2 * t + e;
+                    if (gi < m && gj < n)
+                        store_c(C + (size_t)gi + (size_t)gj * ldc, acc[i][j][2 * h + e], alpha, beta);
+                }
+}

@@ -1,0 +1,428 @@
+// sgemm_simt: fast strict-FP32 SGEMM with FFMA only (no tensor cores), tuned for sm_90.
+//
+// Computes C = alpha * op(A) * op(B) + beta * C in BLAS column-major terms (ABI in
+// common.cuh): any m, n, k >= 1, any lda/ldb/ldc >= rows, all four TRANS_A/TRANS_B combos.
+// float32 only (DTYPE 0). When beta == 0, C is never read. With SPLIT_K > 1 the launcher
+// pre-scales C by beta (scale_c) and every k-slice adds alpha * partial with atomicAdd.
+//
+// Layout assumptions: ALIGNED=1 means A, B, C are 16-byte aligned and lda, ldb, ldc are
+// multiples of 4 floats, so 16-byte accesses along each operand's unit-stride dimension
+// and 16-byte C accesses along m are legal. ALIGNED=0 assumes nothing (4-byte accesses).
+//
+// Technique (after the CUTLASS SIMT / siboehm-style kernels):
+//  * one BM x BN tile of C per block, split into WM x WN warp tiles; each lane owns a
+//    TM x TN register tile made of (TM/4) x (TN/4) 4x4 sub-blocks interleaved with stride
+//    4*(WM/TM) along m and 4*(WN/TN) along n, so every shared read is one LDS.128 and a
+//    warp's reads of one k-row are contiguous (conflict-free, mostly broadcast);
+//  * shared tiles are stored k-outer: As[k][m] and Bs[k][n] (rows padded by PAD floats,
+//    keeping 16-byte alignment and spreading the transposing stores over banks);
+//  * STAGES-deep shared ring fed by cp.async (one cp.async group per k-tile, one
+//    __syncthreads per k-tile). Operands whose unit stride runs along m / n (A with
+//    TRANS_A=0, B with TRANS_B=1) go global->shared directly with 16-byte cp.async
+//    (ALIGNED=1, partial vectors zero-filled by src-size) or 4-byte cp.async (ALIGNED=0).
+//    Operands whose unit stride runs along k (A with TRANS_A=1, B with TRANS_B=0) are
+//    transposed: with ALIGNED=1 and exactly one such operand (NN: B, TT: A) it is staged
+//    through registers (LDG.128 along k issued before the k-tile's math, four scalar STS
+//    after it, into the ring slot freed by the last barrier); otherwise (ALIGNED=0, or
+//    TRANS_A=1 with TRANS_B=0) 4-byte cp.async writes straight to the transposed position.
+//    Out-of-range elements (m, n and k edges) are zero-filled; out-of-range C is skipped;
+//  * register fragments double-buffered across the fully unrolled BK loop;
+//  * group-M rasterisation of the linear block index for L2 reuse;
+//  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges), or
+//    atomicAdd through store_c when SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles).
+#include "common.cuh"
+
+#if DTYPE != 0
+#error "sgemm_simt supports float32 (DTYPE 0) only"
+#endif
+
+#ifndef BM
+#define BM 128         // rows of C per block
+#endif
+#ifndef BN
+#define BN 128         // columns of C per block
+#endif
+#ifndef BK
+#define BK 16          // depth of one k-tile staged in shared memory
+#endif
+#ifndef WM
+#define WM 64          // rows of C per warp
+#endif
+#ifndef WN
+#define WN 32          // columns of C per warp
+#endif
+#ifndef TM
+#define TM 8           // rows of C per thread (multiple of 4)
+#endif
+#ifndef TN
+#define TN 8           // columns of C per thread (multiple of 4)
+#endif
+#ifndef STAGES
+#define STAGES 3       // depth of the shared-memory cp.async ring (>= 2)
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8      // block rows per group of the L2-friendly rasterisation
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 2   // __launch_bounds__ minimum resident blocks per SM
+#endif
+// Derived (passed by tunedgemm/families/simt.py; defaults here match the defaults above).
+#ifndef THREADS
+#define THREADS ((BM / WM) * (BN / WN) * 32)
+#endif
+#define WARPS_M (BM / WM)          // warps along m
+#define WTM (WM / TM)              // lanes along m inside a warp
+#define WTN (WN / TN)              // lanes along n inside a warp
+#define PAD 4                      // floats of padding per shared row (keeps 16 B alignment)
+#define LDA_S (BM + PAD)           // shared row length of As
+#define LDB_S (BN + PAD)           // shared row length of Bs
+#define A_STAGE (BK * LDA_S)       // floats per ring slot of As
+#define B_STAGE (BK * LDB_S)       // floats per ring slot of Bs
+// Operands transposed through registers (ALIGNED=1 and unit stride along k): only when
+// the other operand is copied with 16-byte cp.async (NN: B; TT: A). With both operands
+// k-major (TRANS_A=1, TRANS_B=0) both use 4-byte cp.async, which keeps registers in budget.
+#define B_REG (ALIGNED && !TRANS_B && !TRANS_A)
+#define A_REG (ALIGNED && TRANS_A && TRANS_B)
+
+static_assert(WTM * WTN == 32, "a warp tile must hold exactly 32 thread tiles");
+static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are made of 4x4 sub-blocks");
+static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
+static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "THREADS must match the warp layout");
+static_assert(BK % 4 == 0, "BK must be a multiple of 4");
+static_assert(STAGES >= 2, "need at least two stages");
+static_assert((THREADS & (THREADS - 1)) == 0 && (BM & (BM - 1)) == 0 && (BN & (BN - 1)) == 0 &&
+              (BK & (BK - 1)) == 0, "THREADS, BM, BN, BK must be powers of two");
+#if ALIGNED
+static_assert((BM * BK / 4) % THREADS == 0, "A k-tile must be whole 16-byte vectors per thread");
+static_assert((BN * BK / 4) % THREADS == 0, "B k-tile must be whole 16-byte vectors per thread");
+#else
+static_assert((BM * BK) % THREADS == 0, "A k-tile must be whole elements per thread");
+static_assert((BN * BK) % THREADS == 0, "B k-tile must be whole elements per thread");
+#endif
+
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, int src_bytes)
+{
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, int src_bytes)
+{
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// Returns its argument through an opaque move, once per k-tile: products of the leading
+// dimension with compile-time chunk offsets then stay cheap per-tile IMADs instead of being
+// hoisted out of the k loop as one 64-bit register pair per chunk (which spills).
+__device__ __forceinline__ int opaque(int v)
+{
+    int r;
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(r) : "r"(v));
+    return r;
+}
+
+__device__ __forceinline__ float comp(const float4& v, int i)
+{
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// Loader geometry. THREADS, BM, BN, BK are powers of two, so the chunk c = tid + r * THREADS
+// of a tile splits into a per-thread part (from tid) plus a compile-time part (from r),
+// which keeps one base address per operand and folds the rest into immediates.
+//
+// X-major operand: element (p, x) at G[x + p * ld] (unit stride along x = m or n), copied
+// into dst[p * (BX + PAD) + x] in vectors of W floats (W = 4 if ALIGNED else 1).
+template <int BX>
+struct XMajor {
+    static constexpr int W = ALIGNED ? 4 : 1;
+    static constexpr int VX = BX / W;                  // vectors per k-row
+    static constexpr int PER = BK * VX / THREADS;      // vectors per thread per tile
+    static constexpr bool WIDE = THREADS >= VX;        // a pass of the block covers whole k-rows
+    __device__ static constexpr int dp(int r) { return WIDE ? r * (THREADS / VX) : r / (VX / THREADS); }
+    __device__ static constexpr int dx(int r) { return WIDE ? 0 : (r % (VX / THREADS)) * THREADS * W; }
+    __device__ static int p0(int tid) { return WIDE ? tid / VX : 0; }
+    __device__ static int x0(int tid) { return (WIDE ? tid % VX : tid) * W; }
+
+    // Rows x >= ext and depths p >= kend are zero-filled (src-size 0 or partial).
+    __device__ static void load(float* dst, const float* __restrict__ G, int ld, int ext, int xbase,
+                                int k0, int kend, int tid)
+    {
+        ld = opaque(ld);
+        const int p = p0(tid), x = x0(tid);
+        const int gx = xbase + x, gp = k0 + p;
+        const float* g = G + ((long long)gp * ld + gx);
+        float* d = dst + p * (BX + PAD) + x;
+#pragma unroll
+        for (int r = 0; r < PER; ++r) {
+            const int xr = gx + dx(r);
+            const bool ok = gp + dp(r) < kend && xr < ext;
+            const float* src = ok ? g + ((long long)dp(r) * ld + dx(r)) : G;
+#if ALIGNED
+            cp_async16(d + dp(r) * (BX + PAD) + dx(r), src, ok ? 4 * min(4, ext - xr) : 0);
+#else
+            cp_async4(d + dp(r) * (BX + PAD) + dx(r), src, ok ? 4 : 0);
+#endif
+        }
+    }
+};
+
+// K-major operand: element (p, x) at G[p + x * ld] (unit stride along k). Vectors of W
+// floats run along k; consecutive lanes walk k first so global reads coalesce.
+template <int BX, int W>
+struct KMajor {
+    static constexpr int VK = BK / W;                  // vectors per x-row
+    static constexpr int PER = BK * BX / W / THREADS;  // vectors per thread per tile
+    static constexpr int XSTEP = THREADS / VK;         // x advance between a thread's vectors
+    __device__ static int p0(int tid) { return (tid % VK) * W; }
+    __device__ static int x0(int tid) { return tid / VK; }
+
+    // ALIGNED=0: 4-byte cp.async straight to the transposed shared position.
+    __device__ static void load_async(float* dst, const float* __restrict__ G, int ld, int ext, int xbase,
+                                      int k0, int kend, int tid)
+    {
+        ld = opaque(ld);
+        const int p = p0(tid), x = x0(tid);
+        const int gx = xbase + x, gp = k0 + p;
+        const float* g = G + ((long long)gx * ld + gp);
+        float* d = dst + p * (BX + PAD) + x;
+        const bool kin = gp < kend;
+#pragma unroll
+        for (int r = 0; r < PER; ++r) {
+            const bool ok = kin && gx + r * XSTEP < ext;
+            const float* src = ok ? g + (long long)(r * XSTEP) * ld : G;
+            cp_async4(d + r * XSTEP, src, ok ? 4 : 0);
+        }
+    }
+
+    // ALIGNED=1, global half of the register-staged transpose: 16-byte loads along k,
+    // zeros outside (element-wise at the k edge).
+    __device__ static void load_regs(float4 (&reg)[PER], const float* __restrict__ G, int ld, int ext, int xbase,
+                                     int k0, int kend, int tid)
+    {
+        ld = opaque(ld);
+        const int p = p0(tid), x = x0(tid);
+        const int gx = xbase + x, gp = k0 + p;
+        const float* g = G + ((long long)gx * ld + gp);
+        const int krem = kend - gp;                    // valid floats of this thread's vectors
+#pragma unroll
+        for (int r = 0; r < PER; ++r) {
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (gx + r * XSTEP < ext) {
+                const float* src = g + (long long)(r * XSTEP) * ld;
+                if (krem >= 4) {
+                    v = __ldg(reinterpret_cast<const float4*>(src));
+                } else {
+                    if (krem > 0) v.x = __ldg(src);
+                    if (krem > 1) v.y = __ldg(src + 1);
+                    if (krem > 2) v.z = __ldg(src + 2);
+                }
+            }
+            reg[r] = v;
+        }
+    }
+
+    // Shared half: four scalar stores per vector, down the k-rows.
+    __device__ static void store_regs(float* dst, const float4 (&reg)[PER], int tid)
+    {
+        float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
+#pragma unroll
+        for (int r = 0; r < PER; ++r) {
+            d[0 * (BX + PAD) + r * XSTEP] = reg[r].x;
+            d[1 * (BX + PAD) + r * XSTEP] = reg[r].y;
+            d[2 * (BX + PAD) + r * XSTEP] = reg[r].z;
+            d[3 * (BX + PAD) + r * XSTEP] = reg[r].w;
+        }
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
+     const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    float* As = reinterpret_cast<float*>(smem_raw);    // [STAGES][BK][LDA_S]
+    float* Bs = As + STAGES * A_STAGE;                   // [STAGES][BK][LDB_S]
+
+    // Group-M rasterisation: consecutive linear block ids sweep GROUP_M block rows
+    // down one block column before moving right, so A and B panels are reused in L2.
+    const int grid_m = gridDim.x, grid_n = gridDim.y;
+    const int pid = blockIdx.x + blockIdx.y * grid_m;
+    const int per_group = GROUP_M * grid_n;
+    const int first_m = (pid / per_group) * GROUP_M;
+    const int group_rows = min(grid_m - first_m, GROUP_M);
+    const int pid_m = first_m + (pid % per_group) % group_rows;
+    const int pid_n = (pid % per_group) / group_rows;
+    const int row0 = pid_m * BM;
+    const int col0 = pid_n * BN;
+
+    // k-tiles of this block (a contiguous range per k-slice when SPLIT_K > 1).
+    const int ktiles = (k + BK - 1) / BK;
+#if SPLIT_K > 1
+    const int per_slice = (ktiles + SPLIT_K - 1) / SPLIT_K;
+    const int kt_begin = blockIdx.z * per_slice;
+    const int nkt = min(ktiles - kt_begin, per_slice);
+    if (nkt <= 0) return;   // whole block leaves together: nothing to add
+#else
+    const int kt_begin = 0;
+    const int nkt = ktiles;
+#endif
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wm = warp % WARPS_M, wn = warp / WARPS_M;
+    const int lm = lane % WTM, ln = lane / WTM;
+
+#if A_REG
+    float4 a_reg[KMajor<BM, 4>::PER];
+#endif
+#if B_REG
+    float4 b_reg[KMajor<BN, 4>::PER];
+#endif
+
+    // Issue every global load of k-tile `kt` into ring slot `s` (register-staged parts go
+    // to a_reg / b_reg and are stored by store_regs).
+    auto issue_tile = [&](int s, int kt) {
+        const int k0 = kt * BK;
+#if TRANS_A
+#if A_REG
+        KMajor<BM, 4>::load_regs(a_reg, A, lda, m, row0, k0, k, tid);
+#else
+        KMajor<BM, 1>::load_async(As + s * A_STAGE, A, lda, m, row0, k0, k, tid);
+#endif
+#else
+        XMajor<BM>::load(As + s * A_STAGE, A, lda, m, row0, k0, k, tid);
+#endif
+#if TRANS_B
+        XMajor<BN>::load(Bs + s * B_STAGE, B, ldb, n, col0, k0, k, tid);
+#else
+#if B_REG
+        KMajor<BN, 4>::load_regs(b_reg, B, ldb, n, col0, k0, k, tid);
+#else
+        KMajor<BN, 1>::load_async(Bs + s * B_STAGE, B, ldb, n, col0, k0, k, tid);
+#endif
+#endif
+    };
+    auto store_regs = [&](int s) {
+#if A_REG
+        KMajor<BM, 4>::store_regs(As + s * A_STAGE, a_reg, tid);
+#endif
+#if B_REG
+        KMajor<BN, 4>::store_regs(Bs + s * B_STAGE, b_reg, tid);
+#endif
+        (void)s;
+    };
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int r = 0; r < TM; ++r)
+#pragma unroll
+        for (int c = 0; c < TN; ++c) acc[r][c] = 0.f;
+
+    // Prologue: fill ring slots 0 .. STAGES-2 (one commit group per slot, even if empty).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < nkt) {
+            issue_tile(s, kt_begin + s);
+            store_regs(s);
+        }
+        cp_async_commit();
+    }
+
+    // Per-lane fragment bases inside a ring slot.
+    const int a_off = wm * WM + lm * 4;
+    const int b_off = wn * WN + ln * 4;
+
+    int rs = 0;               // ring slot read this iteration (tile t)
+    int ws = STAGES - 1;      // ring slot written this iteration (tile t + STAGES - 1)
+    for (int t = 0; t < nkt; ++t) {
+        // Tile t has landed for this thread; the barrier makes it visible to all and
+        // guarantees everybody finished tile t-1, whose slot (ws) is refilled below.
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+
+        const bool more = t + STAGES - 1 < nkt;
+        if (more) issue_tile(ws, kt_begin + t + STAGES - 1);
+        cp_async_commit();
+
+        const float* a_s = As + rs * A_STAGE + a_off;
+        const float* b_s = Bs + rs * B_STAGE + b_off;
+        float4 af[2][TM / 4], bf[2][TN / 4];
+#pragma unroll
+        for (int v = 0; v < TM / 4; ++v) af[0][v] = *reinterpret_cast<const float4*>(a_s + v * 4 * WTM);
+#pragma unroll
+        for (int u = 0; u < TN / 4; ++u) bf[0][u] = *reinterpret_cast<const float4*>(b_s + u * 4 * WTN);
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            const int cur = kk & 1;
+            if (kk + 1 < BK) {
+#pragma unroll
+                for (int v = 0; v < TM / 4; ++v)
+                    af[cur ^ 1][v] = *reinterpret_cast<const float4*>(a_s + (kk + 1) * LDA_S + v * 4 * WTM);
+#pragma unroll
+                for (int u = 0; u < TN / 4; ++u)
+                    bf[cur ^ 1][u] = *reinterpret_cast<const float4*>(b_s + (kk + 1) * LDB_S + u * 4 * WTN);
+            }
+#pragma unroll
+            for (int r = 0; r < TM; ++r) {
+                const float a = comp(af[cur][r / 4], r % 4);
+#pragma unroll
+                for (int c = 0; c < TN; ++c) acc[r][c] = fmaf(a, comp(bf[cur][c / 4], c % 4), acc[r][c]);
+            }
+        }
+
+        // Register-staged operands: their slot was freed by this iteration's barrier and is
+        // read STAGES-1 iterations from now, after at least one more barrier.
+        if (more) store_regs(ws);
+
+        rs = (rs + 1 == STAGES) ? 0 : rs + 1;
+        ws = (ws + 1 == STAGES) ? 0 : ws + 1;
+    }
+    cp_async_wait<0>();   // only empty groups can remain; drain for tidiness
+
+    // Epilogue: lane (lm, ln) owns rows  row0 + wm*WM + v*4*WTM + lm*4 + {0..3}
+    //                         and columns col0 + wn*WN + u*4*WTN + ln*4 + {0..3}.
+#pragma unroll
+    for (int u = 0; u < TN / 4; ++u) {
+#pragma unroll
+        for (int cb = 0; cb < 4; ++cb) {
+            const int gj = col0 + wn * WN + u * 4 * WTN + ln * 4 + cb;
+            if (gj >= n) continue;
+            REAL* ccol = C + (size_t)gj * ldc;
+#pragma unroll
+            for (int v = 0; v < TM / 4; ++v) {
+                const int gi = row0 + wm * WM + v * 4 * WTM + lm * 4;
+                const int c = u * 4 + cb;
+#if ALIGNED && SPLIT_K == 1
+                if (gi + 3 < m) {
+                    float4* cp = reinterpret_cast<float4*>(ccol + gi);
+                    float4 o;
+                    o.x = alpha * acc[v * 4 + 0][c];
+                    o.y = alpha * acc[v * 4 + 1][c];
+                    o.z = alpha * acc[v * 4 + 2][c];
+                    o.w = alpha * acc[v * 4 + 3][c];
+                    if (beta != 0.f) {
+                        const float4 old = *cp;
+                        o.x = fmaf(beta, old.x, o.x);
+                        o.y = fmaf(beta, old.y, o.y);
+                        o.z = fmaf(beta, old.z, o.z);
+                        o.w = fmaf(beta, old.w, o.w);
+                    }
+                    *cp = o;
+                    continue;
+                }
+#endif
+#pragma unroll
+                for (int rb = 0; rb < 4; ++rb)
+                    if (gi + rb < m) store_c(ccol + gi + rb, acc[v * 4 + rb][c], alpha, beta);
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+"""Declaration of the dmma family: DGEMM on sm_90 FP64 tensor cores (mma.sync m16n8k{4,8,16})."""
+
+from __future__ import annotations
+
+from ..params import Constraint, KernelFamily, Params, Tunable, divides
+
+# Registers available to one thread (the hardware cap) and per SM.
+_MAX_REGS_PER_THREAD = 255
+_REGS_PER_SM = 65536
+# Shared memory of one SM and what the runtime reserves per resident block.
+_SMEM_PER_SM = 228 * 1024
+_SMEM_RESERVED_PER_BLOCK = 1024
+
+
+def _threads(p: Params) -> int:
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def _operand_stage(rows: int, bk: int) -> int:
+    # Larger of the two layouts the kernel picks by transpose: [rows][BK+4] (k-contiguous)
+    # or [BK][rows+16] (mn-contiguous).
+    return max(rows * (bk + 4), bk * (rows + 16))
+
+
+def _smem_bytes(p: Params, itemsize: int) -> int:
+    return (
+        itemsize
+        * p["STAGES"]
+        * (_operand_stage(p["BM"], p["BK"]) + _operand_stage(p["BN"], p["BK"]))
+    )
+
+
+def _copies_per_thread(p: Params) -> int:
+    # cp.async issued by one thread per k-tile in the worst (unaligned, 8-byte) case.
+    return -(-(p["BM"] + p["BN"]) * p["BK"] // _threads(p))
+
+
+def _regs_estimate(p: Params) -> int:
+    # Accumulators plus two k-steps of A and B fragments (2 registers per double), the
+    # per-thread copies of a k-tile, and addressing and loop state.
+    acc = p["WM"] * p["WN"] // 16
+    frags = 2 * 2 * ((p["WM"] // 16) * p["MMA_K"] // 2 + (p["WN"] // 8) * p["MMA_K"] // 4)
+    return acc + frags + _copies_per_thread(p) + 24
+
+
+FAMILY = KernelFamily(
+    name="dmma",
+    source="dgemm_mma.cu",
+    dtypes=("float64",),
+    description=(
+        "FP64 tensor-core mma.sync (m16n8k4/8/16), multi-stage cp.async pipeline, "
+        "group-M raster, split-K"
+    ),
+    tunables=(
+        Tunable("BM", (64, 128), "rows of C per block"),
+        Tunable("BN", (64, 128), "columns of C per block"),
+        Tunable("WM", (32, 64), "rows of C per warp"),
+        Tunable("WN", (16, 32, 64), "columns of C per warp"),
+        Tunable("BK", (16, 32), "depth of one k-tile staged in shared memory"),
+        Tunable("MMA_K", (4, 8, 16), "k of the mma shape m16n8k{4,8,16}"),
+        Tunable("STAGES", (2, 3, 4), "depth of the cp.async shared-memory pipeline"),
+        Tunable("GROUP_M", (1, 8), "block-rows rasterised together for L2 reuse"),
+        Tunable("SPLIT_K", (1, 2, 4), "k slices reduced with atomics"),
+        Tunable("MIN_BLOCKS", (1, 2), "minimum resident blocks per SM (launch bounds)"),
+    ),
+    constraints=(
+        divides("WM", "BM"),
+        divides("WN", "BN"),
+        divides("MMA_K", "BK"),
+        Constraint("WM is a multiple of 16", lambda p, s: p["WM"] % 16 == 0),
+        Constraint("WN is a multiple of 16", lambda p, s: p["WN"] % 16 == 0),
+        Constraint("BK is a multiple of 8", lambda p, s: p["BK"] % 8 == 0),
+        Constraint(
+            "BM and BN are multiples of 32 (conflict-free swizzle)",
+            lambda p, s: p["BM"] % 32 == 0 and p["BN"] % 32 == 0,
+        ),
+        Constraint("MMA_K is 4, 8 or 16", lambda p, s: p["MMA_K"] in (4, 8, 16)),
+        Constraint("STAGES >= 2", lambda p, s: p["STAGES"] >= 2),
+        Constraint("SPLIT_K >= 1", lambda p, s: p["SPLIT_K"] >= 1),
+        Constraint("GROUP_M >= 1", lambda p, s: p["GROUP_M"] >= 1),
+        Constraint("MIN_BLOCKS >= 1", lambda p, s: p["MIN_BLOCKS"] >= 1),
+        Constraint("float64 only", lambda p, s: s == 8),
+        Constraint("between 4 and 16 warps per block", lambda p, s: 128 <= _threads(p) <= 512),
+        Constraint(
+            "at most 16 cp.async per thread per k-tile (more spill address registers)",
+            lambda p, s: _copies_per_thread(p) <= 16,
+        ),
+        Constraint(
+            "warp tile fits in registers at MIN_BLOCKS blocks per SM",
+            lambda p, s: (
+                _regs_estimate(p)
+                <= min(
+                    _MAX_REGS_PER_THREAD, _REGS_PER_SM // (_threads(p) * p["MIN_BLOCKS"]) // 8 * 8
+                )
+            ),
+        ),
+        Constraint(
+            "MIN_BLOCKS blocks fit in one SM's shared memory",
+            lambda p, s: (
+                p["MIN_BLOCKS"] * (_smem_bytes(p, s) + _SMEM_RESERVED_PER_BLOCK) <= _SMEM_PER_SM
+            ),
+        ),
+    ),
+    defaults={
+        "float64": {
+            "BM": 128,
+            "BN": 128,
+            "WM": 64,
+            "WN": 32,
+            "BK": 16,
+            "MMA_K": 4,
+            "STAGES": 3,
+            "GROUP_M": 8,
+            "SPLIT_K": 1,
+            "MIN_BLOCKS": 1,
+        },
+    },
+    threads=_threads,
+    smem_bytes=_smem_bytes,
+    block_tile=lambda p: (p["BM"], p["BN"]),
+    derived=lambda p, s: {"THREADS": _threads(p)},
+    split_k=lambda p: p["SPLIT_K"],
+)

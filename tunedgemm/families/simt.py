@@ -1,0 +1,135 @@
+"""Declaration of the sgemm_simt family: fast strict-FP32 SGEMM on FFMA only (no tensor cores).
+
+Block tile BM x BN split into WM x WN warp tiles of 32 TM x TN thread tiles (4x4 sub-blocks,
+LDS.128 fragments), a STAGES-deep cp.async shared ring of BK-deep k-tiles stored k-outer,
+group-M rasterisation and optional split-K (atomics after the launcher's scale_c).
+"""
+
+from __future__ import annotations
+
+from ..params import Constraint, KernelFamily, Params, Tunable, divides
+
+PAD = 4  # floats of padding per shared row, as in kernels/sgemm_simt.cu
+REGS_PER_SM = 65536
+MAX_REGS_PER_THREAD = 255
+SMEM_PER_SM = 228 * 1024  # shared memory of one sm_90 SM, of which each block reserves 1 KB
+SMEM_RESERVED_PER_BLOCK = 1024
+
+
+def _threads(p: Params) -> int:
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def _smem_bytes(p: Params, itemsize: int) -> int:
+    # STAGES ring slots of As[BK][BM + PAD] and Bs[BK][BN + PAD].
+    return itemsize * p["STAGES"] * p["BK"] * (p["BM"] + PAD + p["BN"] + PAD)
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+def _reg_cap(p: Params) -> int:
+    # What ptxas may use under __launch_bounds__(THREADS, MIN_BLOCKS): whole units of 8.
+    per_thread = REGS_PER_SM // (_threads(p) * p["MIN_BLOCKS"])
+    return min(MAX_REGS_PER_THREAD, per_thread // 8 * 8)
+
+
+def _reg_estimate(p: Params) -> int:
+    # Accumulators, double-buffered A/B fragments, the register-staged transpose of one
+    # k-major operand (ALIGNED=1, worst of A and B), plus addressing and loop state.
+    # Calibrated against ptxas (sm_90a) so that every config allowed compiles without spills.
+    staged = p["BK"] * max(p["BM"], p["BN"]) // _threads(p)
+    return p["TM"] * p["TN"] + 2 * (p["TM"] + p["TN"]) + staged + 24
+
+
+def _loads_whole(p: Params) -> bool:
+    # Every thread copies whole 16-byte vectors of both k-tiles (ALIGNED=1); this also
+    # makes the 4-byte element copies of ALIGNED=0 whole.
+    t = _threads(p)
+    return (
+        (p["BM"] * p["BK"] // 4) % t == 0
+        and (p["BN"] * p["BK"] // 4) % t == 0
+        and (p["BM"] * p["BK"] // 4 >= t and p["BN"] * p["BK"] // 4 >= t)
+    )
+
+
+FAMILY = KernelFamily(
+    name="simt",
+    source="sgemm_simt.cu",
+    dtypes=("float32",),
+    description="FFMA-only SGEMM: warp tiles, LDS.128 fragments, cp.async ring, group-M, split-K",
+    tunables=(
+        Tunable("BM", (64, 128, 256), "rows of C per block"),
+        Tunable("BN", (64, 128, 256), "columns of C per block"),
+        Tunable("BK", (8, 16, 32), "depth of one k-tile staged in shared memory"),
+        Tunable("WM", (32, 64), "rows of C per warp"),
+        Tunable("WN", (32, 64), "columns of C per warp"),
+        Tunable("TM", (8, 16), "rows of C per thread (multiple of 4)"),
+        Tunable("TN", (4, 8), "columns of C per thread (multiple of 4)"),
+        Tunable("STAGES", (2, 3, 4), "depth of the shared-memory cp.async ring"),
+        Tunable("GROUP_M", (1, 8, 16), "block rows per group of the L2-friendly rasterisation"),
+        Tunable("SPLIT_K", (1, 2, 4), "k slices (atomicAdd into C pre-scaled by beta)"),
+        Tunable("MIN_BLOCKS", (1, 2), "__launch_bounds__ minimum resident blocks per SM"),
+    ),
+    constraints=(
+        divides("WM", "BM"),
+        divides("WN", "BN"),
+        divides("TM", "WM"),
+        divides("TN", "WN"),
+        Constraint(
+            "TM and TN are multiples of 4", lambda p, s: p["TM"] % 4 == 0 and p["TN"] % 4 == 0
+        ),
+        Constraint(
+            "TN <= TM <= 2 * TN (square-ish thread tiles)",
+            lambda p, s: p["TN"] <= p["TM"] <= 2 * p["TN"],
+        ),
+        Constraint(
+            "a warp tile holds exactly 32 thread tiles",
+            lambda p, s: (p["WM"] // p["TM"]) * (p["WN"] // p["TN"]) == 32,
+        ),
+        Constraint(
+            "BM, BN, BK, THREADS are powers of two",
+            lambda p, s: all(_pow2(v) for v in (p["BM"], p["BN"], p["BK"], _threads(p))),
+        ),
+        Constraint("128 to 512 threads per block", lambda p, s: 128 <= _threads(p) <= 512),
+        Constraint("whole 16-byte vectors of each k-tile per thread", lambda p, s: _loads_whole(p)),
+        Constraint(
+            "at most 32 element copies per thread per k-tile (ALIGNED=0 uses 4-byte cp.async)",
+            lambda p, s: p["BK"] * (p["BM"] + p["BN"]) // _threads(p) <= 32,
+        ),
+        Constraint("STAGES >= 2", lambda p, s: p["STAGES"] >= 2),
+        Constraint(
+            "registers fit __launch_bounds__(THREADS, MIN_BLOCKS) without spills",
+            lambda p, s: _reg_estimate(p) <= _reg_cap(p),
+        ),
+        Constraint(
+            "MIN_BLOCKS blocks fit in one SM's shared memory",
+            lambda p, s: (
+                p["MIN_BLOCKS"] * (_smem_bytes(p, s) + SMEM_RESERVED_PER_BLOCK) <= SMEM_PER_SM
+            ),
+        ),
+    ),
+    # The config that won 2048^3 and 4096^3 in the H100 sweep of 2026-11-22
+    # (benchmarks/bench_kernels.py --sweep 12).
+    defaults={
+        "float32": {
+            "BM": 128,
+            "BN": 128,
+            "BK": 8,
+            "WM": 32,
+            "WN": 64,
+            "TM": 8,
+            "TN": 8,
+            "STAGES": 3,
+            "GROUP_M": 16,
+            "SPLIT_K": 1,
+            "MIN_BLOCKS": 2,
+        },
+    },
+    threads=_threads,
+    smem_bytes=_smem_bytes,
+    block_tile=lambda p: (p["BM"], p["BN"]),
+    derived=lambda p, s: {"THREADS": _threads(p)},
+    split_k=lambda p: p["SPLIT_K"],
+)
