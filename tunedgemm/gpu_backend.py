@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 from typing import Any
 
 import numpy as np
 
-from . import cuda, launch, selection
+from . import cuda, launch, selection, table
 from ._args import GemmProblem, Matrix
 from ._layout import BlasForm, DeviceMatrix, blas_form
 from .params import KernelConfig
@@ -86,17 +88,43 @@ def run(
     dtype: np.dtype,
     alpha: float,
     beta: float,
-    config: KernelConfig | None = None,
+    config: KernelConfig | str | None = None,
     stream: Any = None,
-) -> KernelConfig:
-    """Launch one column-major call with the given (or the chosen) config; returns the config."""
-    if config is None:
-        config = selection.choose(dtype, form.m, form.n, form.k)
+) -> KernelConfig | str:
+    """Run one column-major call with the given (or the chosen) config, or cuBLAS.
+
+    Returns what ran: a KernelConfig, or table.CUBLAS."""
     if alpha == 0.0:
         # BLAS: with alpha == 0, A and B are not read (NaN there must not reach C).
         form = dataclasses.replace(form, k=0)
+    dtype = np.dtype(dtype)
+    if config is None:
+        config = selection.choose(dtype, form.m, form.n, form.k, form.trans_a, form.trans_b).config
+        _log_shape(form, dtype)
+    if config == table.CUBLAS:
+        from . import reference
+
+        ok, why = reference.status()
+        if ok:
+            reference.gemm(form, dtype, alpha, beta, stream)
+            return config
+        table.warn_once(f"the table chose cuBLAS, which is unavailable ({why}); own kernel used")
+        config = selection.default_config(dtype.name)
+    assert isinstance(config, KernelConfig)
     launch.gemm(form, dtype, alpha, beta, config, stream)
     return config
+
+
+LOG_SHAPES_ENV = "TUNEDGEMM_LOG_SHAPES"  # append each call's shape to this file, for the tuner
+
+
+def _log_shape(form: BlasForm, dtype: np.dtype) -> None:
+    path = os.environ.get(LOG_SHAPES_ENV)
+    if path:
+        record = {"dtype": dtype.name, "m": form.m, "n": form.n, "k": form.k,
+                  "trans_a": form.trans_a, "trans_b": form.trans_b}  # fmt: skip
+        with open(path, "a") as f:
+            f.write(json.dumps(record) + "\n")
 
 
 def _buffer_like(arr: np.ndarray, keep: list[Any]) -> DeviceMatrix:

@@ -9,7 +9,7 @@ import numpy as np
 
 def info() -> dict[str, Any]:
     """A dict describing the backend in use and why, the GPU, versions, and the kernel source."""
-    from . import __version__, backend, cuda, reference, selection
+    from . import __version__, backend, cuda, reference, selection, table
 
     report: dict[str, Any] = {"tunedgemm": __version__, "numpy": np.__version__}
     try:
@@ -30,13 +30,17 @@ def info() -> dict[str, Any]:
         report["cuda_driver"] = _version(drv.get_driver_version())
         report["cuda_toolkit (pycuda built against)"] = ".".join(map(str, drv.get_version()))
         report["cublas_reference"] = reference.status()[1]
-    report["kernel_choice"] = (
-        "built-in defaults: "
-        + ", ".join(
-            f"{d} -> {selection.choose(np.dtype(d), 1, 1, 1)}" for d in ("float32", "float64")
-        )
-        + " (no tuning table yet)"
+    current = table.current()
+    report["table"] = str(table.table_path())
+    if isinstance(current, str):
+        report["table_status"] = f"not used: {current}"
+    else:
+        gpus = ", ".join(f"{d.name} (sm {d.compute_capability})" for d in current.devices)
+        report["table_status"] = f"usable; tuned on {gpus}; {current.header.get('created', '?')}"
+    report["default_configs"] = ", ".join(
+        f"{d} -> {selection.default_config(d)}" for d in ("float32", "float64")
     )
+    report["cublas_as_candidate"] = selection.cublas_allowed()
     return report
 
 

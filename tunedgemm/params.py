@@ -102,7 +102,9 @@ class KernelFamily:
         if problems:
             return problems
         itemsize = ITEMSIZE[dtype]
-        problems = [c.text for c in self.constraints if not c.holds(params, itemsize)]
+        problems = [c.text for c in self.constraints if not _holds(c, params, itemsize)]
+        if problems:
+            return problems  # derived values may be meaningless (or divide by zero)
         if self.threads(params) > MAX_THREADS_PER_BLOCK:
             problems.append(f"more than {MAX_THREADS_PER_BLOCK} threads per block")
         if self.smem_bytes(params, itemsize) > MAX_DYNAMIC_SMEM_BYTES:
@@ -134,6 +136,15 @@ class KernelFamily:
             smem_bytes=self.smem_bytes(params, ITEMSIZE[dtype]),
             split_k=split,
         )
+
+
+def _holds(constraint: Constraint, params: Params, itemsize: int) -> bool:
+    """A constraint that cannot even be evaluated (say, a zero tile from a damaged table
+    entry) counts as broken rather than raising."""
+    try:
+        return bool(constraint.holds(params, itemsize))
+    except (ArithmeticError, KeyError, TypeError, ValueError):
+        return False
 
 
 def divides(a: str, b: str) -> Constraint:

@@ -75,12 +75,19 @@ def _handle() -> int:
     return int(_cublas().cublasCreate())
 
 
+_stream_in_use: list[Any] = [None]
+
+
 def set_stream(stream: Any) -> None:
-    _cublas().cublasSetStream(_handle(), 0 if stream is None else stream.handle)
+    """Run later cuBLAS calls on this PyCUDA stream (None: the default stream)."""
+    if stream is not _stream_in_use[0]:
+        _cublas().cublasSetStream(_handle(), 0 if stream is None else stream.handle)
+        _stream_in_use[0] = stream
 
 
-def gemm(form: BlasForm, dtype: np.dtype, alpha: float, beta: float) -> None:
+def gemm(form: BlasForm, dtype: np.dtype, alpha: float, beta: float, stream: Any = None) -> None:
     """cublasSgemm / cublasDgemm on the same device operands as tunedgemm's own kernel."""
+    set_stream(stream)
     cublas = _cublas()
     routine = cublas.cublasSgemm if np.dtype(dtype) == np.float32 else cublas.cublasDgemm
     if form.m == 0 or form.n == 0:

@@ -1,34 +1,114 @@
-"""Choose the kernel config for one call: a forced family, else the built-in default."""
+"""Choose what runs for one call: a forced family, else the tuning table's nearest entry, else a
+built-in default; cuBLAS is a choice where the table says it wins."""
 
 from __future__ import annotations
 
+import functools
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
+from . import table
 from .families import FAMILIES
 from .params import KernelConfig
 
-# Families in order of preference per dtype; the first registered one wins. Issue 4's
-# tuning table will sit in front of this fallback.
+# Families in order of preference per dtype when no table entry applies.
 PREFERENCE = {"float32": ("simt", "tiled"), "float64": ("dmma", "tiled")}
-FAMILY_ENV = "TUNEDGEMM_FAMILY"
+FAMILY_ENV = "TUNEDGEMM_FAMILY"  # force one family's default config (benchmarks, tests)
+CUBLAS_ENV = "TUNEDGEMM_CUBLAS"  # "0" keeps cuBLAS out of the choices: own kernels only
 
 
-def choose(dtype: np.dtype, m: int, n: int, k: int) -> KernelConfig:
-    """The config to run for this shape (the shape is unused until the tuning table exists)."""
-    name = np.dtype(dtype).name
-    forced = os.environ.get(FAMILY_ENV)
-    if forced:
-        family = FAMILIES.get(forced)
-        if family is None or name not in family.dtypes:
-            raise ValueError(
-                f"{FAMILY_ENV}={forced!r} names no family for {name}; "
-                f"known: {sorted(f for f in FAMILIES if name in FAMILIES[f].dtypes)}"
-            )
-        return family.default_config(name)
-    for family_name in PREFERENCE[name]:
+@dataclass(frozen=True)
+class Choice:
+    """A kernel config or table.CUBLAS, and why it was chosen."""
+
+    config: KernelConfig | str
+    reason: str
+
+
+def default_config(dtype: str) -> KernelConfig:
+    for family_name in PREFERENCE[dtype]:
         family = FAMILIES.get(family_name)
         if family is not None:
-            return family.default_config(name)
-    raise LookupError(f"no kernel family for {name}")
+            return family.default_config(dtype)
+    raise LookupError(f"no kernel family for {dtype}")
+
+
+def cublas_allowed() -> bool:
+    return os.environ.get(CUBLAS_ENV, "1").strip() not in ("0", "no", "false", "off")
+
+
+def choose(
+    dtype: np.dtype | str, m: int, n: int, k: int, trans_a: bool = False,
+    trans_b: bool = False, gpu: str | None = None, cc: str | None = None, warn: bool = True,
+) -> Choice:  # fmt: skip
+    """What runs for a column-major call of this shape on this GPU (default: the current one)."""
+    name = np.dtype(dtype).name
+    if gpu is None or cc is None:
+        gpu, cc = _current_gpu()
+    state = (os.environ.get(FAMILY_ENV, ""), cublas_allowed(), str(table.table_path()))
+    return _choose(name, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, state, warn)
+
+
+@functools.lru_cache(maxsize=4096)
+def _choose(
+    dtype: str, m: int, n: int, k: int, trans_a: bool, trans_b: bool, gpu: str, cc: str,
+    state: tuple[str, bool, str], warn: bool,
+) -> Choice:  # fmt: skip
+    forced, allow_cublas, _ = state
+    if forced:
+        family = FAMILIES.get(forced)
+        if family is None or dtype not in family.dtypes:
+            known = sorted(f for f in FAMILIES if dtype in FAMILIES[f].dtypes)
+            raise ValueError(f"{FAMILY_ENV}={forced!r} names no family for {dtype}; known: {known}")
+        return Choice(family.default_config(dtype), f"{FAMILY_ENV}={forced}: its default config")
+    found = table.lookup(table.current(), gpu, cc, dtype, trans_a, trans_b, m, n, k)
+    entry = found.entry
+    if entry is None:
+        if warn:
+            table.warn_once(f"no tuned entry used, built-in default configs run: {found.reason}")
+        return Choice(default_config(dtype), f"built-in default ({found.reason})")
+    if found.level == "architecture" and warn:
+        table.warn_once(f"no table entries for {gpu}; using those of another sm_{cc} GPU")
+    if entry.choice == table.CUBLAS and allow_cublas:
+        return Choice(table.CUBLAS, f"cuBLAS is fastest at {found.reason}")
+    config = entry.own
+    problems = _violations(config, dtype)
+    if problems:
+        if warn:
+            reasons = "; ".join(problems)
+            table.warn_once(f"table entry {config} is invalid ({reasons}); default used")
+        return Choice(default_config(dtype), f"built-in default (invalid entry {config})")
+    why = "tuned" if entry.choice != table.CUBLAS else f"best own kernel ({CUBLAS_ENV}=0)"
+    return Choice(config, f"{why}: {found.reason}")
+
+
+def _violations(config: KernelConfig, dtype: str) -> list[str]:
+    family = FAMILIES.get(config.family)
+    if family is None:
+        return [f"unknown family {config.family!r}"]
+    return family.violations(config, dtype)
+
+
+def _current_gpu() -> tuple[str, str]:
+    from . import cuda
+
+    if not cuda.status()[0]:
+        return "none", "none"
+    dev = cuda.device()
+    return dev.name(), ".".join(map(str, dev.compute_capability()))
+
+
+def explain(
+    m: int, n: int, k: int, dtype: str = "float32", trans_a: int = 0, trans_b: int = 0,
+    gpu: str | None = None, cc: str | None = None,
+) -> str:  # fmt: skip
+    """Which table entry and config would run for sgemm/dgemm of this shape, and why.
+
+    Shapes and flags are those of the call (row-major operands are explained as the
+    column-major call they become)."""
+    choice = choose(dtype, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, warn=False)
+    what = "cuBLAS (through scikit-cuda)" if choice.config == table.CUBLAS else str(choice.config)
+    shape = f"{np.dtype(dtype).name} {m}x{n}x{k} trans=({trans_a},{trans_b})"
+    return f"{shape}: {what}; {choice.reason}"

@@ -48,7 +48,7 @@ def test_info_reports_backend_and_reason(no_gpu):
     report = tg.info()
     assert report["backend"] == "numpy"
     assert "pretend" in report["backend_reason"]
-    assert "float32" in report["kernel_choice"]
+    assert "float32" in report["default_configs"]
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ def test_selection_honours_forced_family(monkeypatch):
     from tunedgemm import selection
 
     monkeypatch.setenv("TUNEDGEMM_FAMILY", "tiled")
-    assert selection.choose(np.dtype(np.float64), 8, 8, 8).family == "tiled"
+    assert selection.choose(np.dtype(np.float64), 8, 8, 8).config.family == "tiled"
     monkeypatch.setenv("TUNEDGEMM_FAMILY", "nonesuch")
     with pytest.raises(ValueError, match="nonesuch"):
         selection.choose(np.dtype(np.float32), 8, 8, 8)

@@ -1,0 +1,235 @@
+"""The tuning table: versioned JSON, validation, nearest-shape lookup and its fallback chain.
+
+A table holds, per GPU, entries keyed by dtype and the BLAS transpose pair ("float32/NT");
+each entry records a tuned shape, the winning choice (a kernel config or "cublas"), the
+best own kernel (used when cuBLAS is switched off), their times, cuBLAS's time and the
+measured error. The header records the kernel sources' hash: a table made from other
+kernel sources is stale and is not used.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import warnings
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .params import KernelConfig
+
+SCHEMA_VERSION = 1
+TABLE_ENV = "TUNEDGEMM_TABLE"  # path of a user table, used instead of the shipped one
+CUBLAS = "cublas"
+# Lookup distance added when an entry's transpose pair differs from the call's: an entry
+# of the exact pair wins unless it is more than this far away in log2 shape space.
+TRANS_PENALTY = 3.0
+
+
+class TableError(ValueError):
+    """A table file that cannot be used (unreadable, wrong schema, malformed entry)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One tuned shape: what won, the best own kernel, and the evidence."""
+
+    m: int
+    n: int
+    k: int
+    choice: KernelConfig | str
+    own: KernelConfig
+    own_ms: float
+    cublas_ms: float
+    error: float
+
+    @property
+    def ms(self) -> float:
+        return self.cublas_ms if self.choice == CUBLAS else self.own_ms
+
+
+@dataclass
+class DeviceTable:
+    name: str
+    compute_capability: str
+    versions: dict[str, str]
+    entries: dict[str, list[Entry]]
+
+
+@dataclass
+class Table:
+    path: str
+    header: dict[str, Any]
+    devices: list[DeviceTable]
+
+    @property
+    def kernel_hash(self) -> str:
+        return str(self.header.get("kernel_hash", ""))
+
+
+def key(dtype: str, trans_a: bool, trans_b: bool) -> str:
+    return f"{dtype}/{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}"
+
+
+def kernel_hash() -> str:
+    """SHA-256 over every kernel source, so tables tuned on other sources are detected."""
+    from .compiler import kernels_dir
+
+    digest = hashlib.sha256()
+    for path in sorted(kernels_dir().glob("*.cu*")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _config(raw: Any) -> KernelConfig | str:
+    if raw == CUBLAS:
+        return CUBLAS
+    if not isinstance(raw, dict) or "family" not in raw or "params" not in raw:
+        raise TableError(f"malformed config {raw!r}")
+    return KernelConfig.make(raw["family"], raw["params"])
+
+
+def config_json(config: KernelConfig | str) -> Any:
+    if config == CUBLAS:
+        return CUBLAS
+    assert isinstance(config, KernelConfig)
+    return {"family": config.family, "params": config.as_dict()}
+
+
+def parse(data: Any, path: str) -> Table:
+    """Validate a decoded table; raises TableError naming what is wrong."""
+    if not isinstance(data, dict):
+        raise TableError("a table is a JSON object")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise TableError(
+            f"schema_version {data.get('schema_version')!r}, this tunedgemm reads {SCHEMA_VERSION}"
+        )
+    devices = []
+    try:
+        for dev in data["devices"]:
+            entries = {
+                k: [
+                    Entry(
+                        int(e["m"]), int(e["n"]), int(e["k"]), _config(e["choice"]),
+                        _config(e["own"]),  # type: ignore[arg-type]
+                        float(e["own_ms"]), float(e["cublas_ms"]), float(e["error"]),
+                    )
+                    for e in items
+                ]
+                for k, items in dev["entries"].items()
+            }  # fmt: skip
+            devices.append(
+                DeviceTable(dev["name"], str(dev["compute_capability"]),
+                            dict(dev.get("versions", {})), entries)
+            )  # fmt: skip
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TableError(f"malformed table: {type(exc).__name__}: {exc}") from exc
+    header = {k: v for k, v in data.items() if k != "devices"}
+    return Table(path, header, devices)
+
+
+def load(path: str | Path) -> Table:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TableError(f"cannot read {path}: {exc}") from exc
+    return parse(data, str(path))
+
+
+def shipped_path() -> Path:
+    return Path(str(resources.files("tunedgemm") / "tables" / "tuned.json"))
+
+
+def table_path() -> Path:
+    return Path(os.environ.get(TABLE_ENV) or shipped_path())
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(path: str, mtime: float) -> Table | str:
+    """The table at path, or the reason it cannot be used (stale, corrupt, missing)."""
+    try:
+        table = load(path)
+    except TableError as exc:
+        return str(exc)
+    if table.kernel_hash != kernel_hash():
+        return (f"stale: tuned for kernel sources {table.kernel_hash or '?'}, "
+                f"installed sources are {kernel_hash()}")  # fmt: skip
+    return table
+
+
+def current() -> Table | str:
+    """The table in use (user table if TUNEDGEMM_TABLE is set), or why there is none."""
+    path = table_path()
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return f"no table at {path}"
+    return _cached(str(path), mtime)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    entry: Entry | None
+    level: str  # "device", "architecture" or "default"
+    reason: str
+
+
+def _distance(entry: Entry, m: int, n: int, k: int) -> float:
+    return math.dist(
+        (math.log2(max(m, 1)), math.log2(max(n, 1)), math.log2(max(k, 1))),
+        (math.log2(max(entry.m, 1)), math.log2(max(entry.n, 1)), math.log2(max(entry.k, 1))),
+    )
+
+
+def nearest(
+    device: DeviceTable, dtype: str, trans_a: bool, trans_b: bool, m: int, n: int, k: int
+) -> tuple[Entry, float, str] | None:
+    """(entry, distance, its key): nearest in log2 (m, n, k) with the same dtype; entries of
+    another transpose pair pay TRANS_PENALTY."""
+    best: tuple[Entry, float, str] | None = None
+    wanted = key(dtype, trans_a, trans_b)
+    for entry_key, entries in device.entries.items():
+        if not entry_key.startswith(f"{dtype}/"):
+            continue
+        penalty = 0.0 if entry_key == wanted else TRANS_PENALTY
+        for entry in entries:
+            d = _distance(entry, m, n, k) + penalty
+            if best is None or d < best[1]:
+                best = (entry, d, entry_key)
+    return best
+
+
+def lookup(
+    table: Table | str, gpu: str, cc: str, dtype: str, trans_a: bool, trans_b: bool,
+    m: int, n: int, k: int,
+) -> Lookup:  # fmt: skip
+    """Fallback chain: this GPU's entries -> same compute capability -> built-in default."""
+    if isinstance(table, str):
+        return Lookup(None, "default", f"no usable table ({table})")
+    levels = [
+        ("device", [d for d in table.devices if d.name == gpu]),
+        ("architecture", [d for d in table.devices if d.compute_capability == cc]),
+    ]
+    for level, devices in levels:
+        for device in devices:
+            found = nearest(device, dtype, trans_a, trans_b, m, n, k)
+            if found is not None:
+                entry, dist, entry_key = found
+                return Lookup(entry, level, (
+                    f"{table.path}: {device.name} entry {entry_key} "
+                    f"{entry.m}x{entry.n}x{entry.k} (log2 distance {dist:.2f})"))  # fmt: skip
+    return Lookup(None, "default", f"{table.path} has no {dtype} entries for {gpu} (sm {cc})")
+
+
+_warned: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(f"tunedgemm: {message}", RuntimeWarning, stacklevel=5)

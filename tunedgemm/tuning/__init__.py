@@ -1,0 +1,1 @@
+"""The offline tuner: search space -> candidates -> compile -> time -> verify -> table file."""

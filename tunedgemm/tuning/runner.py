@@ -1,0 +1,122 @@
+"""Time candidate configs on the GPU: parallel precompilation, CUDA-event medians over
+rotated operand sets (so L2 does not flatter small shapes), and verification of winners."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import statistics
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from .. import checks, compiler, cuda, gpu_backend, gpu_problem, reference
+from ..families import family_of
+from ..params import KernelConfig
+from .space import Shape
+
+L2_BYTES = 50 * 2**20
+MAX_OPERAND_SETS = 8
+
+
+class Runner:
+    """Operands for one (dtype, transposes, shape) and timers for configs and cuBLAS."""
+
+    def __init__(self, dtype: str, trans_a: bool, trans_b: bool, shape: Shape,
+                 warmup: int = 2, reps: int = 5) -> None:  # fmt: skip
+        self.dtype = np.dtype(dtype)
+        self.shape = shape
+        self.warmup, self.reps = warmup, reps
+        elements = shape.m * shape.k + shape.k * shape.n + shape.m * shape.n
+        footprint = self.dtype.itemsize * elements
+        count = min(MAX_OPERAND_SETS, max(1, math.ceil(2 * L2_BYTES / max(footprint, 1))))
+        rng = np.random.default_rng()
+        self.sets = [gpu_problem.make(shape.m, shape.n, shape.k, dtype, trans_a, trans_b, rng)
+                     for _ in range(count)]  # fmt: skip
+        self.failures: list[str] = []
+
+    def _median_ms(self, launch_one: Any) -> float:
+        import pycuda.driver as drv
+
+        for i in range(self.warmup):
+            launch_one(self.sets[i % len(self.sets)])
+        start, stop = drv.Event(), drv.Event()
+        times = []
+        for _ in range(self.reps):
+            # Each timed sample cycles through every operand set once.
+            start.record()
+            for problem in self.sets:
+                launch_one(problem)
+            stop.record()
+            stop.synchronize()
+            times.append(stop.time_since(start) / len(self.sets))
+        return statistics.median(times)
+
+    def time_config(self, config: KernelConfig) -> float:
+        """Median ms; a config that fails to compile or launch costs infinity and is logged."""
+        try:
+            return self._median_ms(lambda p: gpu_backend.run(p.form, p.dtype, 1.0, 0.0, config))
+        except Exception as exc:
+            self.failures.append(f"{config}: {type(exc).__name__}: {str(exc)[:200]}")
+            print(f"tune: {self.shape} {config} failed: {type(exc).__name__}", file=sys.stderr)
+            return math.inf
+
+    def time_cublas(self) -> float:
+        if not reference.status()[0]:
+            return math.inf
+        return self._median_ms(lambda p: reference.gemm(p.form, p.dtype, 1.0, 0.0))
+
+    def verify(self, config: KernelConfig | str) -> tuple[float, float]:
+        """(error vs float64, error vs cuBLAS) of config on operands whose C is poisoned with
+        NaN first. The float64 check covers 64 sampled rows; an unwritten element or an
+        error over the K-scaled tolerance gives inf."""
+        problem = self.sets[0]
+        problem.poison_c()
+        gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, config)
+        ours = problem.c()
+        if not np.isfinite(ours).all():
+            return math.inf, math.inf
+        rows = np.random.default_rng().choice(self.shape.m, min(self.shape.m, 64), replace=False)
+        ok, error, _ = checks.check(ours[rows], 1.0, problem.op_a[rows], problem.op_b, 0.0, None,
+                                    problem.dtype)  # fmt: skip
+        vs_cublas = math.nan
+        if reference.status()[0]:
+            problem.poison_c()
+            reference.gemm(problem.form, problem.dtype, 1.0, 0.0)
+            theirs = problem.c()
+            vs_cublas = float(np.abs(ours - theirs).max() / (np.abs(theirs).max() + 1e-300))
+        return (error if ok else math.inf), vs_cublas
+
+
+def precompile(configs: list[KernelConfig], dtype: str, trans_a: bool, trans_b: bool,
+               aligned: bool, jobs: int = 16) -> None:  # fmt: skip
+    """Fill PyCUDA's disk cache for these configs with nvcc running in parallel."""
+    from pycuda.compiler import compile as nvcc_compile
+
+    from ..launch import gemm_defines
+
+    arch = cuda.arch()
+
+    def one(config: KernelConfig) -> None:
+        family = family_of(config)
+        form = _FormFlags(trans_a, trans_b, aligned)
+        defines = gemm_defines(config, np.dtype(dtype), form)  # type: ignore[arg-type]
+        # A failure here shows again when the config is timed, which records it as infinity.
+        with contextlib.suppress(Exception):
+            nvcc_compile(compiler.source_text(family.source), options=compiler.options(defines),
+                         no_extern_c=True, arch=arch)  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, configs))
+
+
+class _FormFlags:
+    """Just the call-time facts gemm_defines reads from a BlasForm."""
+
+    def __init__(self, trans_a: bool, trans_b: bool, aligned: bool) -> None:
+        self.trans_a, self.trans_b, self._aligned = trans_a, trans_b, aligned
+
+    def aligned(self) -> bool:
+        return self._aligned

@@ -1,0 +1,109 @@
+"""Shapes to tune and the candidate configs for each, pruned by constraints and by shape."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..families import FAMILIES
+from ..params import KernelConfig
+
+NUM_SMS = 132  # H100 SXM; the runner passes the real count of the GPU at hand
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    m: int
+    n: int
+    k: int
+
+    def __str__(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+
+def default_grid() -> list[Shape]:
+    """Squares, tall-skinny, wide, small-k and long-k shapes from 64 to 16384 (48 shapes).
+
+    Every (m, n, k) over {64, 512, 4096, 16384} whose work is at most 2 * 4096^3 flops,
+    plus squares of 128 to 8192, so that one pass over all four transpose pairs and both
+    dtypes fits the 30-minute budget on an H100."""
+    sizes = (64, 512, 4096, 16384)
+    shapes = {Shape(m, n, k) for m, n, k in itertools.product(sizes, repeat=3)
+              if m * n * k <= 2 * 4096**3}  # fmt: skip
+    shapes |= {Shape(s, s, s) for s in (128, 256, 1024, 2048, 8192)}
+    return sorted(shapes)
+
+
+BENCHMARK_SHAPES = [Shape(s, s, s) for s in (1024, 2048, 4096, 8192)] + [
+    Shape(8192, 8192, 128), Shape(16384, 64, 16384), Shape(64, 16384, 16384),
+    Shape(4096, 4096, 256), Shape(1000, 1000, 1000), Shape(3000, 3000, 3000),
+]  # fmt: skip
+
+
+def parse_shapes(text: str) -> list[Shape]:
+    """'MxNxK,MxNxK' or the names 'default' / 'benchmark'."""
+    if text == "default":
+        return default_grid()
+    if text == "benchmark":
+        return list(BENCHMARK_SHAPES)
+    shapes = []
+    for item in text.split(","):
+        try:
+            m, n, k = (int(x) for x in item.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"shape {item!r} is not MxNxK") from None
+        shapes.append(Shape(m, n, k))
+    return shapes
+
+
+def shapes_from_log(path: str | Path) -> dict[tuple[str, bool, bool], list[Shape]]:
+    """Shapes logged by TUNEDGEMM_LOG_SHAPES (one JSON object per call), grouped by key."""
+    grouped: dict[tuple[str, bool, bool], set[Shape]] = {}
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            key = (rec["dtype"], bool(rec["trans_a"]), bool(rec["trans_b"]))
+            grouped.setdefault(key, set()).add(Shape(rec["m"], rec["n"], rec["k"]))
+    return {key: sorted(shapes) for key, shapes in grouped.items()}
+
+
+def prune_reason(config: KernelConfig, shape: Shape, num_sms: int = NUM_SMS) -> str | None:
+    """Why a valid config is not worth timing at this shape (None: time it)."""
+    p = config.as_dict()
+    bm, bn = p.get("BM", 1), p.get("BN", 1)
+    tiles = -(-shape.m // bm) * -(-shape.n // bn)
+    split = p.get("SPLIT_K", 1)
+    if split > 1:
+        if tiles >= 2 * num_sms:
+            return "split-K with two or more waves of tiles already"
+        if shape.k < 4 * split * p.get("BK", 1):
+            return "split-K slices shorter than four k-tiles"
+    if bm >= 2 * _ceil_pow2(shape.m) and bm > 64:
+        return "block tile more than twice the rows of C"
+    if bn >= 2 * _ceil_pow2(shape.n) and bn > 64:
+        return "block tile more than twice the columns of C"
+    return None
+
+
+def _ceil_pow2(x: int) -> int:
+    return 1 << max(0, (x - 1).bit_length())
+
+
+def candidates(dtype: str, shape: Shape, num_sms: int = NUM_SMS) -> list[KernelConfig]:
+    """Every valid config of every family for dtype, less those pruned at this shape.
+
+    The baseline family is represented by its default only: it is there as a fallback,
+    not as a contender."""
+    picked = []
+    for family in FAMILIES.values():
+        if dtype not in family.dtypes:
+            continue
+        space = [family.default_config(dtype)] if family.name == "tiled" else family.space(dtype)
+        picked += [c for c in space if prune_reason(c, shape, num_sms) is None]
+    return picked
