@@ -52,6 +52,8 @@ def test_default_grid_covers_shape_classes():
     assert any(s.k * 64 <= min(s.m, s.n) for s in grid)  # small k
     assert any(s.k >= 64 * max(s.m, s.n) for s in grid)  # long k
     assert parse_shapes("10x20x30,1x2x3") == [Shape(10, 20, 30), Shape(1, 2, 3)]
+    both = parse_shapes("default+benchmark")
+    assert set(grid) < set(both) and Shape(8192, 8192, 128) in both
     with pytest.raises(ValueError, match="MxNxK"):
         parse_shapes("10x20")
 

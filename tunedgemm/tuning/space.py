@@ -47,11 +47,10 @@ BENCHMARK_SHAPES = [Shape(s, s, s) for s in (1024, 2048, 4096, 8192)] + [
 
 
 def parse_shapes(text: str) -> list[Shape]:
-    """'MxNxK,MxNxK' or the names 'default' / 'benchmark'."""
-    if text == "default":
-        return default_grid()
-    if text == "benchmark":
-        return list(BENCHMARK_SHAPES)
+    """'MxNxK,MxNxK', or the names 'default' and 'benchmark' joined by '+'."""
+    named = {"default": default_grid, "benchmark": lambda: list(BENCHMARK_SHAPES)}
+    if all(part in named for part in text.split("+")):
+        return sorted({s for part in text.split("+") for s in named[part]()})
     shapes = []
     for item in text.split(","):
         try:
