@@ -11,6 +11,7 @@ import argparse
 import datetime
 import json
 import math
+import os
 import random
 import sys
 from pathlib import Path
@@ -25,17 +26,22 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2.0 * m * n * k / ms / 1e9
 
 
-def candidates(dtype: str, sweep: int) -> list[Any]:
-    """Every family's default config for dtype, plus `sweep` random configs of each space."""
+def candidates(dtype: str, shape: tuple[int, int, int], sweep: int) -> list[Any]:
+    """The tuning table's own-kernel choice for this shape, every family's default config,
+    and `sweep` random configs of each family's space."""
+    from tunedgemm import selection, table
     from tunedgemm.families import FAMILIES
 
-    picked = []
+    os.environ[selection.CUBLAS_ENV] = "0"  # the table's best own kernel, not cuBLAS
+    tuned = selection.choose(dtype, *shape, warn=False).config
+    del os.environ[selection.CUBLAS_ENV]
+    picked = [] if tuned == table.CUBLAS else [tuned]
     for family in FAMILIES.values():
         if dtype in family.dtypes:
             default = family.default_config(dtype)
             rest = [c for c in family.space(dtype) if c != default]
             picked += [default, *random.Random(0).sample(rest, min(sweep, len(rest)))]
-    return picked
+    return list(dict.fromkeys(picked))
 
 
 def time_shape(shape: tuple[int, int, int], dtype: str, sweep: int) -> dict[str, Any]:
@@ -46,7 +52,7 @@ def time_shape(shape: tuple[int, int, int], dtype: str, sweep: int) -> dict[str,
     m, n, k = shape
     problem = gpu_problem.make(m, n, k, dtype)
     best_ms, best_config = math.inf, None
-    for config in candidates(dtype, sweep):
+    for config in candidates(dtype, shape, sweep):
         try:
             ms = gpu_median_ms(
                 lambda c=config: gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, c),
@@ -65,7 +71,7 @@ def time_shape(shape: tuple[int, int, int], dtype: str, sweep: int) -> dict[str,
     ours, theirs = tflops(m, n, k, best_ms), tflops(m, n, k, cublas_ms)
     return {"dtype": dtype, "m": m, "n": n, "k": k, "config": str(best_config), "ms": best_ms,
             "cublas_ms": cublas_ms, "tflops": ours, "cublas_tflops": theirs,
-            "ratio": ours / theirs}  # fmt: skip
+            "ratio": ours / theirs, "with_cublas_ratio": max(ours, theirs) / theirs}  # fmt: skip
 
 
 def geometric_mean(values: list[float]) -> float:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One GPU-machine session: info, GPU tests, verify, demo, kernel benchmark; logs to $OUT.
 # Run there as:  source .device/setup.sh && bash benchmarks/gpu_session.sh [bench args...]
+# (benchmarks/bench_tuning.py, the tuned-vs-fixed comparison, runs separately: it takes
+# a few minutes of its own.)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

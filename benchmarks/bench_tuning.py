@@ -1,0 +1,144 @@
+"""Tuned choice vs the best single fixed config vs cuBLAS, on shapes the table was not tuned on,
+and a grid over (M, N) at a few K for a heatmap of speed relative to cuBLAS.
+
+Usage: python benchmarks/bench_tuning.py [--dtype float32 float64] [--shapes 16] [--out DIR]
+Random shapes are log-uniform in [128, 8192] per dimension (seeded; work capped at 2 * 4096^3
+flops). The fixed-config pool is each family's default plus the configs the table uses most;
+the best single fixed config is the one with the best geometric mean over the random shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HEAT_SIZES = [256, 1024, 4096, 16384]
+HEAT_K = [256, 4096]
+
+
+def random_shapes(count: int, seed: int = 7) -> list[tuple[int, int, int]]:
+    rng = np.random.default_rng(seed)
+    shapes: list[tuple[int, int, int]] = []
+    while len(shapes) < count:
+        m, n, k = (int(x) for x in np.exp(rng.uniform(np.log(128), np.log(8192), 3)))
+        if 2 * m * n * k <= 2 * 4096**3:
+            shapes.append((m, n, k))
+    return shapes
+
+
+def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
+    """Family defaults plus the own-kernel configs the table uses most for this dtype."""
+    from tunedgemm import selection, table
+    from tunedgemm.families import FAMILIES
+
+    current = table.current()
+    counts: collections.Counter[Any] = collections.Counter()
+    if not isinstance(current, str):
+        for device in current.devices:
+            for key, entries in device.entries.items():
+                if key.startswith(dtype):
+                    counts.update(e.own for e in entries)
+    defaults = [f.default_config(dtype) for f in FAMILIES.values() if dtype in f.dtypes]
+    pool = [selection.default_config(dtype), *defaults, *(c for c, _ in counts.most_common())]
+    return list(dict.fromkeys(pool))[:size]
+
+
+def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
+    """Median ms of the tuned choice (own kernels only), each pool config and cuBLAS."""
+    from tunedgemm import gpu_backend, gpu_problem, reference, selection
+    from tunedgemm.timing import gpu_median_ms
+
+    problem = gpu_problem.make(*shape, dtype)
+    tuned = selection.choose(dtype, *shape, warn=False)
+    times: dict[str, float] = {}
+
+    def timed(config: Any) -> float:
+        try:
+            return gpu_median_ms(lambda: gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0,
+                                                         config), warmup=2, reps=5)  # fmt: skip
+        except Exception:
+            return math.inf
+
+    times["tuned"] = timed(tuned.config)
+    times["tuned_choice"] = str(tuned.config)  # type: ignore[assignment]
+    for config in configs:
+        times[str(config)] = timed(config)
+    times["cublas"] = (gpu_median_ms(lambda: reference.gemm(problem.form, problem.dtype, 1.0,
+                                                            0.0), warmup=2, reps=5)
+                       if reference.status()[0] else math.nan)  # fmt: skip
+    return times
+
+
+def gmean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dtype", nargs="+", default=["float32", "float64"])
+    parser.add_argument("--shapes", type=int, default=16)
+    parser.add_argument("--out", default="benchmarks/results")
+    args = parser.parse_args()
+
+    import os
+
+    from tunedgemm import cuda, selection
+
+    if not cuda.status()[0]:
+        print(f"bench_tuning: needs a GPU ({cuda.status()[1]})")
+        return 1
+    os.environ[selection.CUBLAS_ENV] = "0"  # "tuned" means the table's best own kernel
+    record: dict[str, Any] = {"device": cuda.device().name(), "command": " ".join(sys.argv),
+                              "date": datetime.datetime.now(datetime.timezone.utc).strftime(
+                                  "%Y-%m-%d %H:%M UTC"), "random": {}, "heatmap": {}}  # fmt: skip
+    print(f"# {record['device']}, {record['date']}")
+    for dtype in args.dtype:
+        pool = fixed_pool(dtype)
+        shapes = random_shapes(args.shapes)
+        rows = [(s, time_all(s, dtype, pool)) for s in shapes]
+        names = [str(c) for c in pool]
+        best_fixed = max(names, key=lambda c: gmean([r[1]["cublas"] / r[1][c] for r in rows]))
+        print(f"{dtype}: best single fixed config {best_fixed}")
+        print(f"{'m x n x k':>18} {'tuned TF':>9} {'fixed TF':>9} {'cuBLAS TF':>9} "
+              f"{'tuned/fixed':>11} {'tuned/cuBLAS':>12}")  # fmt: skip
+        for shape, t in rows:
+            flop = 2e-9 * math.prod(shape)
+            print(
+                f"{'x'.join(map(str, shape)):>18} {flop / t['tuned']:9.1f} "
+                f"{flop / t[best_fixed]:9.1f} {flop / t['cublas']:9.1f} "
+                f"{t[best_fixed] / t['tuned']:11.2f} {t['cublas'] / t['tuned']:12.2f}"
+            )
+        over_fixed = gmean([t[best_fixed] / t["tuned"] for _, t in rows])
+        over_cublas = gmean([t["cublas"] / t["tuned"] for _, t in rows])
+        with_cublas = gmean([t["cublas"] / min(t["tuned"], t["cublas"]) for _, t in rows])
+        print(f"{dtype}: geometric mean speed-up tuned/fixed {over_fixed:.2f}, tuned/cuBLAS "
+              f"{over_cublas:.2f}, with cuBLAS as a candidate {with_cublas:.2f}")  # fmt: skip
+        record["random"][dtype] = {"best_fixed": best_fixed, "tuned_over_fixed": over_fixed,
+                                   "tuned_over_cublas": over_cublas,
+                                   "with_cublas_over_cublas": with_cublas,
+                                   "rows": [{"shape": s, **t} for s, t in rows]}  # fmt: skip
+        heat = []
+        for k in HEAT_K:
+            for m in HEAT_SIZES:
+                for n in HEAT_SIZES:
+                    t = time_all((m, n, k), dtype, [])
+                    heat.append({"m": m, "n": n, "k": k, "ratio": t["cublas"] / t["tuned"]})
+        record["heatmap"][dtype] = heat
+        print(f"{dtype}: heatmap tuned/cuBLAS " + " ".join(
+            f"{h['m']}x{h['n']}x{h['k']}:{h['ratio']:.2f}" for h in heat))  # fmt: skip
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_tuning.json").write_text(json.dumps(record, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
