@@ -25,8 +25,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(params=["numpy", pytest.param("gpu", marks=pytest.mark.gpu)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test once per backend, forcing it through TUNEDGEMM_BACKEND."""
+    """Runs a test once per backend, forcing it through TUNEDGEMM_BACKEND. On the GPU, cuBLAS
+    is kept out of the choices so that the whole call path runs tunedgemm's own kernels."""
     monkeypatch.setenv("TUNEDGEMM_BACKEND", request.param)
+    monkeypatch.setenv("TUNEDGEMM_CUBLAS", "0")
     return request.param
 
 
