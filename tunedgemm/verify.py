@@ -64,9 +64,10 @@ def verify(quick: bool = False) -> int:
             vs_cublas = float(np.max(np.abs(ours - theirs)) / max(np.max(np.abs(theirs)), 1e-300))
         failures += not ok
         op = ("T" if ta else "N") + ("T" if tb else "N")
+        kernel = getattr(ran, "family", ran)
         print(
             f"{dtype:8} {op:3} {f'{m}x{n}x{k}':>18} {err:11.2e} {cublas_err:13.2e} "
-            f"{vs_cublas:10.2e} {tol:10.2e} {'ok' if ok else 'FAIL':>6}  {getattr(ran, 'family', ran)}"
+            f"{vs_cublas:10.2e} {tol:10.2e} {'ok' if ok else 'FAIL':>6}  {kernel}"
         )
     print(
         "errors: max |x - exact| / (|alpha||A||B| + |beta||C|), elementwise; "
