@@ -1,0 +1,100 @@
+"""Plots for docs/ from the recorded benchmark results (no GPU needed).
+
+Usage: python benchmarks/plot_results.py [--results docs/results] [--out docs/img]
+Reads bench_kernels.json and bench_tuning.json; writes kernels.png, tuning.png, heatmap.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def plot_kernels(data: dict, out: Path) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, dtype in zip(axes, ("float32", "float64"), strict=True):
+        rows = [r for r in data["rows"] if r["dtype"] == dtype]
+        labels = [f"{r['m']}x{r['n']}x{r['k']}" for r in rows]
+        x = np.arange(len(rows))
+        ax.bar(x - 0.2, [r["tflops"] for r in rows], 0.4, label="tunedgemm (own kernels)")
+        ax.bar(x + 0.2, [r["cublas_tflops"] for r in rows], 0.4, label="cuBLAS")
+        for xi, r in zip(x, rows, strict=True):
+            ax.text(xi, max(r["tflops"], r["cublas_tflops"]) + 0.8, f"{r['ratio']:.2f}",
+                    ha="center", fontsize=7)  # fmt: skip
+        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+        ax.set_title(f"{dtype} (numbers: ours / cuBLAS)")
+        ax.set_ylabel("TFLOP/s")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{data['device']}, {data['date']}: {data['command']}", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "kernels.png", dpi=110)
+
+
+def plot_tuning(data: dict, out: Path) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, dtype in zip(axes, ("float32", "float64"), strict=True):
+        rec = data["random"][dtype]
+        fixed = rec["best_fixed"]
+        rows = sorted(rec["rows"], key=lambda r: np.prod(r["shape"]))
+        flop = np.array([2e-9 * np.prod(r["shape"]) for r in rows])
+        x = np.arange(len(rows))
+        for key, label in (("tuned", "tuned (table)"), (fixed, "best single fixed config"),
+                           ("cublas", "cuBLAS")):  # fmt: skip
+            ax.plot(x, flop / np.array([r[key] for r in rows]), "o-", label=label, ms=4)
+        ax.set_xticks(x, ["x".join(map(str, r["shape"])) for r in rows], rotation=60,
+                      ha="right", fontsize=7)  # fmt: skip
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"{dtype}: random shapes off the tuning grid")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{data['device']}, {data['date']}: {data['command']}", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "tuning.png", dpi=110)
+
+
+def plot_heatmap(data: dict, out: Path) -> None:
+    ks = sorted({h["k"] for h in data["heatmap"]["float32"]})
+    fig, axes = plt.subplots(2, len(ks), figsize=(5 * len(ks), 8.5))
+    for row, dtype in enumerate(("float32", "float64")):
+        heat = data["heatmap"][dtype]
+        sizes = sorted({h["m"] for h in heat})
+        for col, k in enumerate(ks):
+            ratio = {(h["m"], h["n"], h["k"]): h["ratio"] for h in heat}
+            grid = np.array([[ratio[(m, n, k)] for n in sizes] for m in sizes])
+            ax = axes[row][col]
+            im = ax.imshow(grid, cmap="RdYlGn", vmin=0.3, vmax=1.3, origin="lower")
+            for i in range(len(sizes)):
+                for j in range(len(sizes)):
+                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
+            ax.set_xticks(range(len(sizes)), sizes)
+            ax.set_yticks(range(len(sizes)), sizes)
+            ax.set_xlabel("N")
+            ax.set_ylabel("M")
+            ax.set_title(f"{dtype}, K={k}")
+    fig.colorbar(im, ax=axes, shrink=0.6)
+    fig.suptitle(f"Speed of the tuned own kernel relative to cuBLAS (>1: faster)\n"
+                 f"{data['device']}, {data['date']}", fontsize=9)  # fmt: skip
+    fig.savefig(out / "heatmap.png", dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--results", default="docs/results")
+    parser.add_argument("--out", default="docs/img")
+    args = parser.parse_args()
+    results, out = Path(args.results), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plot_kernels(json.loads((results / "bench_kernels.json").read_text()), out)
+    tuning = json.loads((results / "bench_tuning.json").read_text())
+    plot_tuning(tuning, out)
+    plot_heatmap(tuning, out)
+
+
+if __name__ == "__main__":
+    main()
