@@ -13,6 +13,10 @@ Params = Mapping[str, int]
 # table entry both prune with them.
 MAX_THREADS_PER_BLOCK = 1024
 MAX_DYNAMIC_SMEM_BYTES = 227 * 1024
+MAX_REGS_PER_THREAD = 255
+REGS_PER_SM = 65536
+SMEM_PER_SM = 228 * 1024  # of which the runtime reserves 1 KB for each resident block
+SMEM_RESERVED_PER_BLOCK = 1024
 ITEMSIZE = {"float32": 4, "float64": 8}
 
 
@@ -145,6 +149,19 @@ def _holds(constraint: Constraint, params: Params, itemsize: int) -> bool:
         return bool(constraint.holds(params, itemsize))
     except (ArithmeticError, KeyError, TypeError, ValueError):
         return False
+
+
+def register_cap(threads: int, min_blocks: int) -> int:
+    """Registers per thread ptxas may use under __launch_bounds__(threads, min_blocks)."""
+    return min(MAX_REGS_PER_THREAD, REGS_PER_SM // (threads * min_blocks) // 8 * 8)
+
+
+def blocks_fit_in_smem(smem_bytes: Callable[[Params, int], int]) -> Constraint:
+    """Constraint: MIN_BLOCKS blocks of this shared-memory use fit in one SM."""
+    return Constraint(
+        "MIN_BLOCKS blocks fit in one SM's shared memory",
+        lambda p, s: p["MIN_BLOCKS"] * (smem_bytes(p, s) + SMEM_RESERVED_PER_BLOCK) <= SMEM_PER_SM,
+    )
 
 
 def divides(a: str, b: str) -> Constraint:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from ..params import Constraint, KernelFamily, Params, Tunable, divides
-
-# Registers available to one thread (the hardware cap) and per SM.
-_MAX_REGS_PER_THREAD = 255
-_REGS_PER_SM = 65536
-# Shared memory of one SM and what the runtime reserves per resident block.
-_SMEM_PER_SM = 228 * 1024
-_SMEM_RESERVED_PER_BLOCK = 1024
+from ..params import (
+    Constraint,
+    KernelFamily,
+    Params,
+    Tunable,
+    blocks_fit_in_smem,
+    divides,
+    register_cap,
+)
 
 
 def _threads(p: Params) -> int:
@@ -87,19 +88,9 @@ FAMILY = KernelFamily(
         ),
         Constraint(
             "warp tile fits in registers at MIN_BLOCKS blocks per SM",
-            lambda p, s: (
-                _regs_estimate(p)
-                <= min(
-                    _MAX_REGS_PER_THREAD, _REGS_PER_SM // (_threads(p) * p["MIN_BLOCKS"]) // 8 * 8
-                )
-            ),
+            lambda p, s: _regs_estimate(p) <= register_cap(_threads(p), p["MIN_BLOCKS"]),
         ),
-        Constraint(
-            "MIN_BLOCKS blocks fit in one SM's shared memory",
-            lambda p, s: (
-                p["MIN_BLOCKS"] * (_smem_bytes(p, s) + _SMEM_RESERVED_PER_BLOCK) <= _SMEM_PER_SM
-            ),
-        ),
+        blocks_fit_in_smem(_smem_bytes),
     ),
     defaults={
         "float64": {

@@ -7,13 +7,17 @@ group-M rasterisation and optional split-K (atomics after the launcher's scale_c
 
 from __future__ import annotations
 
-from ..params import Constraint, KernelFamily, Params, Tunable, divides
+from ..params import (
+    Constraint,
+    KernelFamily,
+    Params,
+    Tunable,
+    blocks_fit_in_smem,
+    divides,
+    register_cap,
+)
 
 PAD = 4  # floats of padding per shared row, as in kernels/sgemm_simt.cu
-REGS_PER_SM = 65536
-MAX_REGS_PER_THREAD = 255
-SMEM_PER_SM = 228 * 1024  # shared memory of one sm_90 SM, of which each block reserves 1 KB
-SMEM_RESERVED_PER_BLOCK = 1024
 
 
 def _threads(p: Params) -> int:
@@ -27,12 +31,6 @@ def _smem_bytes(p: Params, itemsize: int) -> int:
 
 def _pow2(x: int) -> bool:
     return x > 0 and x & (x - 1) == 0
-
-
-def _reg_cap(p: Params) -> int:
-    # What ptxas may use under __launch_bounds__(THREADS, MIN_BLOCKS): whole units of 8.
-    per_thread = REGS_PER_SM // (_threads(p) * p["MIN_BLOCKS"])
-    return min(MAX_REGS_PER_THREAD, per_thread // 8 * 8)
 
 
 def _reg_estimate(p: Params) -> int:
@@ -101,14 +99,9 @@ FAMILY = KernelFamily(
         Constraint("STAGES >= 2", lambda p, s: p["STAGES"] >= 2),
         Constraint(
             "registers fit __launch_bounds__(THREADS, MIN_BLOCKS) without spills",
-            lambda p, s: _reg_estimate(p) <= _reg_cap(p),
+            lambda p, s: _reg_estimate(p) <= register_cap(_threads(p), p["MIN_BLOCKS"]),
         ),
-        Constraint(
-            "MIN_BLOCKS blocks fit in one SM's shared memory",
-            lambda p, s: (
-                p["MIN_BLOCKS"] * (_smem_bytes(p, s) + SMEM_RESERVED_PER_BLOCK) <= SMEM_PER_SM
-            ),
-        ),
+        blocks_fit_in_smem(_smem_bytes),
     ),
     # The config that won 2048^3 and 4096^3 in the H100 sweep of 2026-11-22
     # (benchmarks/bench_kernels.py --sweep 12).
