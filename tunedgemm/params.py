@@ -73,8 +73,9 @@ class LaunchGeometry:
 class KernelFamily:
     """One kernel template in kernels/ and everything the tuner and the launcher know of it.
 
-    `derived(params, itemsize)` returns extra defines computed from the tunables (such as
-    THREADS); they are passed to the compiler so that each formula lives here only.
+    Every template gets THREADS (from `threads`) as a define; `derived(params, itemsize)`
+    may add more defines computed from the tunables, so that each formula lives here only.
+    By default the block tile is BM x BN and split-K is the SPLIT_K tunable (1 if absent).
     """
 
     name: str
@@ -85,9 +86,9 @@ class KernelFamily:
     defaults: Mapping[str, Params]
     threads: Callable[[Params], int]
     smem_bytes: Callable[[Params, int], int]
-    block_tile: Callable[[Params], tuple[int, int]]
+    block_tile: Callable[[Params], tuple[int, int]] = field(default=lambda p: (p["BM"], p["BN"]))
     derived: Callable[[Params, int], Params] = field(default=lambda p, s: {})
-    split_k: Callable[[Params], int] = field(default=lambda p: 1)
+    split_k: Callable[[Params], int] = field(default=lambda p: p.get("SPLIT_K", 1))
     description: str = ""
 
     def default_config(self, dtype: str) -> KernelConfig:
@@ -128,7 +129,7 @@ class KernelFamily:
 
     def defines(self, config: KernelConfig, dtype: str) -> dict[str, int]:
         params = config.as_dict()
-        return {**params, **self.derived(params, ITEMSIZE[dtype])}
+        return {**params, "THREADS": self.threads(params), **self.derived(params, ITEMSIZE[dtype])}
 
     def geometry(self, config: KernelConfig, dtype: str, m: int, n: int) -> LaunchGeometry:
         params = config.as_dict()

@@ -108,7 +108,4 @@ FAMILY = KernelFamily(
     },
     threads=_threads,
     smem_bytes=_smem_bytes,
-    block_tile=lambda p: (p["BM"], p["BN"]),
-    derived=lambda p, s: {"THREADS": _threads(p)},
-    split_k=lambda p: p["SPLIT_K"],
 )
