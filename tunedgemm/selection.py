@@ -1,5 +1,8 @@
-"""Choose what runs for one call: a forced family, else the tuning table's nearest entry, else a
-built-in default; cuBLAS is a choice where the table says it wins."""
+"""Choose what runs for one call: a forced family, else the tuning table, else a built-in default.
+
+From the table, cuBLAS runs where the nearest entry says it wins; otherwise the own configs
+measured at the nearest entries compete, each predicted at the call's shape by the wave
+model (tunedgemm/model.py) from the nearest entry where it was measured."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import table
+from . import model, table
 from .families import FAMILIES
 from .params import KernelConfig
 
@@ -25,6 +28,16 @@ class Choice:
 
     config: KernelConfig | str
     reason: str
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """An own config, the table entry where it was measured, and its time there and at a call."""
+
+    config: KernelConfig
+    entry: table.Entry
+    measured_ms: float
+    predicted_ms: float
 
 
 def default_config(dtype: str) -> KernelConfig:
@@ -73,15 +86,58 @@ def _choose(
         table.warn_once(f"no table entries for {gpu}; using those of another sm_{cc} GPU")
     if entry.choice == table.CUBLAS and allow_cublas:
         return Choice(table.CUBLAS, f"cuBLAS is fastest at {found.reason}")
-    config = entry.own
-    problems = _violations(config, dtype)
-    if problems:
-        if warn:
-            reasons = "; ".join(problems)
-            table.warn_once(f"table entry {config} is invalid ({reasons}); default used")
-        return Choice(default_config(dtype), f"built-in default (invalid entry {config})")
+    neighbours = found.neighbours or (entry,)
+    measured = _valid(_measured_nearest(neighbours), dtype, warn)
+    if not measured:
+        return Choice(default_config(dtype), f"built-in default (invalid entry {entry.own})")
+    best = min(predictions(measured, dtype, (m, n, k)), key=lambda p: p.predicted_ms)
     why = "tuned" if entry.choice != table.CUBLAS else f"best own kernel ({CUBLAS_ENV}=0)"
-    return Choice(config, f"{why}: {found.reason}")
+    at = best.entry
+    return Choice(best.config, (
+        f"{why} (wave model over {len(neighbours)} nearest entries): {best.config} measured "
+        f"{best.measured_ms:.3g} ms at {at.m}x{at.n}x{at.k}, predicted "
+        f"{best.predicted_ms:.3g} ms; nearest: {found.reason}"))  # fmt: skip
+
+
+def _measured_nearest(
+    neighbours: tuple[table.Entry, ...],
+) -> dict[KernelConfig, tuple[table.Entry, float]]:
+    """Each own config of the entries (nearest first) with the nearest entry that measured it:
+    the nearer the measurement, the less the model has to extrapolate."""
+    measured: dict[KernelConfig, tuple[table.Entry, float]] = {}
+    for entry in neighbours:
+        for config, ms in entry.top:
+            measured.setdefault(config, (entry, ms))
+    return measured
+
+
+def _valid(
+    measured: dict[KernelConfig, tuple[table.Entry, float]], dtype: str, warn: bool
+) -> dict[KernelConfig, tuple[table.Entry, float]]:
+    """The configs that may run; each one that breaks its family's rules warns once."""
+    valid = {}
+    broken = []
+    for config, where in measured.items():
+        problems = _violations(config, dtype)
+        if problems:
+            broken.append(f"table entry {config} is invalid ({'; '.join(problems)})")
+        else:
+            valid[config] = where
+    if warn:
+        outcome = "skipped" if valid else "default used"
+        for message in broken:
+            table.warn_once(f"{message}; {outcome}")
+    return valid
+
+
+def predictions(
+    measured: dict[KernelConfig, tuple[table.Entry, float]], dtype: str, shape: model.MNK
+) -> list[Prediction]:
+    """Each config's predicted time at shape, in the order given (ties go to the first)."""
+    return [
+        Prediction(config, entry, ms, model.predicted_ms(config, dtype, shape, entry.shape, ms))
+        for config, (entry, ms) in measured.items()
+    ]
 
 
 def _violations(config: KernelConfig, dtype: str) -> list[str]:
@@ -91,7 +147,9 @@ def _violations(config: KernelConfig, dtype: str) -> list[str]:
     return family.violations(config, dtype)
 
 
+@functools.lru_cache(maxsize=1)
 def _current_gpu() -> tuple[str, str]:
+    """(name, compute capability) of the GPU in use: one device per process, asked once."""
     from . import cuda
 
     if not cuda.status()[0]:

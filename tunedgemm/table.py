@@ -5,6 +5,12 @@ each entry records a tuned shape, the winning choice (a kernel config or "cublas
 best own kernel (used when cuBLAS is switched off), their times, cuBLAS's time and the
 measured error. The header records the kernel sources' hash: a table made from other
 kernel sources is stale and is not used.
+
+An entry may also hold "top": the best own configs timed at its shape, fastest first, as
+[{"config": {"family": ..., "params": {...}}, "ms": 0.21}, ...] (the writer stores up to
+four). It is optional within schema version 1: tables written before it (the shipped one
+among them) read as if "top" held the entry's own config alone. At run time the configs
+of the nearest entries compete through the wave model (tunedgemm/model.py).
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ CUBLAS = "cublas"
 # Lookup distance added when an entry's transpose pair differs from the call's: an entry
 # of the exact pair wins unless it is more than this far away in log2 shape space.
 TRANS_PENALTY = 3.0
+# Entries whose configs compete at a call: the nearest few, so that a config tuned one grid
+# step away in any direction (2 x 2 x 2 corners around a call) can win where the wave model
+# predicts it faster, while configs tuned for very different shapes stay out.
+NEIGHBOURS = 8
 
 
 class TableError(ValueError):
@@ -36,7 +46,10 @@ class TableError(ValueError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One tuned shape: what won, the best own kernel, and the evidence."""
+    """One tuned shape: what won, the best own kernel, and the evidence.
+
+    `top` holds (config, ms) of the best own configs measured here, fastest first; it
+    always holds `own` (added when absent, so tables without "top" give ((own, own_ms),))."""
 
     m: int
     n: int
@@ -46,10 +59,20 @@ class Entry:
     own_ms: float
     cublas_ms: float
     error: float
+    top: tuple[tuple[KernelConfig, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if all(config != self.own for config, _ in self.top):
+            # A frozen dataclass sets a derived default only through object.__setattr__.
+            object.__setattr__(self, "top", ((self.own, self.own_ms), *self.top))
 
     @property
     def ms(self) -> float:
         return self.cublas_ms if self.choice == CUBLAS else self.own_ms
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.m, self.n, self.k)
 
 
 @dataclass
@@ -101,6 +124,17 @@ def config_json(config: KernelConfig | str) -> Any:
     return {"family": config.family, "params": config.as_dict()}
 
 
+def _top(raw: Any) -> tuple[tuple[KernelConfig, float], ...]:
+    """The optional "top" list of an entry: own configs only, each with a finite time."""
+    top = []
+    for item in raw or ():
+        config, ms = _config(item["config"]), float(item["ms"])
+        if not isinstance(config, KernelConfig) or not math.isfinite(ms):
+            raise TableError(f"malformed top entry {item!r}")
+        top.append((config, ms))
+    return tuple(top)
+
+
 def parse(data: Any, path: str) -> Table:
     """Validate a decoded table; raises TableError naming what is wrong."""
     if not isinstance(data, dict):
@@ -118,6 +152,7 @@ def parse(data: Any, path: str) -> Table:
                         int(e["m"]), int(e["n"]), int(e["k"]), _config(e["choice"]),
                         _config(e["own"]),  # type: ignore[arg-type]
                         float(e["own_ms"]), float(e["cublas_ms"]), float(e["error"]),
+                        _top(e.get("top")),
                     )
                     for e in items
                 ]
@@ -141,7 +176,9 @@ def load(path: str | Path) -> Table:
     return parse(data, str(path))
 
 
+@functools.cache
 def shipped_path() -> Path:
+    # Cached: resolving package resources costs tens of microseconds, paid on every call.
     return Path(str(resources.files("tunedgemm") / "tables" / "tuned.json"))
 
 
@@ -177,6 +214,8 @@ class Lookup:
     entry: Entry | None
     level: str  # "device", "architecture" or "default"
     reason: str
+    # Up to NEIGHBOURS entries of entry's key, nearest first (entry among them).
+    neighbours: tuple[Entry, ...] = ()
 
 
 def _distance(entry: Entry, m: int, n: int, k: int) -> float:
@@ -204,11 +243,23 @@ def nearest(
     return best
 
 
+def neighbours(
+    device: DeviceTable, entry_key: str, m: int, n: int, k: int, count: int = NEIGHBOURS
+) -> tuple[Entry, ...]:
+    """The count entries of one key nearest in log2 (m, n, k), nearest first (ties in table
+    order, as in `nearest`, so the nearest entry comes first)."""
+    entries = device.entries.get(entry_key, [])
+    return tuple(sorted(entries, key=lambda e: _distance(e, m, n, k))[:count])
+
+
 def lookup(
     table: Table | str, gpu: str, cc: str, dtype: str, trans_a: bool, trans_b: bool,
     m: int, n: int, k: int,
 ) -> Lookup:  # fmt: skip
-    """Fallback chain: this GPU's entries -> same compute capability -> built-in default."""
+    """Fallback chain: this GPU's entries -> same compute capability -> built-in default.
+
+    The nearest entry (other transpose pairs paying TRANS_PENALTY) picks the key that serves
+    the call; its NEIGHBOURS nearest entries of that key come along for the wave model."""
     if isinstance(table, str):
         return Lookup(None, "default", f"no usable table ({table})")
     levels = [
@@ -222,7 +273,8 @@ def lookup(
                 entry, dist, entry_key = found
                 return Lookup(entry, level, (
                     f"{table.path}: {device.name} entry {entry_key} "
-                    f"{entry.m}x{entry.n}x{entry.k} (log2 distance {dist:.2f})"))  # fmt: skip
+                    f"{entry.m}x{entry.n}x{entry.k} (log2 distance {dist:.2f})"),
+                    neighbours(device, entry_key, m, n, k))  # fmt: skip
     return Lookup(None, "default", f"{table.path} has no {dtype} entries for {gpu} (sm {cc})")
 
 

@@ -1,5 +1,5 @@
-"""The tuner without a GPU: strategies, pruning, resume, the writer, schema checks, lookup and
-the fallback chain, by replaying recorded (here: synthetic, deterministic) timings."""
+"""The tuner without a GPU: strategies, pruning, resume, the writer, schema checks, lookup, the
+wave-model choice and the fallback chain, by replaying recorded (here: synthetic) timings."""
 
 from __future__ import annotations
 
@@ -10,13 +10,21 @@ import warnings
 import numpy as np
 import pytest
 
-from tunedgemm import selection, table
+from tunedgemm import model, selection, table
+from tunedgemm.families import FAMILIES
 from tunedgemm.params import KernelConfig
 from tunedgemm.tuning import strategies
 from tunedgemm.tuning.checkpoint import Checkpoint
 from tunedgemm.tuning.driver import Task, tasks_for, tune
-from tunedgemm.tuning.space import Shape, candidates, default_grid, parse_shapes, prune_reason
-from tunedgemm.tuning.writer import write
+from tunedgemm.tuning.space import (
+    Shape,
+    candidates,
+    default_grid,
+    mid_grid,
+    parse_shapes,
+    prune_reason,
+)
+from tunedgemm.tuning.writer import TOP_COUNT, config_from_text, top_configs, write
 
 GPU, CC = "NVIDIA H100 80GB HBM3", "9.0"
 
@@ -166,12 +174,12 @@ def test_corrupt_tables_are_refused(tmp_path, content, match):
         table.load(path)
 
 
-def _choose_with_table(monkeypatch, path, **kw):
+def _choose_with_table(monkeypatch, path, shape=(64, 64, 64), trans=(False, False), **kw):
     monkeypatch.setenv(table.TABLE_ENV, str(path))
     monkeypatch.delenv(selection.FAMILY_ENV, raising=False)
     selection._choose.cache_clear()
     table._warned.clear()
-    return selection.choose("float32", 64, 64, 64, gpu=kw.get("gpu", GPU), cc=kw.get("cc", CC))
+    return selection.choose("float32", *shape, *trans, gpu=kw.get("gpu", GPU), cc=kw.get("cc", CC))
 
 
 def test_runtime_choice_and_fallback_chain(tmp_path, monkeypatch):
@@ -203,6 +211,7 @@ def test_broken_tables_warn_and_fall_back(tmp_path, monkeypatch, damage):
     elif damage == "invalid-entry":
         entry = data["devices"][0]["entries"]["float32/NN"][0]
         entry["own"]["params"]["BM"] = 3
+        del entry["top"]  # its only config is then the damaged one
         path.write_text(json.dumps(data))
     else:
         path = tmp_path / "absent.json"
@@ -228,7 +237,11 @@ def test_explain_says_what_and_why(tmp_path, monkeypatch):
     monkeypatch.setenv(table.TABLE_ENV, str(write_table(tmp_path, results)))
     selection._choose.cache_clear()
     text = tunedgemm.explain(500, 600, 700, dtype=np.float32, gpu=GPU, cc=CC)
-    assert str(results[0].own) in text and "512x512x512" in text
+    chosen = selection.choose(np.float32, 500, 600, 700, gpu=GPU, cc=CC).config
+    assert chosen in dict(top_configs(results[0])) and str(chosen) in text
+    assert "measured" in text and "at 512x512x512, predicted" in text
+    # At the measured shape itself the model predicts the measured times: the winner runs.
+    assert str(results[0].own) in tunedgemm.explain(512, 512, 512, gpu=GPU, cc=CC)
 
 
 def test_dry_run_without_gpu(capsys):
@@ -236,3 +249,186 @@ def test_dry_run_without_gpu(capsys):
 
     assert main(["--dry-run", "--dtype", "float64", "--trans", "NN", "--shapes", "64x64x64"]) == 0
     assert "float64/NN/64x64x64" in capsys.readouterr().out
+
+
+def test_mid_grid_lies_between_the_default_grid_points():
+    mid = mid_grid()
+    assert len(mid) == 121 == len(set(mid))
+    assert {s.m for s in mid} == {128, 384, 1024, 3072, 8192}
+    assert all(s.m * s.n * s.k <= 2 * 4096**3 for s in mid)
+    assert parse_shapes("mid") == mid
+    both = parse_shapes("default+mid")
+    assert set(both) == set(default_grid()) | set(mid) and both == sorted(both)
+    assert Shape(8192, 8192, 128) in parse_shapes("mid+benchmark")
+    from tunedgemm.tuning.cli import build_parser
+
+    assert "'mid'" in build_parser().format_help()
+
+
+# Hand-made tables for the wave-model choice: X (128 x 128 tiles, two blocks per SM) fills one
+# wave at 1536x2816 and needs two at the call's 1536x2817; Y (128 x 256 tiles, one per SM)
+# needs two waves both at the call and at 1536x4096, a farther entry.
+X = FAMILIES["simt"].default_config("float32")
+Y = KernelConfig.make("simt", dict(BK=8, BM=128, BN=256, GROUP_M=1, MIN_BLOCKS=1, SPLIT_K=1,
+                                   STAGES=2, TM=16, TN=8, WM=64, WN=64))  # fmt: skip
+CALL, NEAR, FAR = (1536, 2817, 1024), (1536, 2816, 1024), (1536, 4096, 1024)
+
+
+def entry_dict(shape, own, own_ms, top=None, choice=None, cublas_ms=100.0):
+    data = {"m": shape[0], "n": shape[1], "k": shape[2],
+            "choice": table.config_json(choice or own), "own": table.config_json(own),
+            "own_ms": own_ms, "cublas_ms": cublas_ms, "error": 1e-7, "vs_cublas": 0.0}  # fmt: skip
+    if top is not None:
+        data["top"] = [{"config": table.config_json(c), "ms": ms} for c, ms in top]
+    return data
+
+
+def table_file(tmp_path, entries, name=GPU, cc=CC):
+    data = {"schema_version": table.SCHEMA_VERSION, "kernel_hash": table.kernel_hash(),
+            "devices": [{"name": name, "compute_capability": cc, "versions": {},
+                         "entries": entries}]}  # fmt: skip
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_model_premise():
+    assert not FAMILIES["simt"].violations(Y, "float32")
+    assert (model.waves(X, "float32", NEAR), model.waves(X, "float32", CALL)) == (1, 2)
+    assert model.waves(Y, "float32", FAR) == model.waves(Y, "float32", CALL) == 2
+
+
+@pytest.mark.parametrize("y_ms,expected", [(1.5, Y), (2.5, X)])
+def test_model_picks_config_of_a_farther_entry_when_predicted_faster(
+    tmp_path, monkeypatch, y_ms, expected
+):
+    # X measured 0.1 ms at FAR must not count: X's nearest measurement (NEAR) predicts ~2 ms.
+    far = entry_dict(FAR, Y, y_ms, top=[(Y, y_ms), (X, 0.1)])
+    path = table_file(tmp_path, {"float32/NN": [entry_dict(NEAR, X, 1.0), far]})
+    choice = _choose_with_table(monkeypatch, path, CALL)
+    assert choice.config == expected
+    at = "1536x4096x1024" if expected == Y else "1536x2816x1024"
+    predicted = y_ms if expected == Y else 2.0 - model.LAUNCH_FLOOR_MS
+    assert f"measured {y_ms if expected == Y else 1.0:.3g} ms at {at}" in choice.reason
+    assert f"predicted {predicted:.3g} ms" in choice.reason
+    assert "wave model over 2 nearest entries" in choice.reason
+    assert "nearest: " in choice.reason and "1536x2816x1024 (log2 distance 0.00)" in choice.reason
+
+
+@pytest.mark.parametrize("nearer,expected", [(table.NEIGHBOURS, X), (table.NEIGHBOURS - 1, Y)])
+def test_only_the_nearest_entries_compete(tmp_path, monkeypatch, nearer, expected):
+    near = [entry_dict((1536, 2816, 1024 + i), X, 1.0) for i in range(nearer)]
+    far = entry_dict((64, 64, 64), Y, 0.001)  # would win anywhere, were it a neighbour
+    path = table_file(tmp_path, {"float32/NN": [*near, far]})
+    assert _choose_with_table(monkeypatch, path, CALL).config == expected
+
+
+def test_invalid_candidates_are_skipped_with_a_warning(tmp_path, monkeypatch):
+    broken = KernelConfig.make("simt", {**Y.as_dict(), "BM": 3})
+    far = entry_dict(FAR, Y, 1.5, top=[(Y, 1.5), (broken, 0.001)])
+    path = table_file(tmp_path, {"float32/NN": [entry_dict(NEAR, X, 1.0), far]})
+    with pytest.warns(RuntimeWarning, match=r"BM=3.*invalid.*skipped"):
+        choice = _choose_with_table(monkeypatch, path, CALL)
+    assert choice.config == Y
+
+
+def test_cublas_rule_follows_the_nearest_entry(tmp_path, monkeypatch):
+    cublas_near = table_file(tmp_path, {"float32/NN": [
+        entry_dict(NEAR, X, 1.0, choice=table.CUBLAS, cublas_ms=0.9),
+        entry_dict(FAR, Y, 0.01)]})  # fmt: skip
+    assert _choose_with_table(monkeypatch, cublas_near, CALL).config == table.CUBLAS
+    monkeypatch.setenv(selection.CUBLAS_ENV, "0")
+    own_only = _choose_with_table(monkeypatch, cublas_near, CALL)
+    assert own_only.config == Y and own_only.reason.startswith("best own kernel")
+    monkeypatch.delenv(selection.CUBLAS_ENV)
+    far = entry_dict(FAR, Y, 3.0, choice=table.CUBLAS, cublas_ms=0.01)
+    cublas_far = table_file(tmp_path, {"float32/NN": [entry_dict(NEAR, X, 1.0), far]})
+    assert _choose_with_table(monkeypatch, cublas_far, CALL).config == X
+
+
+def test_transposes_and_devices_keep_their_fallback_chain(tmp_path, monkeypatch):
+    # The wanted key near the call serves it alone, though another key's configs look faster.
+    both = {"float32/NN": [entry_dict(NEAR, X, 1.0)], "float32/NT": [entry_dict(FAR, Y, 0.01)]}
+    path = table_file(tmp_path, both)
+    assert _choose_with_table(monkeypatch, path, CALL).config == X
+    assert _choose_with_table(monkeypatch, path, CALL, trans=(False, True)).config == Y
+    # Absent (TT) or far (more than TRANS_PENALTY away): the nearest other key serves.
+    assert _choose_with_table(monkeypatch, path, CALL, trans=(True, True)).config == X
+    far = {"float32/NN": [entry_dict(NEAR, X, 1.0)], "float32/NT": [entry_dict((64, 64, 64), Y, 1)]}
+    path = table_file(tmp_path, far)
+    assert _choose_with_table(monkeypatch, path, CALL, trans=(False, True)).config == X
+    with pytest.warns(RuntimeWarning, match="another sm_9.0 GPU"):
+        other = _choose_with_table(monkeypatch, path, CALL, gpu="NVIDIA H100 PCIe")
+    assert other.config == X
+    with pytest.warns(RuntimeWarning, match="built-in default"):
+        none = _choose_with_table(monkeypatch, path, CALL, gpu="RTX", cc="8.9")
+    assert none.config == selection.default_config("float32")
+
+
+def test_top_is_optional_and_always_holds_own(tmp_path):
+    data = json.loads(table_file(tmp_path, {"float32/NN": [
+        entry_dict(NEAR, X, 1.0), entry_dict(FAR, Y, 1.5, top=[(X, 1.2), (Y, 1.5)]),
+        entry_dict((64, 64, 64), Y, 0.5, top=[(X, 0.6)])]}).read_text())  # fmt: skip
+    bare, listed, missing_own = table.parse(data, "t").devices[0].entries["float32/NN"]
+    assert bare.top == ((X, 1.0),)
+    assert listed.top == ((X, 1.2), (Y, 1.5))
+    assert missing_own.top == ((Y, 0.5), (X, 0.6))
+    for bad in ([{"config": "cublas", "ms": 1.0}], [{"config": table.config_json(X)}],
+                [{"config": table.config_json(X), "ms": "inf"}]):  # fmt: skip
+        data["devices"][0]["entries"]["float32/NN"][0]["top"] = bad
+        with pytest.raises(table.TableError):
+            table.parse(data, "t")
+
+
+def test_writer_emits_top_without_configs_that_failed_verification(tmp_path):
+    task = Task("float32", False, False, Shape(1024, 1024, 1024))
+    configs = [c for c, _ in strategies.get("random")(candidates("float32", task.shape),
+                                                      lambda c: 0.0, 24)]  # fmt: skip
+    recorded = {str(c): 0.5 + i / 10 for i, c in enumerate(configs[3:9])}
+    ckpt = Checkpoint(tmp_path / "c.jsonl")
+    [result] = tune([task], lambda t: ReplayRunner(t, recorded, broken={str(configs[3])}),
+                    checkpoint=ckpt)  # fmt: skip
+    assert result.own == configs[4]
+    expected = [(c, 0.6 + i / 10) for i, c in enumerate(configs[4 : 4 + TOP_COUNT])]
+    assert [c for c, _ in top_configs(result)] == [c for c, _ in expected]
+    assert [ms for _, ms in top_configs(result)] == pytest.approx([ms for _, ms in expected])
+    [resumed] = ckpt.load().values()  # checkpoints keep configs as text
+    assert top_configs(resumed) == top_configs(result)
+    entry = json.loads(write_table(tmp_path, [result]).read_text())["devices"][0]["entries"]
+    top = entry["float32/NN"][0]["top"]
+    assert len(top) == TOP_COUNT and top[0]["config"] == table.config_json(result.own)
+    loaded = table.load(tmp_path / "table.json").devices[0].entries["float32/NN"][0]
+    assert [c for c, _ in loaded.top] == [c for c, _ in expected]
+
+
+def test_config_text_round_trip():
+    for config in (X, Y, FAMILIES["tiled"].default_config("float64")):
+        assert config_from_text(str(config)) == config
+    assert config_from_text("tiled()") == KernelConfig("tiled")
+    for text in ("cublas", "simt(BM=)", "simt(BM=1,BN)", "simt(BM=x)"):
+        assert config_from_text(text) is None
+
+
+def test_shipped_table_loads_without_top_and_keeps_the_cublas_rule(tmp_path, monkeypatch):
+    data = json.loads(table.shipped_path().read_text())
+    assert not any("top" in e for d in data["devices"] for es in d["entries"].values() for e in es)
+    shipped = table.load(table.shipped_path())
+    entries = [e for d in shipped.devices for es in d.entries.values() for e in es]
+    assert entries and all(e.top == ((e.own, e.own_ms),) for e in entries)
+    # The same table as if tuned on the installed kernel sources, so that it is used here.
+    data["kernel_hash"] = table.kernel_hash()
+    path = tmp_path / "shipped.json"
+    path.write_text(json.dumps(data))
+    device = next(d for d in shipped.devices if d.name == GPU)
+    rng = np.random.default_rng(7)
+    for row in np.exp(rng.uniform(np.log(128), np.log(8192), (16, 3))):
+        m, n, k = (int(x) for x in row)
+        nearest = table.nearest(device, "float32", False, False, m, n, k)
+        assert nearest is not None
+        choice = _choose_with_table(monkeypatch, path, (m, n, k))
+        assert (choice.config == table.CUBLAS) == (nearest[0].choice == table.CUBLAS)
+        monkeypatch.setenv(selection.CUBLAS_ENV, "0")
+        own = _choose_with_table(monkeypatch, path, (m, n, k))
+        monkeypatch.delenv(selection.CUBLAS_ENV)
+        assert own.config in {e.own for e in device.entries["float32/NN"]}
+        assert "wave model over 8 nearest entries" in own.reason

@@ -27,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--shapes",
         default="default",
-        help="'default' (grid 64..16384), 'benchmark', or MxNxK,MxNxK,...",
+        help="'default' (grid 64..16384), 'mid' (the points between the default grid's, "
+        "128..8192), 'benchmark', names joined by '+' (default+mid), or MxNxK,MxNxK,...",
     )
     p.add_argument("--shapes-log", help="file written by TUNEDGEMM_LOG_SHAPES=FILE "
                    "(replaces --shapes, --dtype and --trans)")  # fmt: skip

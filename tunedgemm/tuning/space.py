@@ -27,17 +27,36 @@ class Shape:
         return 2.0 * self.m * self.n * self.k
 
 
+# Work cap of both grids: one pass over all four transpose pairs and both dtypes of the
+# default grid fits the 30-minute budget on an H100.
+MAX_WORK = 2 * 4096**3
+
+
 def default_grid() -> list[Shape]:
-    """Squares, tall-skinny, wide, small-k and long-k shapes from 64 to 16384 (48 shapes).
+    """Squares, tall-skinny, wide, small-k and long-k shapes from 64 to 16384 (62 shapes).
 
     Every (m, n, k) over {64, 512, 4096, 16384} whose work is at most 2 * 4096^3 flops,
     plus squares of 128 to 8192, so that one pass over all four transpose pairs and both
     dtypes fits the 30-minute budget on an H100."""
     sizes = (64, 512, 4096, 16384)
-    shapes = {Shape(m, n, k) for m, n, k in itertools.product(sizes, repeat=3)
-              if m * n * k <= 2 * 4096**3}  # fmt: skip
+    shapes = set(_cube(sizes))
     shapes |= {Shape(s, s, s) for s in (128, 256, 1024, 2048, 8192)}
     return sorted(shapes)
+
+
+def mid_grid() -> list[Shape]:
+    """The points between the default grid's, where its entries are farthest (121 shapes).
+
+    Every (m, n, k) over {128, 384, 1024, 3072, 8192} with the same work cap: 128 and 384
+    lie between 64 and 512, 1024 and 3072 between 512 and 4096, 8192 between 4096 and
+    16384, so that calls in 128..8192 (the range they mostly fall in) find measured
+    neighbours about one size step (x3) away instead of x8, for the run-time wave model."""
+    return sorted(_cube((128, 384, 1024, 3072, 8192)))
+
+
+def _cube(sizes: tuple[int, ...]) -> list[Shape]:
+    return [Shape(m, n, k) for m, n, k in itertools.product(sizes, repeat=3)
+            if m * n * k <= MAX_WORK]  # fmt: skip
 
 
 BENCHMARK_SHAPES = [Shape(s, s, s) for s in (1024, 2048, 4096, 8192)] + [
@@ -47,8 +66,12 @@ BENCHMARK_SHAPES = [Shape(s, s, s) for s in (1024, 2048, 4096, 8192)] + [
 
 
 def parse_shapes(text: str) -> list[Shape]:
-    """'MxNxK,MxNxK', or the names 'default' and 'benchmark' joined by '+'."""
-    named = {"default": default_grid, "benchmark": lambda: list(BENCHMARK_SHAPES)}
+    """'MxNxK,MxNxK', or the names 'default', 'mid' and 'benchmark' joined by '+'."""
+    named = {
+        "default": default_grid,
+        "mid": mid_grid,
+        "benchmark": lambda: list(BENCHMARK_SHAPES),
+    }
     if all(part in named for part in text.split("+")):
         return sorted({s for part in text.split("+") for s in named[part]()})
     shapes = []

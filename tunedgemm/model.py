@@ -1,0 +1,81 @@
+"""A wave model: predict a kernel config's time at one shape from its time at a measured one.
+
+A GEMM kernel's time is, to first order, the number of waves of blocks the GPU runs times
+the k-steps each block takes; the tuning table holds measured times at grid shapes, and a
+call falls between them. Scaling a measured time by the ratio of (waves x k-steps) at the
+call's shape to those at the measured shape keeps what the measurement knows (the config's
+speed on this GPU) and adds what it cannot know (wave and tile quantization at the call's
+shape). Pure arithmetic over the family declarations: no GPU needed.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .families import family_of
+from .params import ITEMSIZE, SMEM_PER_SM, SMEM_RESERVED_PER_BLOCK, KernelConfig
+
+# Launch overhead plus the shortest kernel on an H100 (about 4 us): no config runs faster,
+# and a measured time below it says nothing about how the work scales.
+LAUNCH_FLOOR_MS = 0.004
+MAX_THREADS_PER_SM = 2048  # sm_90
+DEFAULT_NUM_SMS = 132  # H100 SXM, the GPU the shipped table was tuned on
+
+MNK = tuple[int, int, int]
+
+
+def resident_blocks(config: KernelConfig, dtype: str) -> int:
+    """Blocks of this config one SM holds at once.
+
+    MIN_BLOCKS is what __launch_bounds__ guarantees (register use is unknown before ptxas
+    runs, so more is not assumed; a family without it counts as 1), capped by shared memory
+    and by threads per SM. Never below 1, so a damaged config cannot divide by zero."""
+    family = family_of(config)
+    params = config.as_dict()
+    smem = family.smem_bytes(params, ITEMSIZE[dtype]) + SMEM_RESERVED_PER_BLOCK
+    by_smem = SMEM_PER_SM // smem
+    by_threads = MAX_THREADS_PER_SM // max(family.threads(params), 1)
+    return max(1, min(params.get("MIN_BLOCKS", 1), by_smem, by_threads))
+
+
+def waves(config: KernelConfig, dtype: str, shape: MNK, num_sms: int = DEFAULT_NUM_SMS) -> int:
+    """Rounds of resident blocks needed for every tile (and every split-K slice) of C."""
+    family = family_of(config)
+    params = config.as_dict()
+    tile_m, tile_n = family.block_tile(params)
+    m, n, _ = shape
+    tiles = -(-m // tile_m) * -(-n // tile_n) * family.split_k(params)
+    return -(-tiles // (num_sms * resident_blocks(config, dtype)))
+
+
+def k_steps(config: KernelConfig, shape: MNK) -> int:
+    """k-tiles one block walks: its split-K slice of k in steps of BK (1 if BK is absent)."""
+    params = config.as_dict()
+    split = family_of(config).split_k(params)
+    slice_k = -(-shape[2] // split)
+    return max(1, -(-slice_k // params.get("BK", 1)))
+
+
+def work_units(config: KernelConfig, dtype: str, shape: MNK, num_sms: int = DEFAULT_NUM_SMS) -> int:
+    """Waves times k-steps: the quantity the model takes a kernel's time to be proportional to."""
+    return waves(config, dtype, shape, num_sms) * k_steps(config, shape)
+
+
+def predicted_ms(
+    config: KernelConfig,
+    dtype: str,
+    call_shape: MNK,
+    measured_shape: MNK,
+    measured_ms: float,
+    num_sms: int = DEFAULT_NUM_SMS,
+) -> float:
+    """This config's time at call_shape, from measured_ms at measured_shape.
+
+    Only the part above the launch floor scales with the work; the result never drops
+    below the floor."""
+    if not math.isfinite(measured_ms):
+        return math.inf
+    ratio = work_units(config, dtype, call_shape, num_sms) / work_units(
+        config, dtype, measured_shape, num_sms
+    )
+    return max(LAUNCH_FLOOR_MS, LAUNCH_FLOOR_MS + (measured_ms - LAUNCH_FLOOR_MS) * ratio)
