@@ -1,4 +1,4 @@
-"""Command line: python -m tunedgemm {info,demo,verify}."""
+"""Command line: python -m tunedgemm {info,demo,verify,crossover}."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     verify = sub.add_parser("verify", help="error vs cuBLAS and vs a float64 reference")
     verify.add_argument("--quick", action="store_true", help="fewer shapes")
+    cross = sub.add_parser("crossover", help="measure where NumPy beats the GPU for host calls")
+    cross.add_argument("--out", help="file to write (default: beside the tuning table in use)")
     args = parser.parse_args(argv)
 
     if args.command == "info":
@@ -31,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
         from .demo import demo as run_demo
 
         return run_demo(args.size)
+    if args.command == "crossover":
+        from .crossover import main as run_crossover
+
+        command = " ".join(["python -m tunedgemm", *(argv if argv is not None else sys.argv[1:])])
+        return run_crossover(args.out, command)
     from .verify import verify as run_verify
 
     return run_verify(quick=args.quick)

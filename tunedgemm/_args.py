@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from ._layout import DeviceMatrix
+from .streams import cai_stream
 
 GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Kinds that cast to a float routine's dtype the way SciPy's BLAS wrappers cast them.
@@ -56,6 +57,8 @@ def is_device_array(obj: Any) -> bool:
 
 def as_scalar(value: Any, name: str) -> float:
     """A real scalar (Python or NumPy number, or a 0-d array); TypeError otherwise."""
+    if type(value) is float or type(value) is int:  # the common case, checked cheaply
+        return float(value)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
     if isinstance(value, np.generic):
@@ -67,6 +70,8 @@ def as_scalar(value: Any, name: str) -> float:
 
 def as_trans(value: Any, name: str) -> bool:
     """A BLAS transpose flag: 0 (none), 1 (transpose) or 2 (conjugate transpose, for reals 1)."""
+    if type(value) is int and 0 <= value <= 2:  # the common case, checked cheaply
+        return value != 0
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -94,7 +99,11 @@ def device_matrix(obj: Any, name: str) -> DeviceMatrix:
         raise ValueError(f"{name} has strides that are not a multiple of its item size")
     strides = tuple(s // dtype.itemsize for s in byte_strides)
     ptr = int(cai["data"][0])
-    return DeviceMatrix(ptr, (shape[0], shape[1]), (strides[0], strides[1]), dtype, obj)
+    try:
+        producer = cai_stream(cai)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return DeviceMatrix(ptr, (shape[0], shape[1]), (strides[0], strides[1]), dtype, obj, producer)
 
 
 def host_matrix(obj: Any, name: str, dtype: np.dtype | None) -> np.ndarray:

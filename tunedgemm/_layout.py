@@ -27,17 +27,20 @@ def ld_layout(shape: tuple[int, int], strides: tuple[int, int]) -> tuple[bool, i
 
 @dataclass(frozen=True)
 class DeviceMatrix:
-    """A 2-D view of device memory: pointer, shape and strides in elements, dtype, owner."""
+    """A 2-D view of device memory: pointer, shape and strides in elements, dtype, owner, and
+    the stream its producer named (__cuda_array_interface__ v3; None: the default stream)."""
 
     ptr: int
     shape: tuple[int, int]
     strides: tuple[int, int]
     dtype: Any
     owner: Any = None
+    stream: int | None = None
 
     @property
     def T(self) -> DeviceMatrix:  # noqa: N802 - mirrors ndarray.T
-        return DeviceMatrix(self.ptr, self.shape[::-1], self.strides[::-1], self.dtype, self.owner)
+        return DeviceMatrix(self.ptr, self.shape[::-1], self.strides[::-1], self.dtype,
+                            self.owner, self.stream)  # fmt: skip
 
     def layout(self) -> tuple[bool, int] | None:
         return ld_layout(self.shape, self.strides)

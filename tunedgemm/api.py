@@ -6,21 +6,21 @@ from typing import Any
 
 import numpy as np
 
-from . import backend
+from . import backend, numpy_backend, streams
 from ._args import GemmProblem, normalise
+from ._layout import DeviceMatrix
 
 __all__ = ["dgemm", "gemm", "matmul", "sgemm"]
 
 
-def run(problem: GemmProblem) -> Any:
+def run(problem: GemmProblem, stream: Any = None) -> Any:
     """Compute a normalised problem on the backend chosen for it and return its result."""
-    if backend.for_call(problem.on_device or _has_device_operand(problem)) == "gpu":
+    on_device = problem.on_device or _has_device_operand(problem)
+    if backend.for_call(on_device, problem.shape, problem.dtype) == "gpu":
         from . import gpu_backend
 
-        gpu_backend.gemm_into(problem)
+        gpu_backend.gemm_into(problem, stream=stream)
     else:
-        from . import numpy_backend
-
         numpy_backend.gemm_into(problem)
     return problem.result
 
@@ -34,6 +34,8 @@ def sgemm(
     trans_a: int = 0,
     trans_b: int = 0,
     overwrite_c: int = 0,
+    *,
+    stream: Any = None,
 ) -> Any:
     """alpha * op(a) @ op(b) + beta * c in float32, as scipy.linalg.blas.sgemm.
 
@@ -41,9 +43,13 @@ def sgemm(
     beta == 0, c's values are ignored. With overwrite_c and a float32 writeable c, the
     result is written into c and c is returned; otherwise a new Fortran-ordered array
     is returned. Device arrays (PyCUDA, CuPy, PyTorch, any __cuda_array_interface__)
-    are used in place and give a device result.
+    are used in place and give a device result, queued on `stream` (a PyCUDA, CuPy or
+    PyTorch stream, or a raw handle; default: the legacy default stream) after the work
+    queued there and on the streams the operands name. Calls on host arrays are complete
+    when they return.
     """
-    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, np.float32))
+    streams.handle_of(stream)  # checked before anything is touched
+    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, np.float32), stream)
 
 
 def dgemm(
@@ -55,9 +61,12 @@ def dgemm(
     trans_a: int = 0,
     trans_b: int = 0,
     overwrite_c: int = 0,
+    *,
+    stream: Any = None,
 ) -> Any:
     """alpha * op(a) @ op(b) + beta * c in float64, as scipy.linalg.blas.dgemm (see sgemm)."""
-    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, np.float64))
+    streams.handle_of(stream)  # checked before anything is touched
+    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, np.float64), stream)
 
 
 def gemm(
@@ -69,19 +78,23 @@ def gemm(
     trans_a: int = 0,
     trans_b: int = 0,
     overwrite_c: int = 0,
+    *,
+    stream: Any = None,
 ) -> Any:
     """sgemm or dgemm, by the inputs' dtype: float64 if either is float64, else float32."""
-    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, None))
+    streams.handle_of(stream)  # checked before anything is touched
+    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, None), stream)
 
 
-def matmul(a: Any, b: Any, out: Any = None) -> Any:
-    """np.matmul semantics; float32/float64 products run on tunedgemm, other dtypes on NumPy."""
+def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None) -> Any:
+    """np.matmul semantics; float32/float64 products run on tunedgemm, other dtypes on NumPy.
+
+    `stream` orders device-array products as for sgemm."""
     from ._matmul import matmul as _matmul
 
-    return _matmul(a, b, out)
+    streams.handle_of(stream)
+    return _matmul(a, b, out, stream)
 
 
 def _has_device_operand(problem: GemmProblem) -> bool:
-    from ._layout import DeviceMatrix
-
     return isinstance(problem.a, DeviceMatrix) or isinstance(problem.b, DeviceMatrix)

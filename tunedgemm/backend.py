@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from typing import Any
+
+from . import cuda
 
 BACKEND_ENV = "TUNEDGEMM_BACKEND"  # auto (default), gpu or numpy
 _warned = False
@@ -22,8 +25,6 @@ def requested() -> str:
 
 def selected() -> tuple[str, str]:
     """(backend, reason) for host inputs under the current environment."""
-    from . import cuda
-
     wish = requested()
     if wish == "numpy":
         return "numpy", f"{BACKEND_ENV}=numpy"
@@ -35,20 +36,36 @@ def selected() -> tuple[str, str]:
     return "numpy", f"no usable GPU: {reason}"
 
 
-def for_call(on_device: bool) -> str:
-    """The backend of one call; warns once per process when falling back to NumPy."""
-    global _warned
-    if on_device:
-        from . import cuda
+def for_call(on_device: bool, shape: tuple[int, int, int] | None = None,
+             dtype: Any = None) -> str:  # fmt: skip
+    """The backend of one call; warns once per process when falling back to NumPy.
 
+    With auto selection, host calls of a shape below the measured CPU/GPU crossover
+    (tunedgemm/crossover.py) run on NumPy, which is faster there; that is no fallback and
+    says nothing."""
+    global _warned
+    wish = requested()
+    if on_device:
         ok, reason = cuda.status()
         if not ok:
             raise GpuUnavailableError(f"device arrays given but the GPU is unusable: {reason}")
-        if requested() == "numpy":
+        if wish == "numpy":
             raise ValueError(f"device arrays given but {BACKEND_ENV}=numpy")
         return "gpu"
-    name, reason = selected()
-    if name == "numpy" and requested() == "auto" and not _warned:
-        _warned = True
-        warnings.warn(f"tunedgemm: computing with NumPy ({reason})", RuntimeWarning, stacklevel=4)
-    return name
+    if wish == "numpy":
+        return "numpy"
+    ok, reason = cuda.status()
+    if not ok:
+        if wish == "gpu":
+            raise GpuUnavailableError(f"{BACKEND_ENV}=gpu but the GPU is unusable: {reason}")
+        if not _warned:
+            _warned = True
+            warnings.warn(f"tunedgemm: computing with NumPy (no usable GPU: {reason})",
+                          RuntimeWarning, stacklevel=4)  # fmt: skip
+        return "numpy"
+    if wish == "auto" and shape is not None:
+        from . import crossover
+
+        if crossover.for_call(dtype, *shape):
+            return "numpy"
+    return "gpu"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from typing import Any
+
+_pool_lock = threading.Lock()
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,9 +37,31 @@ def device() -> Any:
 
 
 def context() -> Any:
+    """The device's primary context (shared with CuPy and PyTorch), current in this thread."""
     import pycuda.autoprimaryctx
 
-    return pycuda.autoprimaryctx.context
+    ctx = pycuda.autoprimaryctx.context
+    ensure_current(ctx)
+    return ctx
+
+
+_thread = threading.local()
+
+
+def ensure_current(ctx: Any) -> None:
+    """Make ctx current in the calling thread: autoprimaryctx pushes it only in the thread that
+    imported it, and every other thread starts with no context."""
+    if getattr(_thread, "pushed", None) is ctx:
+        return
+    import pycuda.driver as drv
+
+    try:
+        current = drv.Context.get_current()
+    except drv.Error:
+        current = None
+    if current is None or current.handle != ctx.handle:
+        ctx.push()
+    _thread.pushed = ctx
 
 
 def arch() -> str:
@@ -53,8 +78,22 @@ def _pool() -> Any:
 
 def allocator() -> Any:
     """Allocation function drawing on one memory pool, so repeated calls skip cudaMalloc."""
-    return _pool().allocate
+    return allocate
 
 
 def allocate(nbytes: int) -> Any:
-    return _pool().allocate(max(int(nbytes), 1))
+    """Device memory from the pool; one lock, since calls may come from several threads."""
+    with _pool_lock:
+        return _pool().allocate(max(int(nbytes), 1))
+
+
+def free_bytes(release_pool: bool = False) -> int:
+    """Device memory free now; with release_pool, after the pool frees what it holds for reuse
+    (which makes the next allocations slower, so only when memory is short)."""
+    import pycuda.driver as drv
+
+    context()
+    if release_pool:
+        with _pool_lock:
+            _pool().free_held()
+    return int(drv.mem_get_info()[0])

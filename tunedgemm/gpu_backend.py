@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda, launch, selection, table
+from . import cuda, launch, selection, streams, table
 from ._args import GemmProblem, Matrix
 from ._layout import BlasForm, DeviceMatrix, blas_form
 from .params import KernelConfig
@@ -36,28 +36,48 @@ def scratch(shape: tuple[int, int], dtype: np.dtype, keep: list[Any]) -> DeviceM
     return DeviceMatrix(int(buf), shape, (1, max(1, shape[0])), np.dtype(dtype), buf)
 
 
-def on_device(mat: Matrix, dtype: np.dtype, keep: list[Any]) -> DeviceMatrix:
+def on_device(mat: Matrix, dtype: np.dtype, keep: list[Any], stream: Any = None) -> DeviceMatrix:
     """The operand on the device, in dtype and with a unit-stride dimension."""
     if isinstance(mat, np.ndarray):
         return upload(mat.astype(dtype, copy=False), keep)
     if mat.dtype == dtype and mat.layout() is not None:
         return mat
     dense = scratch(mat.shape, dtype, keep)
-    launch.copy(mat, dense)
+    launch.copy(mat, dense, stream)
     return dense
 
 
-def gemm_into(problem: GemmProblem, config: KernelConfig | None = None) -> None:
-    """Compute problem.out on the GPU; host outputs are downloaded before returning."""
+def gemm_into(problem: GemmProblem, config: KernelConfig | None = None, stream: Any = None
+              ) -> None:  # fmt: skip
+    """Compute problem.out on the GPU. Host problems go through the pinned, overlapped
+    pipeline and are complete on return; device problems are queued on `stream` (the
+    caller's, bridged if foreign; default: the legacy default stream)."""
+    cuda.context()
+    m, n, k = problem.shape
+    if m == 0 or n == 0:
+        return
+    operands = (problem.a, problem.b, problem.out)
+    if all(isinstance(x, np.ndarray) for x in operands) and problem.alpha != 0.0 and k > 0:
+        from . import pipeline
+
+        pipeline.gemm(problem, config)
+        return
+    call = streams.for_call(stream)
+    call.after(x.stream for x in (*operands, problem.c_init) if isinstance(x, DeviceMatrix))
+    try:
+        _gemm_on_device(problem, config, call.pycuda)
+    finally:
+        call.finish()
+
+
+def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: Any) -> None:
+    """The direct path: operands to the device as they are, one launch, result back."""
     import pycuda.driver as drv
 
     dtype = problem.dtype
-    m, n, _k = problem.shape
-    if m == 0 or n == 0:
-        return
     keep: list[Any] = []
-    a = on_device(problem.a, dtype, keep)
-    b = on_device(problem.b, dtype, keep)
+    a = on_device(problem.a, dtype, keep, stream)
+    b = on_device(problem.b, dtype, keep, stream)
     host_out = problem.out if isinstance(problem.out, np.ndarray) else None
     if host_out is not None:
         # Uploaded only when its values are used; otherwise just a buffer of its layout.
@@ -66,21 +86,25 @@ def gemm_into(problem: GemmProblem, config: KernelConfig | None = None) -> None:
         assert isinstance(problem.out, DeviceMatrix)
         c = problem.out
         if problem.c_init is not None:
-            launch.copy(problem.c_init, c)
+            launch.copy(problem.c_init, c, stream)
     target = c if c.layout() is not None else scratch(c.shape, dtype, keep)
     if target is not c and problem.beta != 0.0:
-        launch.copy(c, target)
-    run(blas_form(a, b, target), dtype, problem.alpha, problem.beta, config)
+        launch.copy(c, target, stream)
+    run(blas_form(a, b, target), dtype, problem.alpha, problem.beta, config, stream)
     if target is not c:
-        launch.copy(target, c)
+        launch.copy(target, c, stream)
     if host_out is not None:
         staged = np.empty(c.shape, dtype, order="F" if c.strides[0] == 1 else "C")
+        if stream is not None:
+            stream.synchronize()
         drv.memcpy_dtoh(staged.ravel(order="K"), c.ptr)
         np.copyto(host_out, staged)
-    else:
-        if keep:
-            # Scratch buffers go back to the pool on return: let the kernels finish first.
+    elif keep:
+        # Scratch buffers go back to the pool on return: let the kernels finish first.
+        if stream is None:
             drv.Context.synchronize()
+        else:
+            stream.synchronize()
 
 
 def run(

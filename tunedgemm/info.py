@@ -30,6 +30,13 @@ def info() -> dict[str, Any]:
         report["cuda_driver"] = _version(drv.get_driver_version())
         report["cuda_toolkit (pycuda built against)"] = ".".join(map(str, drv.get_version()))
         report["cublas_reference"] = reference.status()[1]
+        from . import crossover
+
+        found, source = crossover.sizes(dev.name())
+        report["cpu_gpu_crossover"] = (
+            ", ".join(f"{d} n={n}" for d, n in found.items())
+            + f" ({source}; smaller host calls run on NumPy)"
+        )
     current = table.current()
     report["table"] = str(table.table_path())
     if isinstance(current, str):

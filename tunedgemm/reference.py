@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+import threading
 import types
 import warnings
 from typing import Any
@@ -76,6 +77,8 @@ def _handle() -> int:
 
 
 _stream_in_use: list[Any] = [None]
+# The handle's stream is state shared by every thread: setting it and launching go together.
+_handle_lock = threading.Lock()
 
 
 def set_stream(stream: Any) -> None:
@@ -87,11 +90,16 @@ def set_stream(stream: Any) -> None:
 
 def gemm(form: BlasForm, dtype: np.dtype, alpha: float, beta: float, stream: Any = None) -> None:
     """cublasSgemm / cublasDgemm on the same device operands as tunedgemm's own kernel."""
-    set_stream(stream)
     cublas = _cublas()
     routine = cublas.cublasSgemm if np.dtype(dtype) == np.float32 else cublas.cublasDgemm
     if form.m == 0 or form.n == 0:
         return
+    with _handle_lock:
+        _launch(routine, form, alpha, beta, stream)
+
+
+def _launch(routine: Any, form: BlasForm, alpha: float, beta: float, stream: Any) -> None:
+    set_stream(stream)
     routine(
         _handle(),
         "t" if form.trans_a else "n",

@@ -1,0 +1,228 @@
+"""NumPy in, NumPy out: what a user of tunedgemm feels, against NumPy and CuPy in the same run.
+
+Usage: python benchmarks/bench_host.py [--sizes 1024 2048 4096 8192] [--out DIR] [--quick]
+
+1. Host-to-host sgemm/dgemm on square C-ordered NumPy arrays: tunedgemm, NumPy (`a @ b`) and
+   CuPy's plain path (`cp.asnumpy(cp.asarray(a) @ cp.asarray(b))`), wall-clock medians (the
+   host copies are part of what is measured). Beside them, the floor of the overlapped
+   pipeline: max(pinned transfer time, kernel time), the transfers timed with CUDA events
+   on pinned buffers and the kernel with CUDA events on device operands, in this run.
+2. Small squares (1 to 512): tunedgemm (whose crossover sends small calls to NumPy) against
+   NumPy, median per-call time over loops of calls.
+3. Per-call overhead on device arrays at 64^3: tunedgemm on CuPy arrays against
+   cublasSgemm through scikit-cuda on the same pointers: calls queued back to back, wall
+   time per call (median over repeats); at this size the host side is the whole cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SMALL = (1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 320, 384, 448, 512)
+
+
+def wall_ms(work: Callable[[], Any], reps: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        work()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        work()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def per_call_us(work: Callable[[], Any], sync: Callable[[], Any], target_s: float = 0.02,
+                repeats: int = 7) -> float:  # fmt: skip
+    """Median microseconds per call over loops of calls sized to last about target_s."""
+    work()
+    sync()
+    start = time.perf_counter()
+    work()
+    sync()
+    once = max(time.perf_counter() - start, 1e-7)
+    count = max(1, min(20000, int(target_s / once)))
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(count):
+            work()
+        sync()
+        samples.append((time.perf_counter() - start) / count * 1e6)
+    return statistics.median(samples)
+
+
+def pinned_bandwidth(nbytes: int = 256 << 20) -> tuple[float, float]:
+    """(host-to-device, device-to-host) GB/s from pinned memory, CUDA-event medians."""
+    import pycuda.driver as drv
+
+    from tunedgemm import cuda, pinned
+
+    cuda.context()
+    host = pinned.take(nbytes)
+    dev = cuda.allocate(nbytes)
+    start, stop = drv.Event(), drv.Event()
+    rates = []
+    for copy in (lambda: drv.memcpy_htod_async(int(dev), host[:nbytes]),
+                 lambda: drv.memcpy_dtoh_async(host[:nbytes], int(dev))):  # fmt: skip
+        times = []
+        for _ in range(6):
+            start.record()
+            copy()
+            stop.record()
+            stop.synchronize()
+            times.append(stop.time_since(start))
+        rates.append(nbytes / statistics.median(times[1:]) / 1e6)
+    pinned.give(host)
+    return rates[0], rates[1]
+
+
+def kernel_ms(size: int, dtype: Any) -> tuple[float, float]:
+    """(tunedgemm's choice, cuBLAS) CUDA-event median ms on device operands of size^3."""
+    from tunedgemm import gpu_backend, gpu_problem, reference
+    from tunedgemm.timing import gpu_median_ms
+
+    problem = gpu_problem.make(size, size, size, dtype)
+    ours = gpu_median_ms(lambda: gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0))
+    theirs = gpu_median_ms(lambda: reference.gemm(problem.form, problem.dtype, 1.0, 0.0))
+    return ours, theirs
+
+
+def host_to_host(sizes: list[int], bandwidth: tuple[float, float]) -> list[dict[str, Any]]:
+    import cupy
+
+    import tunedgemm as tg
+
+    rows = []
+    rng = np.random.default_rng()
+    for dtype in (np.float32, np.float64):
+        routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+        for size in sizes:
+            a = rng.uniform(-1, 1, (size, size)).astype(dtype)
+            b = rng.uniform(-1, 1, (size, size)).astype(dtype)
+            reps = 5 if size <= 4096 else 3
+            check = routine(1.0, a, b)
+            rows_checked = rng.choice(size, 32, replace=False)
+            error = float(np.abs(check[rows_checked] - a[rows_checked].astype(np.float64) @ b)
+                          .max())  # fmt: skip
+            ours = wall_ms(lambda: routine(1.0, a, b), reps)  # noqa: B023
+            numpy_ms = wall_ms(lambda: a @ b, reps)  # noqa: B023
+            plain = lambda: cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b))  # noqa: B023, E731
+            cupy_ms = wall_ms(plain, reps)
+            kernel, cublas = kernel_ms(size, dtype)
+            nbytes = a.nbytes
+            transfer = 2 * nbytes / bandwidth[0] / 1e6 + nbytes / bandwidth[1] / 1e6
+            floor = max(transfer, kernel)
+            rows.append({"dtype": np.dtype(dtype).name, "n": size, "tunedgemm_ms": ours,
+                         "numpy_ms": numpy_ms, "cupy_ms": cupy_ms, "kernel_ms": kernel,
+                         "cublas_kernel_ms": cublas, "pinned_transfer_ms": transfer,
+                         "floor_ms": floor, "max_abs_error_rows": error})  # fmt: skip
+            r = rows[-1]
+            print(f"{r['dtype']:8} {size:6d} {ours:10.2f} {numpy_ms:10.2f} {cupy_ms:10.2f} "
+                  f"{ours / cupy_ms:9.2f} {transfer:9.2f} {kernel:9.2f} {ours / floor:9.2f}",
+                  flush=True)  # fmt: skip
+    return rows
+
+
+def small_sweep() -> list[dict[str, Any]]:
+    import tunedgemm as tg
+    from tunedgemm import crossover
+
+    rows = []
+    rng = np.random.default_rng()
+    for dtype in (np.float32, np.float64):
+        routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+        for size in SMALL:
+            a = rng.uniform(-1, 1, (size, size)).astype(dtype)
+            b = rng.uniform(-1, 1, (size, size)).astype(dtype)
+            ours = per_call_us(lambda: routine(1.0, a, b), lambda: None)  # noqa: B023
+            numpy_us = per_call_us(lambda: a @ b, lambda: None)  # noqa: B023
+            ran = "numpy" if crossover.for_call(np.dtype(dtype), size, size, size) else "gpu"
+            name = np.dtype(dtype).name
+            rows.append({"dtype": name, "n": size, "tunedgemm_us": ours, "numpy_us": numpy_us,
+                         "ratio": ours / numpy_us, "ran_on": ran})  # fmt: skip
+            print(f"{np.dtype(dtype).name:8} {size:6d} {ours:10.1f} {numpy_us:10.1f} "
+                  f"{ours / numpy_us:7.2f} {ran:>6}", flush=True)  # fmt: skip
+    return rows
+
+
+def device_overhead(size: int = 64) -> dict[str, Any]:
+    import cupy
+
+    import tunedgemm as tg
+    from tunedgemm import reference, selection
+
+    rng = np.random.default_rng()
+    da = cupy.asarray(rng.uniform(-1, 1, (size, size)).astype(np.float32), order="F")
+    db = cupy.asarray(rng.uniform(-1, 1, (size, size)).astype(np.float32), order="F")
+    dc = cupy.empty((size, size), np.float32, order="F")
+    cublas, handle = reference._cublas(), reference._handle()
+    reference.set_stream(None)
+    ptrs = (da.data.ptr, db.data.ptr, dc.data.ptr)
+    sync = cupy.cuda.Device().synchronize
+
+    def skcuda_call() -> None:
+        cublas.cublasSgemm(handle, "n", "n", size, size, size, 1.0, ptrs[0], size, ptrs[1],
+                           size, 0.0, ptrs[2], size)  # fmt: skip
+
+    def into_c() -> None:
+        tg.sgemm(1.0, da, db, 0.0, dc, overwrite_c=1)
+
+    result: dict[str, Any] = {
+        "skcuda_cublas_us": per_call_us(skcuda_call, sync),
+        "tunedgemm_into_c_us": per_call_us(into_c, sync),
+        "tunedgemm_new_out_us": per_call_us(lambda: tg.sgemm(1.0, da, db), sync),
+        "choice": str(selection.choose("float32", size, size, size).config),
+    }
+    import os
+
+    os.environ[selection.CUBLAS_ENV] = "0"
+    result["tunedgemm_own_kernel_into_c_us"] = per_call_us(into_c, sync)
+    del os.environ[selection.CUBLAS_ENV]
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
+    parser.add_argument("--out", default="benchmarks/results")
+    args = parser.parse_args()
+    from tunedgemm import cuda
+
+    if not cuda.status()[0]:
+        print(f"bench_host: needs a GPU ({cuda.status()[1]})")
+        return 1
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"# {cuda.device().name()}, {date}")
+    bandwidth = pinned_bandwidth()
+    print(f"pinned copies: {bandwidth[0]:.1f} GB/s to the device, {bandwidth[1]:.1f} back")
+    print(f"{'dtype':8} {'n':>6} {'tg ms':>10} {'NumPy ms':>10} {'CuPy ms':>10} {'tg/CuPy':>9} "
+          f"{'xfer ms':>9} {'kern ms':>9} {'tg/floor':>9}")  # fmt: skip
+    record: dict[str, Any] = {"device": cuda.device().name(), "date": date,
+                              "command": " ".join(sys.argv), "pinned_gb_s": bandwidth}  # fmt: skip
+    record["host_to_host"] = host_to_host(args.sizes, bandwidth)
+    print(f"{'dtype':8} {'n':>6} {'tg us':>10} {'NumPy us':>10} {'ratio':>7} {'ran':>6}")
+    record["small"] = small_sweep()
+    record["device_overhead_64"] = overhead = device_overhead()
+    shown = (f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in overhead.items())
+    print("per call on CuPy arrays at 64^3 (us): " + ", ".join(shown))
+    print(f"ratio tunedgemm (into c) / scikit-cuda cuBLAS: "
+          f"{overhead['tunedgemm_into_c_us'] / overhead['skcuda_cublas_us']:.2f}")  # fmt: skip
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_host.json").write_text(json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

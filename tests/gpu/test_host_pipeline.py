@@ -1,0 +1,182 @@
+"""Host operands through the pinned, tiled pipeline (overlapped and out of core), concurrent
+calls from several threads, and device calls ordered on the caller's stream."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from conftest import assert_gemm, uniform
+
+import tunedgemm as tg
+from tunedgemm import pipeline
+from tunedgemm._args import normalise
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def small_tiles(monkeypatch):
+    """Tiles of 256 on problems of a few hundred, so every path of the pipeline runs fast."""
+    monkeypatch.setattr(pipeline, "SINGLE_TILE_BYTES", 0)
+    monkeypatch.setattr(pipeline, "PANEL", 256)
+    monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
+    monkeypatch.setenv("TUNEDGEMM_CUBLAS", "0")
+
+
+def run_pipeline(rng, dtype, shape, trans, order_ab, out_order, beta, budget):
+    """One host problem through pipeline.gemm; returns the plan it ran."""
+    m, n, k = shape
+    a = uniform(rng, (k, m) if trans[0] else (m, k), dtype, order_ab)
+    b = uniform(rng, (n, k) if trans[1] else (k, n), dtype, order_ab)
+    c = uniform(rng, (m, n), dtype, out_order)
+    c0 = c.copy()
+    if beta == 0.0:
+        c[...] = np.nan  # unwritten elements show; beta == 0 must never read them
+    problem = normalise(0.75, a, b, beta, c, trans[0], trans[1], 1, dtype)
+    assert problem.result is c
+    plan = pipeline.gemm(problem, budget=budget)
+    op_a = a.T if trans[0] else a
+    op_b = b.T if trans[1] else b
+    assert_gemm(c, 0.75, op_a, op_b, beta, c0 if beta else None, dtype)
+    return plan
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("trans", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("order_ab,out_order", [("C", "F"), ("F", "C"), ("C", "C")])
+@pytest.mark.parametrize("beta", [0.0, -1.5])
+def test_tiled_pipeline(small_tiles, rng, dtype, trans, order_ab, out_order, beta):
+    plan = run_pipeline(rng, dtype, (700, 601, 333), trans, order_ab, out_order, beta, 1 << 30)
+    assert plan.tiles == 9 and not plan.out_of_core
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("beta", [0.0, 2.0])
+def test_out_of_core_pipeline(small_tiles, rng, dtype, beta):
+    itemsize = np.dtype(dtype).itemsize
+    budget = pipeline.device_bytes(900, 800, 1500, 256, 256, 512, False, itemsize)
+    plan = run_pipeline(rng, dtype, (900, 800, 1500), (0, 1), "C", "F", beta, budget)
+    assert plan.out_of_core and plan.device_bytes <= budget
+
+
+def test_device_memory_variable_bounds_a_call(small_tiles, rng, monkeypatch):
+    monkeypatch.setenv(pipeline.DEVICE_MEMORY_ENV, "6M")
+    a, b = uniform(rng, (1024, 1536), np.float32), uniform(rng, (1536, 1024), np.float32)
+    assert_gemm(tg.sgemm(1.0, a, b), 1.0, a, b, 0.0, None, np.float32)
+    monkeypatch.setenv(pipeline.DEVICE_MEMORY_ENV, "64K")
+    with pytest.raises(MemoryError, match="smallest tiles"):
+        tg.sgemm(1.0, a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unaligned_host_shapes_on_the_default_plan(rng, monkeypatch, dtype):
+    monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
+    for m, n, k in ((1, 1, 1), (3, 5, 7), (257, 129, 65), (2049, 1023, 999)):
+        a, b = uniform(rng, (m, k), dtype), uniform(rng, (k, n), dtype, "F")
+        assert_gemm(tg.gemm(1.0, a, b), 1.0, a, b, 0.0, None, dtype)
+
+
+def test_concurrent_calls_from_threads(rng):
+    cupy = pytest.importorskip("cupy")
+    errors: list[str] = []
+    seeds = np.random.SeedSequence().spawn(8)
+
+    def worker(index: int) -> None:
+        local = np.random.default_rng(seeds[index])
+        dtype = (np.float32, np.float64)[index % 2]
+        try:
+            for size in (96, 700, 1500):
+                a = uniform(local, (size, size + 3), dtype)
+                b = uniform(local, (size + 3, 77), dtype)
+                c = uniform(local, (size, 77), dtype)
+                host = tg.gemm(0.5, a, b, 2.0, c)
+                assert_gemm(host, 0.5, a, b, 2.0, c, dtype)
+                stream = cupy.cuda.Stream(non_blocking=True)
+                with stream:
+                    da, db = cupy.asarray(a), cupy.asarray(b)
+                    device = tg.gemm(0.5, da, db, stream=stream)
+                    result = cupy.asnumpy(device, stream=stream)
+                stream.synchronize()
+                assert_gemm(result, 0.5, a, b, 0.0, None, dtype)
+        except Exception as exc:  # reported on the main thread
+            errors.append(f"thread {index}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, "\n".join(errors)
+
+
+def _slow_fill(cupy, x, value):
+    """Work that keeps a stream busy long enough that unordered reads would see old values."""
+    for _ in range(20):
+        x *= 1.0000001
+    x[...] = value
+
+
+@pytest.mark.parametrize("kind", ["cupy", "torch", "pycuda"])
+def test_result_is_ordered_on_the_callers_stream(rng, kind):
+    cupy = pytest.importorskip("cupy")
+    m, n, k = 1024, 768, 2048
+    a, b = uniform(rng, (m, k), np.float32), uniform(rng, (k, n), np.float32)
+    if kind == "cupy":
+        stream = cupy.cuda.Stream(non_blocking=True)
+        handle = stream.ptr
+    elif kind == "torch":
+        torch = pytest.importorskip("torch")
+        stream = torch.cuda.Stream()
+        handle = stream.cuda_stream
+    else:
+        import pycuda.driver as drv
+
+        tg.info()
+        stream = drv.Stream(flags=1)  # non-blocking: nothing orders it but the call
+        handle = stream.handle
+    theirs = cupy.cuda.ExternalStream(handle)
+    with theirs:
+        da = cupy.full((m, k), np.nan, np.float32)
+        db = cupy.asarray(b)
+        dc = cupy.full((m, n), np.nan, np.float32)
+        _slow_fill(cupy, da, 0.0)
+        da[...] = cupy.asarray(a)  # queued on their stream, after slow work
+        out = tg.sgemm(1.0, da, db, 0.0, dc, overwrite_c=1, stream=stream)
+        result = cupy.asnumpy(out, stream=theirs)  # also queued on their stream
+    theirs.synchronize()
+    assert out is dc
+    assert_gemm(result, 1.0, a, b, 0.0, None, np.float32)
+
+
+def test_operands_wait_for_their_producer_stream(rng):
+    cupy = pytest.importorskip("cupy")
+    m, n, k = 1024, 512, 1536
+    a, b = uniform(rng, (m, k), np.float64), uniform(rng, (k, n), np.float64)
+    producer = cupy.cuda.Stream(non_blocking=True)
+    with producer:
+        da = cupy.full((m, k), np.nan)
+        _slow_fill(cupy, da, 0.0)
+        da[...] = cupy.asarray(a)
+        db = cupy.asarray(b)
+        assert da.__cuda_array_interface__.get("stream") == producer.ptr
+    out = tg.dgemm(1.0, da, db)  # default stream; must wait for the producer's work
+    assert_gemm(cupy.asnumpy(out), 1.0, a, b, 0.0, None, np.float64)
+
+
+def test_small_host_calls_run_on_numpy_in_auto_mode(rng, monkeypatch):
+    from tunedgemm import gpu_backend
+
+    monkeypatch.setenv("TUNEDGEMM_BACKEND", "auto")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a call below the crossover reached the GPU")
+
+    monkeypatch.setattr(gpu_backend, "gemm_into", refuse)
+    a, b = uniform(rng, (64, 64), np.float32), uniform(rng, (64, 64), np.float32)
+    assert_gemm(tg.sgemm(1.0, a, b), 1.0, a, b, 0.0, None, np.float32)
+    assert_gemm(tg.matmul(a, b), 1.0, a, b, 0.0, None, np.float32)
+    big = uniform(rng, (2048, 2048), np.float32)
+    with pytest.raises(AssertionError, match="crossover"):
+        tg.sgemm(1.0, big, big)

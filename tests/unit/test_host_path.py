@@ -1,0 +1,169 @@
+"""The host path's logic without a GPU: tile plans, budgets, the crossover rule, stream
+arguments, parallel host copies and pinned-buffer views."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import types
+
+import numpy as np
+import pytest
+
+import tunedgemm as tg
+from tunedgemm import crossover, pinned, pipeline, streams
+
+
+@pytest.mark.parametrize("itemsize", [4, 8])
+@pytest.mark.parametrize(
+    "m,n,k", [(1000, 900, 700), (8192, 8192, 8192), (16384, 64, 16384), (3000, 5000, 129)]
+)
+def test_plan_covers_the_problem_within_budget(m, n, k, itemsize):
+    budget = 2 << 30
+    plan = pipeline.plan(m, n, k, itemsize, budget)
+    assert plan.device_bytes <= budget
+    for edge, extent in ((plan.tm, m), (plan.tn, n), (plan.tk, k)):
+        assert 1 <= edge <= extent
+        covered = pipeline.ranges(extent, edge)
+        assert covered[0][0] == 0 and covered[-1][1] == extent
+        assert all(hi == lo2 for (_, hi), (lo2, _) in itertools.pairwise(covered))
+    if itemsize * (m * k + k * n + m * n) <= pipeline.SINGLE_TILE_BYTES:
+        assert (plan.tm, plan.tn, plan.tk) == (m, n, k)
+    else:
+        assert not plan.out_of_core
+        assert plan.tm % pipeline.QUANTUM == 0 or plan.tm == m
+
+
+def test_large_square_is_cut_into_overlapping_tiles():
+    plan = pipeline.plan(8192, 8192, 8192, 4, 8 << 30)
+    assert (plan.tm, plan.tn, plan.tk) == (2048, 2048, 8192)
+    assert plan.tiles == 16 and plan.keep_b
+
+
+def test_small_budget_goes_out_of_core():
+    m = n = k = 4096
+    budget = 48 << 20
+    plan = pipeline.plan(m, n, k, 4, budget)
+    assert plan.out_of_core and not plan.keep_b
+    assert plan.device_bytes <= budget
+    # Not smaller than needed: the edges are only halved while the plan does not fit.
+    assert plan.device_bytes > budget // 8
+
+
+def test_budget_below_the_smallest_tile_is_a_clear_error():
+    with pytest.raises(MemoryError, match=r"needs .* MiB .* smallest tiles"):
+        pipeline.plan(4096, 4096, 4096, 8, 1 << 20)
+
+
+@pytest.mark.parametrize("itemsize", [4, 8])
+def test_padded_leading_dimensions_are_16_byte_multiples(itemsize):
+    for extent in (1, 3, 4, 5, 127, 128, 1001):
+        ld = pipeline.padded(extent, itemsize)
+        assert ld >= extent and (ld * itemsize) % 16 == 0 and ld - extent < 16 // itemsize
+
+
+@pytest.mark.parametrize(
+    "text,expected", [("1048576", 1 << 20), ("512M", 512 << 20), ("2G", 2 << 30), ("64k", 64 << 10)]
+)
+def test_parse_bytes(text, expected):
+    assert pipeline.parse_bytes(text) == expected
+
+
+def test_parse_bytes_names_the_variable():
+    with pytest.raises(ValueError, match=pipeline.DEVICE_MEMORY_ENV):
+        pipeline.parse_bytes("lots")
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("step", [1, 3])
+def test_host_copy_in_parallel_matches(rng, order, step):
+    src = np.asarray(rng.uniform(-1, 1, (1500, 3000)), order=order)[::step, ::step]
+    dst = np.full(src.shape, np.nan, order=order)
+    pipeline.host_copy(dst, src)
+    np.testing.assert_array_equal(dst, src)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_pinned_view_keeps_the_leading_dimension(rng, order):
+    rows, cols, ld = 5, 3, 8
+    buffer = np.zeros(ld * 8 * 8, np.uint8)  # stands in for a pinned buffer
+    view = pinned.view(buffer, (rows, cols), ld, np.float64, order)
+    values = rng.uniform(-1, 1, (rows, cols))
+    view[...] = values
+    flat = buffer[: ld * max(rows, cols) * 8].view(np.float64)
+    for i in range(rows):
+        for j in range(cols):
+            index = i + j * ld if order == "F" else i * ld + j
+            assert flat[index] == values[i, j]
+
+
+@pytest.mark.parametrize("size", [384, 256])
+def test_crossover_squares(size):
+    assert crossover.prefer_numpy("float32", size - 1, size - 1, size - 1, size)
+    assert not crossover.prefer_numpy("float32", size, size, size, size)
+
+
+def test_crossover_keeps_skinny_products_on_numpy():
+    # A dot product of huge vectors has plenty of work but no reuse.
+    assert crossover.prefer_numpy("float32", 1, 1, 10**9, 384)
+    assert crossover.prefer_numpy("float32", 100_000, 100_000, 2, 384)
+    assert not crossover.prefer_numpy("float32", 4096, 4096, 1024, 384)
+
+
+def test_crossover_file_is_used_for_its_gpu_only(tmp_path, monkeypatch):
+    table = tmp_path / "mine.json"
+    monkeypatch.setenv("TUNEDGEMM_TABLE", str(table))
+    path = crossover.path_for(table)
+    crossover.write(path, {"gpu": "GPU X", "size": {"float32": 100, "float64": 50}}, "test")
+    assert crossover.current_path() == path
+    found, source = crossover.sizes("GPU X")
+    assert found == {"float32": 100, "float64": 50} and "measured" in source
+    assert crossover.sizes("GPU Y") == (crossover.DEFAULT_SIZE, "built-in default")
+
+
+def test_malformed_crossover_file_falls_back_to_defaults(tmp_path, monkeypatch):
+    table = tmp_path / "mine.json"
+    monkeypatch.setenv("TUNEDGEMM_TABLE", str(table))
+    crossover.path_for(table).write_text(json.dumps({"schema_version": 1, "gpu": "GPU X"}))
+    assert crossover.sizes("GPU X")[1] == "built-in default"
+    crossover.path_for(table).write_text("{not json")
+    assert crossover.sizes("GPU X")[1] == "built-in default"
+
+
+def test_stream_handles():
+    assert streams.handle_of(None) is None
+    assert streams.handle_of(0) is None and streams.handle_of(1) is None
+    assert streams.handle_of(0x1234) == 0x1234
+    assert streams.handle_of(types.SimpleNamespace(ptr=77)) == 77  # CuPy
+    assert streams.handle_of(types.SimpleNamespace(cuda_stream=88)) == 88  # PyTorch
+    with pytest.raises(TypeError, match="stream"):
+        streams.handle_of(True)
+    with pytest.raises(TypeError, match="stream"):
+        streams.handle_of("default")
+    with pytest.raises(ValueError, match="stream"):
+        streams.handle_of(-3)
+
+
+def test_cai_stream_field():
+    assert streams.cai_stream({}) is None
+    assert streams.cai_stream({"stream": None}) is None
+    assert streams.cai_stream({"stream": 1}) is None
+    assert streams.cai_stream({"stream": 2}) == 2
+    assert streams.cai_stream({"stream": 0xABC}) == 0xABC
+    with pytest.raises(ValueError, match="stream"):
+        streams.cai_stream({"stream": 0})
+
+
+def test_bad_stream_argument_leaves_arrays_untouched(rng):
+    a = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, (3, 5)).astype(np.float32)
+    c = np.asfortranarray(rng.uniform(-1, 1, (4, 5)).astype(np.float32))
+    before = c.copy()
+    for call in (
+        lambda: tg.sgemm(1.0, a, b, 1.0, c, overwrite_c=1, stream="s"),
+        lambda: tg.dgemm(1.0, a, b, 1.0, c, overwrite_c=1, stream=object()),
+        lambda: tg.matmul(a, b, stream=[1]),
+    ):
+        with pytest.raises(TypeError, match="stream"):
+            call()
+    np.testing.assert_array_equal(c, before)

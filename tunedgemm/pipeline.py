@@ -1,0 +1,429 @@
+"""Host operands through the GPU: pinned staging, and tiles of C whose uploads, products and
+downloads overlap on three streams (in the manner of cuBLASXt).
+
+C is cut into row panels x column panels. Row panel i needs the A panel i, column panel j
+the B panel j; B's panels stay on the device once uploaded (when they fit), A's live in a
+ring of two. While tile (i, j) is multiplied on the compute stream, the next panels go up
+on the upload stream and the previous tile comes down on the download stream; host threads
+copy between the caller's arrays and pinned buffers in parallel. When the operands do not
+fit in device memory the tiles shrink and k is cut into slices too (out of core), each
+slice accumulated into the tile with beta = 1.
+
+Device tiles get leading dimensions padded to 16 bytes, so the aligned (vectorised) kernel
+variants run whatever the caller's shapes are.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._args import GemmProblem
+from ._layout import DeviceMatrix, blas_form
+from .params import KernelConfig
+
+SINGLE_TILE_BYTES = 48 << 20  # below this, one tile: overlap would not repay its extra steps
+PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
+MAX_PANELS = 4  # per dimension: more tiles mean smaller, less efficient products
+QUANTUM = 256  # tile edges are multiples of this: whole kernel block tiles inside
+MIN_EDGE = 256  # the smallest tile edge out of core; below it the problem cannot run
+BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
+DEVICE_MEMORY_ENV = "TUNEDGEMM_DEVICE_MEMORY"  # bytes (suffix K, M or G) a call may use
+_ALIGN_BYTES = 16
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Tile edges (tm x tn of C, tk of k) and whether every B block stays on the device."""
+
+    m: int
+    n: int
+    k: int
+    tm: int
+    tn: int
+    tk: int
+    keep_b: bool
+    itemsize: int
+
+    @property
+    def out_of_core(self) -> bool:
+        return self.tk < self.k
+
+    @property
+    def tiles(self) -> int:
+        return len(ranges(self.m, self.tm)) * len(ranges(self.n, self.tn))
+
+    @property
+    def device_bytes(self) -> int:
+        return device_bytes(self.m, self.n, self.k, self.tm, self.tn, self.tk, self.keep_b,
+                            self.itemsize)  # fmt: skip
+
+
+def padded(extent: int, itemsize: int) -> int:
+    """A leading dimension >= extent whose byte size is a multiple of 16."""
+    step = max(1, _ALIGN_BYTES // itemsize)
+    return max(step, -(-extent // step) * step)
+
+
+def ranges(total: int, step: int) -> list[tuple[int, int]]:
+    return [(start, min(start + step, total)) for start in range(0, total, max(step, 1))]
+
+
+def block_elements(rows: int, cols: int, itemsize: int) -> int:
+    """Elements of a padded (rows, cols) block in either memory order."""
+    return max(padded(rows, itemsize) * cols, padded(cols, itemsize) * rows)
+
+
+def device_bytes(m: int, n: int, k: int, tm: int, tn: int, tk: int, keep_b: bool,
+                 itemsize: int) -> int:  # fmt: skip
+    """Device memory a plan holds: two A blocks, the B blocks (all, or two), two C tiles."""
+    b_slots = len(ranges(n, tn)) * len(ranges(k, tk)) if keep_b else 2
+    return itemsize * (2 * block_elements(tm, tk, itemsize)
+                       + b_slots * block_elements(tk, tn, itemsize)
+                       + 2 * block_elements(tm, tn, itemsize))  # fmt: skip
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def _edge(extent: int) -> int:
+    """A tile edge giving up to MAX_PANELS panels of about PANEL (whole QUANTUMs)."""
+    panels = min(MAX_PANELS, max(1, extent // PANEL))
+    return min(extent, _round_up(-(-extent // panels), QUANTUM))
+
+
+def _halve(edge: int) -> int:
+    return max(MIN_EDGE, _round_up(edge // 2, QUANTUM))
+
+
+def plan(m: int, n: int, k: int, itemsize: int, budget: int) -> Plan:
+    """Tile edges for a host problem within `budget` bytes of device memory.
+
+    Raises MemoryError (saying how much is needed) when even the smallest tiles do not fit."""
+    if itemsize * (m * k + k * n + m * n) <= SINGLE_TILE_BYTES:
+        tm, tn, tk = m, n, k
+    else:
+        tm, tn, tk = _edge(m), _edge(n), k
+    for keep_b in (True, False):
+        if device_bytes(m, n, k, tm, tn, tk, keep_b, itemsize) <= budget:
+            return Plan(m, n, k, tm, tn, tk, keep_b, itemsize)
+    while device_bytes(m, n, k, tm, tn, tk, False, itemsize) > budget:
+        edges = {"tm": tm, "tn": tn, "tk": tk}
+        name = max((e for e in edges if edges[e] > MIN_EDGE), key=edges.__getitem__,
+                   default=None)  # fmt: skip
+        if name is None:
+            need = device_bytes(m, n, k, tm, tn, tk, False, itemsize)
+            raise MemoryError(
+                f"tunedgemm: a {m}x{n}x{k} product needs {need / 2**20:.1f} MiB of device "
+                f"memory for its smallest tiles ({tm}x{tn}x{tk}), but only "
+                f"{budget / 2**20:.1f} MiB may be used ({DEVICE_MEMORY_ENV} or free memory)"
+            )
+        tm, tn, tk = (_halve(v) if e == name else v for e, v in edges.items())
+        tm, tn, tk = min(tm, m), min(tn, n), min(tk, k)
+    return Plan(m, n, k, tm, tn, tk, False, itemsize)
+
+
+def parse_bytes(text: str) -> int:
+    """'512M', '2G', '1048576' -> bytes; ValueError naming the variable otherwise."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    value = text.strip().upper().removesuffix("B")
+    try:
+        if value and value[-1] in units:
+            return int(float(value[:-1]) * units[value[-1]])
+        return int(value)
+    except ValueError:
+        raise ValueError(
+            f"{DEVICE_MEMORY_ENV} must be bytes like 512M or 2G, got {text!r}"
+        ) from None
+
+
+def device_budget(release_pool: bool = False) -> int:
+    """Bytes a call may plan to use: TUNEDGEMM_DEVICE_MEMORY, else a share of free memory."""
+    env = os.environ.get(DEVICE_MEMORY_ENV)
+    if env:
+        return parse_bytes(env)
+    from . import cuda
+
+    return int(cuda.free_bytes(release_pool) * BUDGET_FRACTION)
+
+
+# Host copies -------------------------------------------------------------------------------
+
+_CHUNK_BYTES = 4 << 20  # parallel copies split into pieces of about this size
+_WORKERS = max(1, min(8, os.cpu_count() or 1))
+_pools: dict[str, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(name: str, workers: int) -> ThreadPoolExecutor:
+    with _pools_lock:
+        if name not in _pools:
+            _pools[name] = ThreadPoolExecutor(workers, thread_name_prefix=f"tunedgemm-{name}")
+        return _pools[name]
+
+
+def host_copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[...] = src, split across threads for large blocks (NumPy releases the GIL)."""
+    parts = min(_WORKERS, dst.nbytes // _CHUNK_BYTES)
+    if parts < 2 or dst.ndim != 2:
+        np.copyto(dst, src)
+        return
+    # Split along the dimension with the larger stride, so each piece keeps long runs.
+    axis = 0 if abs(dst.strides[0]) >= abs(dst.strides[1]) else 1
+    bounds = np.linspace(0, dst.shape[axis], parts + 1).astype(int)
+    pieces = [(slice(lo, hi), slice(None)) if axis == 0 else (slice(None), slice(lo, hi))
+              for lo, hi in itertools.pairwise(bounds)]  # fmt: skip
+    pool = _pool("copy", _WORKERS)
+    futures = [pool.submit(np.copyto, dst[p], src[p]) for p in pieces[1:]]
+    np.copyto(dst[pieces[0]], src[pieces[0]])
+    for future in futures:
+        future.result()
+
+
+def _order_of(arr: np.ndarray) -> str:
+    """The memory order whose copies are cheapest: 'C' when rows are the long runs."""
+    return "C" if abs(arr.strides[1]) < abs(arr.strides[0]) else "F"
+
+
+# The pipeline ------------------------------------------------------------------------------
+
+
+class _Streams:
+    """Upload, compute and download streams."""
+
+    def __init__(self) -> None:
+        import pycuda.driver as drv
+
+        self.up, self.compute, self.down = drv.Stream(), drv.Stream(), drv.Stream()
+
+
+_local = threading.local()
+
+
+def _streams() -> _Streams:
+    """This host thread's streams (made on first use: concurrent calls never share them)."""
+    streams = getattr(_local, "streams", None)
+    if streams is None:
+        streams = _local.streams = _Streams()
+    return streams
+
+
+@dataclass
+class _Slot:
+    """A device block in a ring: what it holds, and the event after which it may be reused."""
+
+    matrix: DeviceMatrix | None = None
+    key: tuple[int, ...] | None = None
+    free: Any = None  # event: the last kernel reading it (or download of it) has finished
+
+
+class _Ring:
+    """Device blocks of one size, reused round-robin; a hit returns the block already there."""
+
+    def __init__(self, size: int, nbytes: int) -> None:
+        self.slots = [_Slot() for _ in range(size)]
+        self.nbytes = nbytes
+        self.turn = 0
+
+    def find(self, key: tuple[int, ...]) -> _Slot | None:
+        return next((s for s in self.slots if s.key == key), None)
+
+    def next(self) -> _Slot:
+        slot = self.slots[self.turn % len(self.slots)]
+        self.turn += 1
+        return slot
+
+
+class _Staging:
+    """Pinned buffers in a ring; each remembers the event after which it may be refilled."""
+
+    def __init__(self, count: int, nbytes: int) -> None:
+        from . import pinned
+
+        self.buffers = [pinned.take(nbytes) for _ in range(count)]
+        self.events: list[Any] = [None] * count
+        self.jobs: list[Future[Any] | None] = [None] * count
+        self.turn = 0
+
+    def next(self) -> int:
+        index = self.turn % len(self.buffers)
+        self.turn += 1
+        if self.jobs[index] is not None:
+            self.jobs[index].result()  # type: ignore[union-attr]
+            self.jobs[index] = None
+        if self.events[index] is not None:
+            self.events[index].synchronize()
+        return index
+
+    def release(self) -> None:
+        from . import pinned
+
+        for job in self.jobs:
+            if job is not None:
+                job.result()
+        for buffer in self.buffers:
+            pinned.give(buffer)
+        self.buffers = []
+
+
+class _Run:
+    """One host problem through the pipeline (see the module docstring)."""
+
+    def __init__(self, problem: GemmProblem, plan: Plan, config: KernelConfig | str | None):
+        import pycuda.driver as drv
+
+        from . import cuda
+
+        self.drv = drv
+        self.problem, self.plan, self.config = problem, plan, config
+        self.dtype = problem.dtype
+        self.streams = _streams()
+        s = self.dtype.itemsize
+        a_bytes = s * block_elements(plan.tm, plan.tk, s)
+        b_bytes = s * block_elements(plan.tk, plan.tn, s)
+        c_bytes = s * block_elements(plan.tm, plan.tn, s)
+        b_slots = len(ranges(plan.n, plan.tn)) * len(ranges(plan.k, plan.tk))
+        self.ring_a = _Ring(2, a_bytes)
+        self.ring_b = _Ring(b_slots if plan.keep_b else 2, b_bytes)
+        self.ring_c = _Ring(2, c_bytes)
+        # Pinned buffers stage any block on the way up, and C tiles on the way down.
+        self.stage_in = _Staging(3, max(a_bytes, b_bytes, c_bytes))
+        self.stage_out = _Staging(2, c_bytes)
+        self.allocate = cuda.allocate
+        self.keep: list[Any] = []
+
+    def _device_block(self, ring: _Ring, slot: _Slot, shape: tuple[int, int], order: str
+                      ) -> DeviceMatrix:  # fmt: skip
+        s = self.dtype.itemsize
+        if slot.matrix is None:
+            buf = self.allocate(ring.nbytes)
+            self.keep.append(buf)
+            slot.matrix = DeviceMatrix(int(buf), (0, 0), (1, 1), self.dtype, buf)
+        rows, cols = shape
+        ld = padded(rows if order == "F" else cols, s)
+        strides = (1, ld) if order == "F" else (ld, 1)
+        return DeviceMatrix(slot.matrix.ptr, shape, strides, self.dtype, slot.matrix.owner)
+
+    def _upload(self, src: np.ndarray, ring: _Ring, slot: _Slot, order: str) -> DeviceMatrix:
+        """Stage src through a pinned buffer into slot's device block on the upload stream."""
+        from . import pinned
+
+        target = self._device_block(ring, slot, src.shape, order)
+        ld = max(target.strides)
+        index = self.stage_in.next()
+        staged = pinned.view(self.stage_in.buffers[index], src.shape, ld, self.dtype, order)
+        host_copy(staged, src)
+        nbytes = ld * (src.shape[1] if order == "F" else src.shape[0]) * self.dtype.itemsize
+        up = self.streams.up
+        if slot.free is not None:
+            up.wait_for_event(slot.free)  # the kernels that read its old contents are done
+        self.drv.memcpy_htod_async(target.ptr, self.stage_in.buffers[index][:nbytes], up)
+        event = self.drv.Event()
+        event.record(up)
+        self.stage_in.events[index] = event
+        self.streams.compute.wait_for_event(event)
+        return target
+
+    def _operand(self, ring: _Ring, key: tuple[int, ...], src: Callable[[], np.ndarray]
+                 ) -> DeviceMatrix:  # fmt: skip
+        slot = ring.find(key)
+        if slot is not None and slot.matrix is not None:
+            return slot.matrix
+        slot = ring.next()
+        view = src()
+        slot.matrix = self._upload(view, ring, slot, _order_of(view))
+        slot.key = key
+        return slot.matrix
+
+    def execute(self) -> None:
+        from .gpu_backend import run
+
+        p, problem = self.plan, self.problem
+        a, b, out = problem.a, problem.b, problem.out
+        assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+        assert isinstance(out, np.ndarray)
+        compute = self.streams.compute
+        out_order = _order_of(out)
+        for ti, (i0, i1) in enumerate(ranges(p.m, p.tm)):
+            for tj, (j0, j1) in enumerate(ranges(p.n, p.tn)):
+                c_slot = self.ring_c.next()
+                if c_slot.free is not None:
+                    compute.wait_for_event(c_slot.free)  # its last tile has been downloaded
+                tile = out[i0:i1, j0:j1]
+                if problem.beta != 0.0:
+                    c_mat = self._upload(tile, self.ring_c, c_slot, out_order)
+                else:
+                    c_mat = self._device_block(self.ring_c, c_slot, tile.shape, out_order)
+                beta = problem.beta
+                for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
+                    a_mat = self._operand(self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1])  # noqa: B023
+                    b_mat = self._operand(self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
+                    run(blas_form(a_mat, b_mat, c_mat), self.dtype, problem.alpha, beta,
+                        self.config, compute)  # fmt: skip
+                    beta = 1.0  # later k slices accumulate
+                    used = self.drv.Event()
+                    used.record(compute)
+                    for ring, key in ((self.ring_a, (ti, kc)), (self.ring_b, (kc, tj))):
+                        slot = ring.find(key)
+                        assert slot is not None
+                        slot.free = used
+                self._download(c_mat, tile, c_slot)
+
+    def _download(self, c_mat: DeviceMatrix, tile: np.ndarray, c_slot: _Slot) -> None:
+        from . import pinned
+
+        computed = self.drv.Event()
+        computed.record(self.streams.compute)
+        down = self.streams.down
+        down.wait_for_event(computed)
+        index = self.stage_out.next()
+        order = "F" if c_mat.strides[0] == 1 else "C"
+        ld = max(c_mat.strides)
+        staged = pinned.view(self.stage_out.buffers[index], tile.shape, ld, self.dtype, order)
+        nbytes = ld * (tile.shape[1] if order == "F" else tile.shape[0]) * self.dtype.itemsize
+        self.drv.memcpy_dtoh_async(self.stage_out.buffers[index][:nbytes], c_mat.ptr, down)
+        done = self.drv.Event()
+        done.record(down)
+        c_slot.free = done
+
+        def copy_out() -> None:
+            done.synchronize()
+            host_copy(tile, staged)
+
+        self.stage_out.jobs[index] = _pool("copy-out", 2).submit(copy_out)
+
+    def close(self) -> None:
+        """Wait for every transfer and copy, then hand the buffers back."""
+        for stream in (self.streams.up, self.streams.compute, self.streams.down):
+            stream.synchronize()
+        self.stage_out.release()
+        self.stage_in.release()
+        self.keep.clear()
+
+
+def gemm(problem: GemmProblem, config: KernelConfig | str | None = None,
+         budget: int | None = None) -> Plan:  # fmt: skip
+    """problem.out = alpha a @ b + beta out for host a, b, out (alpha != 0, k > 0)."""
+    m, n, k = problem.shape
+    itemsize = problem.dtype.itemsize
+    if budget is not None:
+        chosen = plan(m, n, k, itemsize, budget)
+    else:
+        chosen = plan(m, n, k, itemsize, device_budget())
+        if chosen.out_of_core and not os.environ.get(DEVICE_MEMORY_ENV):
+            # Memory the pool holds for reuse counts as free once handed back.
+            chosen = plan(m, n, k, itemsize, device_budget(release_pool=True))
+    run = _Run(problem, chosen, config)
+    try:
+        run.execute()
+    finally:
+        run.close()
+    return chosen

@@ -1,0 +1,160 @@
+"""The stream a call runs on: the caller's (PyCUDA, CuPy, PyTorch or a raw handle) or the default.
+
+PyCUDA launches only on its own `Stream` objects, so a foreign stream is bridged with events:
+our per-thread stream waits for the work already queued on the caller's stream (and on the
+streams that produced the operands, from `__cuda_array_interface__`'s "stream" field), and
+the caller's stream then waits for ours. The result is ordered on the caller's stream, as if
+the call had been launched there, and the host never waits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+# Handles with a meaning of their own (CUDA's CU_STREAM_LEGACY and CU_STREAM_PER_THREAD); the
+# __cuda_array_interface__ protocol uses the same numbers.
+LEGACY_DEFAULT = 1
+PER_THREAD_DEFAULT = 2
+_CU_EVENT_DISABLE_TIMING = 2
+
+
+def handle_of(stream: Any) -> int | None:
+    """The raw CUstream handle of a stream argument; None for the legacy default stream."""
+    if stream is None:
+        return None
+    if isinstance(stream, bool):
+        raise TypeError("stream must be a CUDA stream (PyCUDA, CuPy, PyTorch) or a handle")
+    if isinstance(stream, int):
+        raw = stream
+    elif hasattr(stream, "handle") and type(stream).__module__.startswith("pycuda"):
+        raw = int(stream.handle)
+    elif hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        raw = int(stream.cuda_stream)
+    elif hasattr(stream, "ptr"):  # cupy.cuda.Stream / ExternalStream
+        raw = int(stream.ptr)
+    else:
+        raise TypeError(
+            f"stream must be a CUDA stream (PyCUDA, CuPy, PyTorch) or an int handle, "
+            f"got {type(stream).__name__}"
+        )
+    if raw < 0:
+        raise ValueError(f"stream handle must be non-negative, got {raw}")
+    return None if raw in (0, LEGACY_DEFAULT) else raw
+
+
+@functools.lru_cache(maxsize=1)
+def _libcuda() -> Any:
+    lib = ctypes.CDLL("libcuda.so.1")
+    for name, args in (
+        ("cuEventCreate", [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]),
+        ("cuEventRecord", [ctypes.c_void_p, ctypes.c_void_p]),
+        ("cuStreamWaitEvent", [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]),
+    ):
+        getattr(lib, name).argtypes = args
+        getattr(lib, name).restype = ctypes.c_int
+    return lib
+
+
+def _check(code: int, what: str) -> None:
+    if code != 0:
+        raise RuntimeError(f"tunedgemm: {what} failed with CUDA error {code}")
+
+
+class _ThreadEvents(threading.local):
+    """Per-thread events and stream for bridging (re-recording an event another stream already
+    waits on is safe: cuStreamWaitEvent captures the event's state when it is called)."""
+
+    def __init__(self) -> None:
+        self.events: list[int] = []
+        self.stream: Any = None
+
+    def event(self, index: int) -> int:
+        while len(self.events) <= index:
+            handle = ctypes.c_void_p()
+            _check(_libcuda().cuEventCreate(ctypes.byref(handle), _CU_EVENT_DISABLE_TIMING),
+                   "cuEventCreate")  # fmt: skip
+            self.events.append(int(handle.value or 0))
+        return self.events[index]
+
+    def own_stream(self) -> Any:
+        if self.stream is None:
+            import pycuda.driver as drv
+
+            self.stream = drv.Stream()
+        return self.stream
+
+
+_local = _ThreadEvents()
+
+
+def wait(waiter: int | None, producer: int | None) -> None:
+    """Make stream `waiter` wait for the work queued so far on stream `producer`."""
+    if waiter == producer:
+        return
+    lib = _libcuda()
+    event = _local.event(0)
+    _check(lib.cuEventRecord(event, producer or 0), "cuEventRecord")
+    _check(lib.cuStreamWaitEvent(waiter or 0, event, 0), "cuStreamWaitEvent")
+
+
+@dataclass
+class CallStream:
+    """Where one call's device work goes: `pycuda` is the PyCUDA stream to launch on (None is
+    the legacy default stream); `caller` is the foreign handle to hand the result back to."""
+
+    pycuda: Any
+    caller: int | None
+
+    @property
+    def handle(self) -> int | None:
+        return None if self.pycuda is None else int(self.pycuda.handle)
+
+    def after(self, producers: Iterable[int | None]) -> CallStream:
+        """Order this call after the producers' queued work (operands' CAI streams)."""
+        for producer in set(producers):
+            if producer is not None and producer != self.handle:
+                wait(self.handle, producer)
+        return self
+
+    def finish(self) -> None:
+        """Hand the result back: the caller's stream waits for this call's work."""
+        if self.caller is not None and self.caller != self.handle:
+            wait(self.caller, self.handle)
+
+    def synchronize(self) -> None:
+        if self.pycuda is None:
+            import pycuda.driver as drv
+
+            drv.Context.synchronize()
+        else:
+            self.pycuda.synchronize()
+
+
+def for_call(stream: Any) -> CallStream:
+    """The CallStream of a `stream=` argument: PyCUDA streams are used as they are, any other
+    stream is bridged through this thread's own PyCUDA stream."""
+    raw = handle_of(stream)
+    if raw is None:
+        return CallStream(None, None)
+    if type(stream).__module__.startswith("pycuda"):
+        return CallStream(stream, None)
+    ours = _local.own_stream()
+    call = CallStream(ours, raw)
+    wait(call.handle, raw)
+    return call
+
+
+def cai_stream(cai: dict[str, Any]) -> int | None:
+    """The producer stream named by a __cuda_array_interface__ (v3 "stream"), None for the
+    legacy default stream or when it names none."""
+    value = cai.get("stream")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value == 0:
+        raise ValueError(f"__cuda_array_interface__ has an invalid stream {value!r}")
+    return None if value == LEGACY_DEFAULT else value
