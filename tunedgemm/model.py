@@ -1,8 +1,9 @@
 """A wave model: predict a kernel config's time at one shape from its time at a measured one.
 
 A GEMM kernel's time is, to first order, the number of waves of blocks the GPU runs times
-the k-steps each block takes; the tuning table holds measured times at grid shapes, and a
-call falls between them. Scaling a measured time by the ratio of (waves x k-steps) at the
+the k-steps each block takes, plus a fixed cost per block (prologue, epilogue, and for
+split-K the atomic updates of C); the tuning table holds measured times at grid shapes, and
+a call falls between them. Scaling a measured time by the ratio of (waves x k-steps) at the
 call's shape to those at the measured shape keeps what the measurement knows (the config's
 speed on this GPU) and adds what it cannot know (wave and tile quantization at the call's
 shape). Pure arithmetic over the family declarations: no GPU needed.
@@ -22,6 +23,12 @@ MAX_THREADS_PER_SM = 2048  # sm_90
 DEFAULT_NUM_SMS = 132  # H100 SXM, the GPU the shipped table was tuned on
 
 MNK = tuple[int, int, int]
+
+# The fixed costs, in k-steps, fitted by replaying the lookup on the H100 tuning runs of
+# 2026-11-22 (benchmarks/replay_lookup.py): with them the configs the lookup picks are
+# 7% slower than each shape's best, against 11-13% without.
+BLOCK_OVERHEAD_STEPS = 6  # prologue and epilogue of one block
+SPLIT_STEPS = 4  # each split-K slice: its atomic epilogue and its share of the scaling pass
 
 
 def resident_blocks(config: KernelConfig, dtype: str) -> int:
@@ -57,8 +64,13 @@ def k_steps(config: KernelConfig, shape: MNK) -> int:
 
 
 def work_units(config: KernelConfig, dtype: str, shape: MNK, num_sms: int = DEFAULT_NUM_SMS) -> int:
-    """Waves times k-steps: the quantity the model takes a kernel's time to be proportional to."""
-    return waves(config, dtype, shape, num_sms) * k_steps(config, shape)
+    """Waves times (k-steps + a block's fixed cost), plus the split-K slices' cost: the quantity
+    the model takes a kernel's time to be proportional to."""
+    split = family_of(config).split_k(config.as_dict())
+    per_block = k_steps(config, shape) + BLOCK_OVERHEAD_STEPS
+    return waves(config, dtype, shape, num_sms) * per_block + (
+        SPLIT_STEPS * split if split > 1 else 0
+    )
 
 
 def predicted_ms(

@@ -35,9 +35,10 @@ CUBLAS = "cublas"
 # of the exact pair wins unless it is more than this far away in log2 shape space.
 TRANS_PENALTY = 3.0
 # Entries whose configs compete at a call: the nearest few, so that a config tuned one grid
-# step away in any direction (2 x 2 x 2 corners around a call) can win where the wave model
-# predicts it faster, while configs tuned for very different shapes stay out.
-NEIGHBOURS = 8
+# step away can win where the wave model predicts it faster, while configs tuned for rather
+# different shapes stay out (replaying the H100 runs, 4 beat 8 and 16: the model's error
+# grows with the distance it extrapolates).
+NEIGHBOURS = 4
 
 
 class TableError(ValueError):

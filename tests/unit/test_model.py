@@ -51,9 +51,9 @@ def test_split_k_reduces_k_steps_and_adds_tiles():
     assert model.k_steps(split, (1024, 1024, 4096)) == 4096 // 4 // 8
     assert model.k_steps(split, (1024, 1024, 4097)) == 129  # a partial k-tile is a step
     few_tiles = (256, 256, 8192)  # 4 tiles: split-K stays within one wave
-    assert model.work_units(split, "float32", few_tiles) * 4 == model.work_units(
-        SIMT, "float32", few_tiles
-    )
+    sliced = 8192 // 4 // 8 + model.BLOCK_OVERHEAD_STEPS + 4 * model.SPLIT_STEPS
+    assert model.work_units(split, "float32", few_tiles) == sliced
+    assert model.work_units(SIMT, "float32", few_tiles) == 8192 // 8 + model.BLOCK_OVERHEAD_STEPS
     many_tiles = (128 * 12, 128 * 22, 8192)  # one full wave: split-K makes four
     assert model.waves(split, "float32", many_tiles) == 4
 
