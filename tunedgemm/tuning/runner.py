@@ -33,8 +33,9 @@ class Runner:
         footprint = self.dtype.itemsize * elements
         count = min(MAX_OPERAND_SETS, max(1, math.ceil(2 * L2_BYTES / max(footprint, 1))))
         rng = np.random.default_rng()
-        self.sets = [gpu_problem.make(shape.m, shape.n, shape.k, dtype, trans_a, trans_b, rng)
-                     for _ in range(count)]  # fmt: skip
+        # Padded leading dimensions, as host calls lay out their tiles: the aligned variants.
+        self.sets = [gpu_problem.make(shape.m, shape.n, shape.k, dtype, trans_a, trans_b, rng,
+                                      padded=True) for _ in range(count)]  # fmt: skip
         self.failures: list[str] = []
 
     def _median_ms(self, launch_one: Any) -> float:
