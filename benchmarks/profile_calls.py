@@ -108,9 +108,53 @@ def small_breakdown() -> None:
     timed("Event()+record+synchronize", lambda: drv.Event().record(stream).synchronize())
 
 
+def pipeline_variants() -> None:
+    """8192^3 float32 host calls: the default, into a pre-touched c, other panel and thread
+    counts; then a trace of host work in one default call."""
+    import tunedgemm as tg
+    from tunedgemm import pipeline
+
+    rng = np.random.default_rng()
+    a = rng.uniform(-1, 1, (8192, 8192)).astype(np.float32)
+    b = rng.uniform(-1, 1, (8192, 8192)).astype(np.float32)
+    c = np.ones((8192, 8192), np.float32, order="F")
+
+    def timed(label: str, work) -> None:
+        work()
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            work()
+            times.append(time.perf_counter() - start)
+        print(f"{label}: {sorted(times)[1] * 1e3:.1f} ms")
+
+    timed("default", lambda: tg.sgemm(1.0, a, b))
+    timed("into pre-touched c", lambda: tg.sgemm(1.0, a, b, 0.0, c, overwrite_c=1))
+    for panel in (4096, 1024):
+        pipeline.PANEL = panel
+        timed(f"panel {panel}", lambda: tg.sgemm(1.0, a, b))
+    pipeline.PANEL = 2048
+    workers = pipeline._WORKERS
+    pipeline._WORKERS = 8
+    pipeline._pools.clear()
+    timed("8 copy threads", lambda: tg.sgemm(1.0, a, b))
+    pipeline._WORKERS = workers
+    pipeline._pools.clear()
+    pipeline.TRACE = []
+    start = time.perf_counter()
+    tg.sgemm(1.0, a, b)
+    total = time.perf_counter() - start
+    spans = sorted(pipeline.TRACE, key=lambda span: span[1])
+    pipeline.TRACE = None
+    print(f"trace of one call, {total * 1e3:.1f} ms (start ms, duration ms, what):")
+    for what, t0, t1 in spans:
+        print(f"  {(t0 - start) * 1e3:7.2f} {(t1 - t0) * 1e3:6.2f}  {what}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--rates", action="store_true", help="also host copy and pinning rates")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -130,7 +174,9 @@ def main() -> int:
     profile("host8192", lambda: tg.sgemm(1.0, big, big), 3, out)
 
     small_breakdown()
-    rates()
+    pipeline_variants()
+    if args.rates:
+        rates()
     return 0
 
 

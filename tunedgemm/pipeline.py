@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,6 +39,18 @@ BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
 DEVICE_MEMORY_ENV = "TUNEDGEMM_DEVICE_MEMORY"  # bytes (suffix K, M or G) a call may use
 UNQUERIED_BYTES = 256 << 20  # operands this small skip the free-memory query (unless capped)
 _ALIGN_BYTES = 16
+# A list to append (what, start, end) perf_counter spans of host work to; None: no tracing.
+# benchmarks/profile_calls.py sets it to see where a large call's time goes.
+TRACE: list[tuple[str, float, float]] | None = None
+
+
+def _traced(what: str, work: Callable[[], Any]) -> Any:
+    if TRACE is None:
+        return work()
+    start = time.perf_counter()
+    result = work()
+    TRACE.append((what, start, time.perf_counter()))
+    return result
 
 
 @dataclass(frozen=True)
@@ -320,9 +333,9 @@ class _Run:
 
         target = self._device_block(ring, slot, src.shape, order)
         ld = max(target.strides)
-        index = self.stage_in.next()
+        index = _traced("wait staging buffer", self.stage_in.next)
         staged = pinned.view(self.stage_in.buffers[index], src.shape, ld, self.dtype, order)
-        host_copy(staged, src)
+        _traced(f"stage {src.shape}", lambda: host_copy(staged, src))
         nbytes = ld * (src.shape[1] if order == "F" else src.shape[0]) * self.dtype.itemsize
         up = self.streams.up
         if slot.free is not None:
@@ -386,7 +399,7 @@ class _Run:
         computed.record(self.streams.compute)
         down = self.streams.down
         down.wait_for_event(computed)
-        index = self.stage_out.next()
+        index = _traced("wait download buffer", self.stage_out.next)
         order = "F" if c_mat.strides[0] == 1 else "C"
         ld = max(c_mat.strides)
         staged = pinned.view(self.stage_out.buffers[index], tile.shape, ld, self.dtype, order)
@@ -397,8 +410,8 @@ class _Run:
         c_slot.free = done
 
         def copy_out() -> None:
-            done.synchronize()
-            host_copy(tile, staged)
+            _traced("wait download", done.synchronize)
+            _traced(f"copy out {tile.shape}", lambda: host_copy(tile, staged))
 
         self.stage_out.jobs[index] = _pool("copy-out", 2).submit(copy_out)
 
