@@ -32,7 +32,10 @@ from .params import KernelConfig
 
 SINGLE_TILE_BYTES = 48 << 20  # below this, one tile: overlap would not repay its extra steps
 PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
-MAX_PANELS = 4  # per dimension: more tiles mean smaller, less efficient products
+# Per dimension. More tiles overlap better in theory, but each adds host copies that contend
+# for host memory with the DMA engines: at 8192^3 (float32, H100 machine, 2026-11-22) tiles
+# of 4096 took 58 ms, of 2048 83 ms, of 1024 80 ms (benchmarks/profile_calls.py).
+MAX_PANELS = 2
 QUANTUM = 256  # tile edges are multiples of this: whole kernel block tiles inside
 MIN_EDGE = 256  # the smallest tile edge out of core; below it the problem cannot run
 BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
@@ -126,23 +129,26 @@ def plan(m: int, n: int, k: int, itemsize: int, budget: int) -> Plan:
         tm, tn, tk = m, n, k
     else:
         tm, tn, tk = _edge(m), _edge(n), k
-    for keep_b in (True, False):
-        if device_bytes(m, n, k, tm, tn, tk, keep_b, itemsize) <= budget:
-            return Plan(m, n, k, tm, tn, tk, keep_b, itemsize)
-    while device_bytes(m, n, k, tm, tn, tk, False, itemsize) > budget:
+    while True:
+        for keep_b in (True, False):
+            if device_bytes(m, n, k, tm, tn, tk, keep_b, itemsize) <= budget:
+                return Plan(m, n, k, tm, tn, tk, keep_b, itemsize)
         edges = {"tm": tm, "tn": tn, "tk": tk}
-        name = max((e for e in edges if edges[e] > MIN_EDGE), key=edges.__getitem__,
-                   default=None)  # fmt: skip
-        if name is None:
+        # Smaller C tiles first, down to half a panel: cutting k (out of core) uploads every
+        # panel once per tile instead of once.
+        shrinkable = [e for e in ("tm", "tn") if edges[e] > PANEL // 2] or [
+            e for e in edges if edges[e] > MIN_EDGE
+        ]
+        if not shrinkable:
             need = device_bytes(m, n, k, tm, tn, tk, False, itemsize)
             raise MemoryError(
                 f"tunedgemm: a {m}x{n}x{k} product needs {need / 2**20:.1f} MiB of device "
                 f"memory for its smallest tiles ({tm}x{tn}x{tk}), but only "
                 f"{budget / 2**20:.1f} MiB may be used ({DEVICE_MEMORY_ENV} or free memory)"
             )
-        tm, tn, tk = (_halve(v) if e == name else v for e, v in edges.items())
-        tm, tn, tk = min(tm, m), min(tn, n), min(tk, k)
-    return Plan(m, n, k, tm, tn, tk, False, itemsize)
+        name = max(shrinkable, key=edges.__getitem__)
+        tm, tn, tk = (min(_halve(v), extent) if e == name else v
+                      for (e, v), extent in zip(edges.items(), (m, n, k), strict=True))  # fmt: skip
 
 
 def parse_bytes(text: str) -> int:
