@@ -15,6 +15,10 @@ from .streams import cai_stream
 GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Kinds that cast to a float routine's dtype the way SciPy's BLAS wrappers cast them.
 _CASTABLE_KINDS = "biuf"
+# Device arrays repeat a few typestrs; np.dtype(typestr) is looked up once for each.
+_TYPESTR_DTYPES: dict[str, np.dtype] = {}
+# NumPy 2 computes dtype.name in Python (microseconds); the hot paths read it from here.
+_DTYPE_NAMES: dict[Any, str] = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 
 Matrix = np.ndarray | DeviceMatrix
 
@@ -86,24 +90,49 @@ def check_castable(dtype: np.dtype, name: str) -> None:
         raise TypeError(f"{name} has dtype {dtype}, which cannot be cast to a real float type")
 
 
-def device_matrix(obj: Any, name: str) -> DeviceMatrix:
-    """A DeviceMatrix view of an object exposing __cuda_array_interface__ (v2 or later)."""
-    cai = obj.__cuda_array_interface__
-    shape = tuple(int(s) for s in cai["shape"])
-    dtype = np.dtype(cai["typestr"])
+def dtype_of(typestr: str) -> np.dtype:
+    """np.dtype(typestr), looked up once per typestr."""
+    dtype = _TYPESTR_DTYPES.get(typestr)
+    if dtype is None:
+        dtype = _TYPESTR_DTYPES[typestr] = np.dtype(typestr)
+    return dtype
+
+
+def dtype_name(dtype: Any) -> str:
+    """np.dtype(dtype).name, without computing it for the GEMM dtypes."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except (KeyError, TypeError):  # another dtype, a type or a string (TypeError: unhashable)
+        return np.dtype(dtype).name
+
+
+def device_matrix(obj: Any, name: str, cai: dict[str, Any] | None = None) -> DeviceMatrix:
+    """A DeviceMatrix view of an object exposing __cuda_array_interface__ (v2 or later).
+
+    `cai` is the interface when the caller has read it already (CuPy builds a new dict on
+    every read)."""
+    if cai is None:
+        cai = obj.__cuda_array_interface__
+    shape = cai["shape"]
+    dtype = dtype_of(cai["typestr"])
     check_castable(dtype, name)
     if len(shape) != 2:
         raise ValueError(f"{name} must be 2-D, got {len(shape)}-D")
-    byte_strides = cai.get("strides") or (dtype.itemsize * shape[1], dtype.itemsize)
-    if any(s % dtype.itemsize for s in byte_strides):
-        raise ValueError(f"{name} has strides that are not a multiple of its item size")
-    strides = tuple(s // dtype.itemsize for s in byte_strides)
-    ptr = int(cai["data"][0])
+    rows, cols = int(shape[0]), int(shape[1])
+    itemsize = dtype.itemsize
+    byte_strides = cai.get("strides")
+    if not byte_strides:  # None: C-contiguous
+        strides = (cols, 1)
+    else:
+        if byte_strides[0] % itemsize or byte_strides[1] % itemsize:
+            raise ValueError(f"{name} has strides that are not a multiple of its item size")
+        strides = (int(byte_strides[0]) // itemsize, int(byte_strides[1]) // itemsize)
+    ptr, readonly = cai["data"]
     try:
         producer = cai_stream(cai)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
-    return DeviceMatrix(ptr, (shape[0], shape[1]), (strides[0], strides[1]), dtype, obj, producer)
+    return DeviceMatrix(int(ptr), (rows, cols), strides, dtype, obj, producer, bool(readonly))
 
 
 def host_matrix(obj: Any, name: str, dtype: np.dtype | None) -> np.ndarray:
@@ -122,8 +151,11 @@ def host_matrix(obj: Any, name: str, dtype: np.dtype | None) -> np.ndarray:
 
 def as_matrix(obj: Any, name: str) -> Matrix:
     """A 2-D operand in its own dtype: a DeviceMatrix for device arrays, else an ndarray."""
-    if is_device_array(obj) and not isinstance(obj, np.ndarray):
-        return device_matrix(obj, name)
+    if not isinstance(obj, np.ndarray):
+        # Read once: the interface is a property that builds a new dict (CuPy, PyTorch).
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is not None:
+            return device_matrix(obj, name, cai)
     return host_matrix(obj, name, None)
 
 
@@ -196,7 +228,7 @@ def normalise(
 def _writeable(mat: Matrix) -> bool:
     if isinstance(mat, np.ndarray):
         return bool(mat.flags.writeable)
-    return not mat.owner.__cuda_array_interface__["data"][1]
+    return not mat.readonly
 
 
 def _new_out(

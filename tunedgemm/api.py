@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backend, numpy_backend, streams
+from . import backend, gpu_backend, numpy_backend, streams
 from ._args import GemmProblem, normalise
 from ._layout import DeviceMatrix
 
@@ -17,8 +17,6 @@ def run(problem: GemmProblem, stream: Any = None) -> Any:
     """Compute a normalised problem on the backend chosen for it and return its result."""
     on_device = problem.on_device or _has_device_operand(problem)
     if backend.for_call(on_device, problem.shape, problem.dtype) == "gpu":
-        from . import gpu_backend
-
         gpu_backend.gemm_into(problem, stream=stream)
     else:
         numpy_backend.gemm_into(problem)

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda, launch, selection, streams, table
-from ._args import GemmProblem, Matrix
+from . import cuda, launch, reference, selection, streams, table
+from ._args import GemmProblem, Matrix, dtype_name
 from ._layout import BlasForm, DeviceMatrix, blas_form
 from .params import KernelConfig
 
@@ -62,18 +62,30 @@ def gemm_into(problem: GemmProblem, config: KernelConfig | None = None, stream: 
 
         pipeline.gemm(problem, config)
         return
+    producers = _producer_streams(problem)
+    if stream is None and not producers:
+        # The legacy default stream, after nothing: no bridging to set up or hand back.
+        _gemm_on_device(problem, config, None)
+        return
     call = streams.for_call(stream)
-    call.after(x.stream for x in (*operands, problem.c_init) if isinstance(x, DeviceMatrix))
+    call.after(producers)
     try:
         _gemm_on_device(problem, config, call.pycuda)
     finally:
         call.finish()
 
 
+def _producer_streams(problem: GemmProblem) -> set[int]:
+    """The streams the device operands' producers named (none: all on the default stream)."""
+    named = set()
+    for x in (problem.a, problem.b, problem.out, problem.c_init):
+        if isinstance(x, DeviceMatrix) and x.stream is not None:
+            named.add(x.stream)
+    return named
+
+
 def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: Any) -> None:
     """The direct path: operands to the device as they are, one launch, result back."""
-    import pycuda.driver as drv
-
     dtype = problem.dtype
     keep: list[Any] = []
     a = on_device(problem.a, dtype, keep, stream)
@@ -94,12 +106,16 @@ def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: A
     if target is not c:
         launch.copy(target, c, stream)
     if host_out is not None:
+        import pycuda.driver as drv
+
         staged = np.empty(c.shape, dtype, order="F" if c.strides[0] == 1 else "C")
         if stream is not None:
             stream.synchronize()
         drv.memcpy_dtoh(staged.ravel(order="K"), c.ptr)
         np.copyto(host_out, staged)
     elif keep:
+        import pycuda.driver as drv
+
         # Scratch buffers go back to the pool on return: let the kernels finish first.
         if stream is None:
             drv.Context.synchronize()
@@ -126,14 +142,12 @@ def run(
         config = selection.choose(dtype, form.m, form.n, form.k, form.trans_a, form.trans_b).config
         _log_shape(form, dtype)
     if config == table.CUBLAS:
-        from . import reference
-
         ok, why = reference.status()
         if ok:
             reference.gemm(form, dtype, alpha, beta, stream)
             return config
         table.warn_once(f"the table chose cuBLAS, which is unavailable ({why}); own kernel used")
-        config = selection.default_config(dtype.name)
+        config = selection.default_config(dtype_name(dtype))
     assert isinstance(config, KernelConfig)
     launch.gemm(form, dtype, alpha, beta, config, stream)
     return config
@@ -145,7 +159,7 @@ LOG_SHAPES_ENV = "TUNEDGEMM_LOG_SHAPES"  # append each call's shape to this file
 def _log_shape(form: BlasForm, dtype: np.dtype) -> None:
     path = os.environ.get(LOG_SHAPES_ENV)
     if path:
-        record = {"dtype": dtype.name, "m": form.m, "n": form.n, "k": form.k,
+        record = {"dtype": dtype_name(dtype), "m": form.m, "n": form.n, "k": form.k,
                   "trans_a": form.trans_a, "trans_b": form.trans_b}  # fmt: skip
         with open(path, "a") as f:
             f.write(json.dumps(record) + "\n")

@@ -3,29 +3,66 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import compiler
+from . import compiler, cuda
+from ._args import dtype_name
 from ._layout import BlasForm, DeviceMatrix
 from .families import family_of
 from .params import KernelConfig
 
-_SCALAR_CODE = {np.dtype(np.float32): "f", np.dtype(np.float64): "d"}
-_DTYPE_CODE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
+_SCALAR_CODE = {"float32": "f", "float64": "d"}
+_DTYPE_CODE = {"float32": 0, "float64": 1}
 
 
 def gemm_defines(config: KernelConfig, dtype: np.dtype, form: BlasForm) -> dict[str, int]:
     """Every define of one compiled variant: the config's tunables plus call-time facts."""
-    family = family_of(config)
+    return _defines(config, dtype_name(dtype), form.trans_a, form.trans_b, form.aligned())
+
+
+def _defines(
+    config: KernelConfig, dtype: str, trans_a: bool, trans_b: bool, aligned: bool
+) -> dict[str, int]:
+    """gemm_defines from the call-time facts themselves."""
     return {
-        **family.defines(config, np.dtype(dtype).name),
-        "DTYPE": _DTYPE_CODE[np.dtype(dtype)],
-        "TRANS_A": int(form.trans_a),
-        "TRANS_B": int(form.trans_b),
-        "ALIGNED": int(form.aligned()),
+        **family_of(config).defines(config, dtype),
+        "DTYPE": _DTYPE_CODE[dtype],
+        "TRANS_A": int(trans_a),
+        "TRANS_B": int(trans_b),
+        "ALIGNED": int(aligned),
     }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What launching one compiled variant needs, apart from m and n."""
+
+    source: str
+    defines: tuple[tuple[str, int], ...]  # sorted, as the compile memo keys them
+    scalar: str  # PyCUDA's prepare code for alpha and beta
+    block: tuple[int, int, int]
+    tile: tuple[int, int]  # rows and columns of C per block
+    split_k: int
+    smem_bytes: int
+
+    def grid(self, m: int, n: int) -> tuple[int, int, int]:
+        """The grid of an m x n call, as KernelFamily.geometry computes it."""
+        return (-(-m // self.tile[0]), -(-n // self.tile[1]), self.split_k)
+
+
+@functools.lru_cache(maxsize=1024)
+def plan(config: KernelConfig, dtype: str, trans_a: bool, trans_b: bool, aligned: bool) -> Plan:
+    """The launch plan of one variant, built once: families compute their geometry and
+    defines in Python, through dicts and dataclasses, which costs microseconds a call."""
+    family = family_of(config)
+    geometry = family.geometry(config, dtype, 1, 1)  # all but the grid is independent of m, n
+    defines = _defines(config, dtype, trans_a, trans_b, aligned)
+    return Plan(family.source, tuple(sorted(defines.items())), _SCALAR_CODE[dtype],
+                geometry.block, family.block_tile(config.as_dict()), geometry.split_k,
+                geometry.smem_bytes)  # fmt: skip
 
 
 @functools.cache
@@ -44,6 +81,18 @@ def _prepared(
     return gemm, scale
 
 
+@functools.lru_cache(maxsize=1024)
+def _variant(
+    config: KernelConfig, dtype: np.dtype, trans_a: bool, trans_b: bool, aligned: bool,
+    ctx_id: int,
+) -> tuple[Plan, Any, Any]:  # fmt: skip
+    """(plan, prepared gemm, prepared scale_c) of one variant in one context, so that a
+    launch costs one cache lookup."""
+    p = plan(config, dtype_name(dtype), trans_a, trans_b, aligned)
+    gemm, scale = _prepared(p.source, p.defines, p.scalar, p.smem_bytes, ctx_id)
+    return p, gemm, scale
+
+
 def gemm(
     form: BlasForm,
     dtype: np.dtype,
@@ -53,23 +102,14 @@ def gemm(
     stream: Any = None,
 ) -> None:
     """C = alpha op(A) op(B) + beta C for one column-major call, with one kernel config."""
-    from . import cuda
-
     if form.m == 0 or form.n == 0:
         return
     dtype = np.dtype(dtype)
-    family = family_of(config)
-    geometry = family.geometry(config, dtype.name, form.m, form.n)
-    defines = gemm_defines(config, dtype, form)
-    kernel, scale = _prepared(
-        family.source,
-        tuple(sorted(defines.items())),
-        _SCALAR_CODE[dtype],
-        geometry.smem_bytes,
-        id(cuda.context()),
+    p, kernel, scale = _variant(
+        config, dtype, form.trans_a, form.trans_b, form.aligned(), id(cuda.context())
     )
     real = dtype.type
-    if geometry.split_k > 1:
+    if p.split_k > 1:
         scale.prepared_async_call(
             ((form.m + 255) // 256, min(form.n, 65535), 1),
             (256, 1, 1),
@@ -81,8 +121,8 @@ def gemm(
             form.ldc,
         )
     kernel.prepared_async_call(
-        geometry.grid,
-        geometry.block,
+        p.grid(form.m, form.n),
+        p.block,
         stream,
         form.m,
         form.n,
@@ -95,7 +135,7 @@ def gemm(
         real(beta),
         form.c,
         form.ldc,
-        shared_size=geometry.smem_bytes,
+        shared_size=p.smem_bytes,
     )
 
 
@@ -122,8 +162,8 @@ def copy(src: DeviceMatrix, dst: DeviceMatrix, stream: Any = None) -> None:
         return
     try:
         defines = {
-            "SRC_T": _C_TYPES[np.dtype(src.dtype).name],
-            "DST_T": _C_TYPES[np.dtype(dst.dtype).name],
+            "SRC_T": _C_TYPES[dtype_name(src.dtype)],
+            "DST_T": _C_TYPES[dtype_name(dst.dtype)],
         }
     except KeyError as exc:
         raise TypeError(f"no device conversion from {src.dtype} to {dst.dtype}") from exc

@@ -6,10 +6,15 @@ a stand-in `pkg_resources` that provides the two calls scikit-cuda makes (in its
 `__init__` and in `version`), whatever setuptools is installed, and with its warnings
 silenced. Any failure is caught and reported by `status()`: the cuBLAS check is optional
 and never affects `sgemm` itself.
+
+GEMM calls go straight to the ctypes functions scikit-cuda has loaded and typed
+(`_libcublas.cublasSgemm_v2`), which saves its per-call Python wrapper; where they are
+missing, the wrapper is used.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib
 import sys
@@ -88,31 +93,103 @@ def set_stream(stream: Any) -> None:
         _stream_in_use[0] = stream
 
 
+class CublasError(RuntimeError):
+    """A cuBLAS call returned a status other than CUBLAS_STATUS_SUCCESS."""
+
+
+# cublasStatus_t values (cublas_api.h), for error messages.
+_STATUS_NAMES = {
+    1: "CUBLAS_STATUS_NOT_INITIALIZED",
+    3: "CUBLAS_STATUS_ALLOC_FAILED",
+    7: "CUBLAS_STATUS_INVALID_VALUE",
+    8: "CUBLAS_STATUS_ARCH_MISMATCH",
+    11: "CUBLAS_STATUS_MAPPING_ERROR",
+    13: "CUBLAS_STATUS_EXECUTION_FAILED",
+    14: "CUBLAS_STATUS_INTERNAL_ERROR",
+    15: "CUBLAS_STATUS_NOT_SUPPORTED",
+    16: "CUBLAS_STATUS_LICENSE_ERROR",
+}
+_OP_N, _OP_T = 0, 1  # cublasOperation_t
+
+
+def check_status(status: int, routine: str) -> None:
+    """Raise CublasError, naming the routine and the status, unless status is 0 (success)."""
+    if status != 0:
+        name = _STATUS_NAMES.get(status, "unknown status")
+        raise CublasError(f"tunedgemm: {routine} failed with {name} ({status})")
+
+
+class _DirectGemm:
+    """cublas<t>gemm_v2 called through scikit-cuda's loaded ctypes binding, skipping its
+    Python wrapper and its per-call conversions: the scalar buffers and their references are made
+    once, and set under _handle_lock before each call. That sharing is safe because cuBLAS
+    reads host scalars (the default pointer mode) before the call returns."""
+
+    def __init__(self, function: Any, scalar: Any, name: str) -> None:
+        self.function = function
+        self.name = name
+        self.alpha, self.beta = scalar(), scalar()
+        self.alpha_ref, self.beta_ref = ctypes.byref(self.alpha), ctypes.byref(self.beta)
+
+    def __call__(self, handle: int, form: BlasForm, alpha: float, beta: float) -> None:
+        """One call; the caller holds _handle_lock."""
+        self.alpha.value = alpha
+        self.beta.value = beta
+        status = self.function(
+            handle,
+            _OP_T if form.trans_a else _OP_N,
+            _OP_T if form.trans_b else _OP_N,
+            form.m,
+            form.n,
+            form.k,
+            self.alpha_ref,
+            form.a,
+            max(1, form.lda),
+            form.b,
+            max(1, form.ldb),
+            self.beta_ref,
+            form.c,
+            max(1, form.ldc),
+        )
+        check_status(status, self.name)
+
+
+class _WrappedGemm:
+    """cublasSgemm / cublasDgemm through scikit-cuda's Python wrapper (which checks the status)."""
+
+    def __init__(self, routine: Any) -> None:
+        self.routine = routine
+
+    def __call__(self, handle: int, form: BlasForm, alpha: float, beta: float) -> None:
+        self.routine(handle, "t" if form.trans_a else "n", "t" if form.trans_b else "n",
+                     form.m, form.n, form.k, alpha, form.a, max(1, form.lda), form.b,
+                     max(1, form.ldb), beta, form.c, max(1, form.ldc))  # fmt: skip
+
+
+# The argument types scikit-cuda 0.5.3 declares for cublas<t>gemm_v2 (handle, transa, transb,
+# m, n, k, alpha, A, lda, B, ldb, beta, C, ldc). The direct call relies on them (undeclared,
+# ctypes would pass pointers as C ints), so it is used only when they are exactly these.
+_P, _I = ctypes.c_void_p, ctypes.c_int
+_GEMM_ARGTYPES = (_P, _I, _I, _I, _I, _I, _P, _P, _I, _P, _I, _P, _P, _I)
+
+
+@functools.lru_cache(maxsize=4)
+def _gemm_call(dtype: np.dtype) -> _DirectGemm | _WrappedGemm:
+    """How to call cuBLAS GEMM in this dtype: directly when scikit-cuda exposes its binding."""
+    cublas = _cublas()
+    single = np.dtype(dtype) == np.float32
+    name = "cublasSgemm_v2" if single else "cublasDgemm_v2"
+    function = getattr(getattr(cublas, "_libcublas", None), name, None)
+    if function is None or tuple(getattr(function, "argtypes", None) or ()) != _GEMM_ARGTYPES:
+        return _WrappedGemm(cublas.cublasSgemm if single else cublas.cublasDgemm)
+    return _DirectGemm(function, ctypes.c_float if single else ctypes.c_double, name)
+
+
 def gemm(form: BlasForm, dtype: np.dtype, alpha: float, beta: float, stream: Any = None) -> None:
     """cublasSgemm / cublasDgemm on the same device operands as tunedgemm's own kernel."""
-    cublas = _cublas()
-    routine = cublas.cublasSgemm if np.dtype(dtype) == np.float32 else cublas.cublasDgemm
+    call = _gemm_call(dtype)
     if form.m == 0 or form.n == 0:
         return
     with _handle_lock:
-        _launch(routine, form, alpha, beta, stream)
-
-
-def _launch(routine: Any, form: BlasForm, alpha: float, beta: float, stream: Any) -> None:
-    set_stream(stream)
-    routine(
-        _handle(),
-        "t" if form.trans_a else "n",
-        "t" if form.trans_b else "n",
-        form.m,
-        form.n,
-        form.k,
-        alpha,
-        form.a,
-        max(1, form.lda),
-        form.b,
-        max(1, form.ldb),
-        beta,
-        form.c,
-        max(1, form.ldc),
-    )
+        set_stream(stream)
+        call(_handle(), form, alpha, beta)

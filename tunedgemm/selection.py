@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import model, table
+from ._args import dtype_name
 from .families import FAMILIES
 from .params import KernelConfig
 
@@ -49,7 +50,12 @@ def default_config(dtype: str) -> KernelConfig:
 
 
 def cublas_allowed() -> bool:
-    return os.environ.get(CUBLAS_ENV, "1").strip() not in ("0", "no", "false", "off")
+    return _allows_cublas(os.environ.get(CUBLAS_ENV, "1"))
+
+
+def _allows_cublas(value: str) -> bool:
+    """Whether a TUNEDGEMM_CUBLAS value lets cuBLAS compete."""
+    return value.strip() not in ("0", "no", "false", "off")
 
 
 def choose(
@@ -57,10 +63,14 @@ def choose(
     trans_b: bool = False, gpu: str | None = None, cc: str | None = None, warn: bool = True,
 ) -> Choice:  # fmt: skip
     """What runs for a column-major call of this shape on this GPU (default: the current one)."""
-    name = np.dtype(dtype).name
+    name = dtype_name(dtype)
     if gpu is None or cc is None:
         gpu, cc = _current_gpu()
-    state = (os.environ.get(FAMILY_ENV, ""), cublas_allowed(), str(table.table_path()))
+    # Each variable is read once per call. The table's variable enters the key as it is (not
+    # as the path it names, which costs microseconds to build): _choose reads the table itself.
+    environ = os.environ
+    state = (environ.get(FAMILY_ENV, ""), _allows_cublas(environ.get(CUBLAS_ENV, "1")),
+             environ.get(table.TABLE_ENV, ""))  # fmt: skip
     return _choose(name, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, state, warn)
 
 
