@@ -23,6 +23,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def table_configs() -> list[tuple[str, object]]:
+    """(dtype, config) for every own config the shipped table can choose: each entry's best
+    and its runners-up, which the wave model may pick at shapes between entries."""
+    from tunedgemm import table
+
+    current = table.load(table.shipped_path())
+    found = set()
+    for device in current.devices:
+        for key, entries in device.entries.items():
+            found |= {(key.split("/")[0], config) for e in entries for config, _ in e.top}
+    return sorted(found, key=str)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _precompiled(request: pytest.FixtureRequest) -> None:
+    """With a GPU: compile every variant (transposes x alignment) of every config the shipped
+    table and the family defaults offer, in parallel, before the GPU tests run. Otherwise the
+    tests compile about a thousand kernels one at a time, as they first meet them."""
+    if not any("gpu" in item.keywords for item in request.session.items) or not gpu_available():
+        return
+    import itertools
+    import os
+
+    from tunedgemm.families import FAMILIES
+    from tunedgemm.tuning.runner import precompile
+
+    by_dtype: dict[str, list] = {}
+    for dtype, config in table_configs():
+        by_dtype.setdefault(dtype, []).append(config)
+    for family in FAMILIES.values():
+        for dtype in family.dtypes:
+            by_dtype.setdefault(dtype, []).append(family.default_config(dtype))
+    for dtype, configs in by_dtype.items():
+        for ta, tb, aligned in itertools.product((False, True), repeat=3):
+            precompile(sorted(set(configs)), dtype, ta, tb, aligned, jobs=os.cpu_count() or 4)
+
+
 @pytest.fixture(params=["numpy", pytest.param("gpu", marks=pytest.mark.gpu)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs a test once per backend, forcing it through TUNEDGEMM_BACKEND. On the GPU, cuBLAS

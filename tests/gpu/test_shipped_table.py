@@ -1,5 +1,6 @@
-"""Every kernel config the shipped table can choose is correct on odd shapes, every transpose
-pair, aligned and unaligned, with the output poisoned with NaN beforehand."""
+"""Every kernel config the shipped table can choose (each entry's best and its runners-up) is
+correct on odd shapes, every transpose pair, aligned and unaligned, with the output poisoned
+with NaN beforehand. (tests/conftest.py compiles them all in parallel first.)"""
 
 from __future__ import annotations
 
@@ -7,38 +8,14 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import assert_gemm
+from conftest import assert_gemm, table_configs
 
 pytestmark = pytest.mark.gpu
 
 SHAPES = [(33, 65, 17), (130, 67, 91), (257, 129, 300)]  # odd: edge tiles, unaligned lds
 
 
-def shipped_configs():
-    from tunedgemm import table
-
-    current = table.load(table.shipped_path())
-    found = set()
-    for device in current.devices:
-        for key, entries in device.entries.items():
-            found |= {(key.split("/")[0], e.own) for e in entries}
-    return sorted(found, key=str)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def precompiled():
-    """Compile every variant in parallel first (the test itself then hits the disk cache)."""
-    from tunedgemm.tuning.runner import precompile
-
-    by_dtype: dict[str, list] = {}
-    for dtype, config in shipped_configs():
-        by_dtype.setdefault(dtype, []).append(config)
-    for dtype, configs in by_dtype.items():
-        for ta, tb, aligned in itertools.product((False, True), repeat=3):
-            precompile(configs, dtype, ta, tb, aligned)
-
-
-@pytest.mark.parametrize("dtype,config", shipped_configs(), ids=str)
+@pytest.mark.parametrize("dtype,config", table_configs(), ids=str)
 def test_shipped_config(dtype, config):
     from tunedgemm import gpu_backend, gpu_problem
 
