@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 SCHEMA_VERSION = 1
-# Measured on the project's H100 machine (16 CPU cores), see docs/host.md; a machine with a
-# slower CPU gains from the GPU earlier, one with a faster CPU later.
-DEFAULT_SIZE = {"float32": 384, "float64": 256}
+# Measured on the project's H100 machine (16 CPU cores) on 2026-11-22, shipped beside the table
+# as tables/tuned.crossover.json; a slower CPU gains from the GPU earlier, a faster one later.
+DEFAULT_SIZE = {"float32": 1024, "float64": 768}
 SWEEP = (32, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 

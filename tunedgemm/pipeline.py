@@ -40,6 +40,9 @@ QUANTUM = 256  # tile edges are multiples of this: whole kernel block tiles insi
 MIN_EDGE = 256  # the smallest tile edge out of core; below it the problem cannot run
 BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
 DEVICE_MEMORY_ENV = "TUNEDGEMM_DEVICE_MEMORY"  # bytes (suffix K, M or G) a call may use
+# One host call at a time per process: each already uses every copy thread and the whole GPU,
+# and eight at once hung the GPU machine's test run (2026-11-22, not yet understood).
+_host_calls = threading.Lock()
 UNQUERIED_BYTES = 256 << 20  # operands this small skip the free-memory query (unless capped)
 _ALIGN_BYTES = 16
 # A list to append (what, start, end) perf_counter spans of host work to; None: no tracing.
@@ -136,9 +139,9 @@ def plan(m: int, n: int, k: int, itemsize: int, budget: int) -> Plan:
         edges = {"tm": tm, "tn": tn, "tk": tk}
         # Smaller C tiles first, down to half a panel: cutting k (out of core) uploads every
         # panel once per tile instead of once.
-        shrinkable = [e for e in ("tm", "tn") if edges[e] > PANEL // 2] or [
+        shrinkable = [e for e in ("tm", "tn") if edges[e] > max(PANEL // 2, MIN_EDGE)] or [
             e for e in edges if edges[e] > MIN_EDGE
-        ]
+        ]  # every edge named is above MIN_EDGE, so halving it makes progress
         if not shrinkable:
             need = device_bytes(m, n, k, tm, tn, tk, False, itemsize)
             raise MemoryError(
@@ -501,12 +504,13 @@ def gemm(problem: GemmProblem, config: KernelConfig | str | None = None,
         if chosen.out_of_core and not os.environ.get(DEVICE_MEMORY_ENV):
             # Memory the pool holds for reuse counts as free once handed back.
             chosen = plan(m, n, k, itemsize, device_budget(release_pool=True))
-    if chosen.tiles == 1 and not chosen.out_of_core:
-        _single_tile(problem, config)
-        return chosen
-    run = _Run(problem, chosen, config)
-    try:
-        run.execute()
-    finally:
-        run.close()
+    with _host_calls:
+        if chosen.tiles == 1 and not chosen.out_of_core:
+            _single_tile(problem, config)
+            return chosen
+        run = _Run(problem, chosen, config)
+        try:
+            run.execute()
+        finally:
+            run.close()
     return chosen

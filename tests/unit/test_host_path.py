@@ -51,6 +51,20 @@ def test_small_budget_goes_out_of_core():
     assert plan.device_bytes > budget // 8
 
 
+@pytest.mark.parametrize("panel", [256, 512, 2048])
+@pytest.mark.parametrize("budget", [3 << 20, 6 << 20, 40 << 20])
+def test_shrinking_always_ends(monkeypatch, panel, budget):
+    # The settings of the GPU tests' small-tile fixture once made the shrinking loop spin.
+    monkeypatch.setattr(pipeline, "SINGLE_TILE_BYTES", 0)
+    monkeypatch.setattr(pipeline, "PANEL", panel)
+    try:
+        plan = pipeline.plan(900, 800, 1500, 8, budget)
+    except MemoryError:
+        assert budget < pipeline.device_bytes(900, 800, 1500, 256, 256, 256, False, 8)
+    else:
+        assert plan.device_bytes <= budget
+
+
 def test_budget_below_the_smallest_tile_is_a_clear_error():
     with pytest.raises(MemoryError, match=r"needs .* MiB .* smallest tiles"):
         pipeline.plan(4096, 4096, 4096, 8, 1 << 20)
