@@ -10,7 +10,8 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 cd /tmp && python3 -m tunedgemm info > "$OUT/info.txt" 2>&1; cd - >/dev/null
 threads=tests/gpu/test_host_pipeline.py::test_concurrent_calls_from_threads
-timeout 90 python3 -m pytest -q -p no:cacheprovider "$threads" > "$OUT/gpu-threads.txt" 2>&1
+TUNEDGEMM_TEST_THREADS=1 timeout 90 python3 -m pytest -q -p no:cacheprovider "$threads" \
+    > "$OUT/gpu-threads.txt" 2>&1
 echo "threads test: exit $? ($(tail -1 "$OUT/gpu-threads.txt"))"
 timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=30 --deselect "$threads" \
     tests > "$OUT/gpu-tests.txt" 2>&1
