@@ -1,7 +1,8 @@
 """Plots for docs/ from the recorded benchmark results (no GPU needed).
 
 Usage: python benchmarks/plot_results.py [--results docs/results] [--out docs/img]
-Reads bench_kernels.json and bench_tuning.json; writes kernels.png, tuning.png, heatmap.png.
+Reads bench_kernels.json, bench_tuning.json and bench_host.json; writes kernels.png,
+tuning.png, heatmap.png and host.png.
 """
 
 from __future__ import annotations
@@ -83,6 +84,37 @@ def plot_heatmap(data: dict, out: Path) -> None:
     fig.savefig(out / "heatmap.png", dpi=110)
 
 
+def plot_host(data: dict, out: Path) -> None:
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for ax, dtype in zip(axes[:2], ("float32", "float64"), strict=True):
+        rows = [r for r in data["host_to_host"] if r["dtype"] == dtype]
+        x = np.arange(len(rows))
+        series = (("tunedgemm_ms", "tunedgemm"), ("cupy_ms", "CuPy plain path"),
+                  ("numpy_ms", "NumPy (16 cores)"),
+                  ("floor_ms", "max(pinned transfer, kernel)"))  # fmt: skip
+        for i, (key, label) in enumerate(series):
+            ax.bar(x + (i - 1.5) * 0.2, [r[key] for r in rows], 0.2, label=label)
+        ax.set_yscale("log")
+        ax.set_xticks(x, [f"{r['n']}^2" for r in rows])
+        ax.set_ylabel("ms, NumPy arrays in and out (log)")
+        ax.set_title(f"{dtype}: host to host")
+        ax.legend(fontsize=7)
+    ax = axes[2]
+    for dtype in ("float32", "float64"):
+        rows = [r for r in data["small"] if r["dtype"] == dtype]
+        ax.plot([r["n"] for r in rows], [r["ratio"] for r in rows], "o-", ms=3, label=dtype)
+    ax.axhline(1.1, color="grey", ls="--", lw=0.8, label="1.1 (floor)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (square)")
+    ax.set_ylabel("tunedgemm time / NumPy time")
+    ax.set_title("small host calls (run on NumPy below the crossover)")
+    ax.legend(fontsize=7)
+    fig.suptitle(f"{data['device']}, {data['date']}: {data['command']}", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "host.png", dpi=110)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--results", default="docs/results")
@@ -94,6 +126,7 @@ def main() -> None:
     tuning = json.loads((results / "bench_tuning.json").read_text())
     plot_tuning(tuning, out)
     plot_heatmap(tuning, out)
+    plot_host(json.loads((results / "bench_host.json").read_text()), out)
 
 
 if __name__ == "__main__":
