@@ -28,18 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from tunedgemm.timing import wall_median_ms
+
 SMALL = (1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 320, 384, 448, 512)
-
-
-def wall_ms(work: Callable[[], Any], reps: int, warmup: int = 1) -> float:
-    for _ in range(warmup):
-        work()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        work()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def per_call_us(work: Callable[[], Any], sync: Callable[[], Any], target_s: float = 0.02,
@@ -115,10 +106,10 @@ def host_to_host(sizes: list[int], bandwidth: tuple[float, float]) -> list[dict[
             rows_checked = rng.choice(size, 32, replace=False)
             error = float(np.abs(check[rows_checked] - a[rows_checked].astype(np.float64) @ b)
                           .max())  # fmt: skip
-            ours = wall_ms(lambda: routine(1.0, a, b), reps)  # noqa: B023
-            numpy_ms = wall_ms(lambda: a @ b, reps)  # noqa: B023
+            ours = wall_median_ms(lambda: routine(1.0, a, b), reps=reps)  # noqa: B023
+            numpy_ms = wall_median_ms(lambda: a @ b, reps=reps)  # noqa: B023
             plain = lambda: cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b))  # noqa: B023, E731
-            cupy_ms = wall_ms(plain, reps)
+            cupy_ms = wall_median_ms(plain, reps=reps)
             kernel, cublas = kernel_ms(size, dtype)
             nbytes = a.nbytes
             transfer = 2 * nbytes / bandwidth[0] / 1e6 + nbytes / bandwidth[1] / 1e6
