@@ -39,8 +39,8 @@ def table_configs() -> list[tuple[str, object]]:
 @pytest.fixture(scope="session", autouse=True)
 def _precompiled(request: pytest.FixtureRequest) -> None:
     """With a GPU: compile every variant (transposes x alignment) of every config the shipped
-    table and the family defaults offer, in parallel, before the GPU tests run. Otherwise the
-    tests compile about a thousand kernels one at a time, as they first meet them."""
+    table and the family defaults offer, in parallel, before the GPU tests run; otherwise
+    each test compiles the kernels it first meets, one nvcc run at a time."""
     if not any("gpu" in item.keywords for item in request.session.items) or not gpu_available():
         return
     import itertools
