@@ -14,9 +14,9 @@ GPU path, host to host, on squares) and writes it beside the tuning table in use
 from __future__ import annotations
 
 import datetime
-import functools
 import json
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .table import TABLE_ENV
 
 SCHEMA_VERSION = 1
 # Measured on the project's H100 machine (16 CPU cores) on 2026-11-22, shipped beside the table
@@ -42,27 +44,36 @@ def current_path() -> Path:
     return path_for(table.table_path())
 
 
-@functools.lru_cache(maxsize=8)
-def _load(path: str, mtime: float) -> dict[str, Any] | None:
+def _load(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(path.read_text())
         if data.get("schema_version") != SCHEMA_VERSION:
             return None
         return {"gpu": str(data["gpu"]), **{d: int(data["size"][d]) for d in data["size"]}}
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # unreadable or malformed: the defaults apply
+        return None  # missing, unreadable or malformed: the defaults apply
+
+
+# (TUNEDGEMM_TABLE's value, GPU name) -> sizes and their source. Every small host call asks,
+# and resolving the path and reading the file cost about 20 us: the file is read once per
+# process for each table path.
+_sizes_cache: dict[tuple[str, str], tuple[dict[str, int], str]] = {}
 
 
 def sizes(gpu: str) -> tuple[dict[str, int], str]:
     """Crossover size per dtype for this GPU, and where it came from."""
-    path = current_path()
-    try:
-        loaded = _load(str(path), path.stat().st_mtime)
-    except OSError:
-        loaded = None
-    if loaded is not None and loaded["gpu"] == gpu:
-        return {d: loaded.get(d, DEFAULT_SIZE[d]) for d in DEFAULT_SIZE}, f"measured ({path})"
-    return dict(DEFAULT_SIZE), "built-in default"
+    key = (os.environ.get(TABLE_ENV, ""), gpu)
+    found = _sizes_cache.get(key)
+    if found is None:
+        path = current_path()
+        loaded = _load(path)
+        if loaded is not None and loaded["gpu"] == gpu:
+            values = {d: loaded.get(d, DEFAULT_SIZE[d]) for d in DEFAULT_SIZE}
+            found = (values, f"measured ({path})")
+        else:
+            found = (dict(DEFAULT_SIZE), "built-in default")
+        _sizes_cache[key] = found
+    return found
 
 
 def prefer_numpy(dtype: str, m: int, n: int, k: int, size: int) -> bool:
@@ -77,7 +88,7 @@ def for_call(dtype: np.dtype, m: int, n: int, k: int) -> bool:
     from . import cuda
 
     name = np.dtype(dtype).name
-    found, _ = sizes(cuda.device().name())
+    found, _ = sizes(cuda.device_name())
     return prefer_numpy(name, m, n, k, found.get(name, DEFAULT_SIZE.get(name, 0)))
 
 

@@ -36,6 +36,12 @@ def device() -> Any:
     return pycuda.autoprimaryctx.device
 
 
+@functools.lru_cache(maxsize=1)
+def device_name() -> str:
+    """The GPU's name, asked of the driver once (one device per process)."""
+    return str(device().name())
+
+
 def context() -> Any:
     """The device's primary context (shared with CuPy and PyTorch), current in this thread."""
     import pycuda.autoprimaryctx

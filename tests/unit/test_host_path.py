@@ -136,13 +136,21 @@ def test_crossover_file_is_used_for_its_gpu_only(tmp_path, monkeypatch):
     assert crossover.sizes("GPU Y") == (crossover.DEFAULT_SIZE, "built-in default")
 
 
-def test_malformed_crossover_file_falls_back_to_defaults(tmp_path, monkeypatch):
+@pytest.mark.parametrize("text", [json.dumps({"schema_version": 1, "gpu": "GPU X"}), "{not"])
+def test_malformed_crossover_file_falls_back_to_defaults(tmp_path, monkeypatch, text):
     table = tmp_path / "mine.json"
     monkeypatch.setenv("TUNEDGEMM_TABLE", str(table))
-    crossover.path_for(table).write_text(json.dumps({"schema_version": 1, "gpu": "GPU X"}))
-    assert crossover.sizes("GPU X")[1] == "built-in default"
-    crossover.path_for(table).write_text("{not json")
-    assert crossover.sizes("GPU X")[1] == "built-in default"
+    crossover.path_for(table).write_text(text)
+    assert crossover.sizes("GPU X") == (crossover.DEFAULT_SIZE, "built-in default")
+
+
+def test_crossover_file_is_read_once_per_table(tmp_path, monkeypatch):
+    table = tmp_path / "once.json"
+    monkeypatch.setenv("TUNEDGEMM_TABLE", str(table))
+    crossover.write(crossover.path_for(table), {"gpu": "G", "size": {"float32": 7}}, "test")
+    assert crossover.sizes("G")[0]["float32"] == 7
+    crossover.path_for(table).unlink()  # a second call must not need the file again
+    assert crossover.sizes("G")[0]["float32"] == 7
 
 
 def test_stream_handles():
