@@ -86,8 +86,9 @@ def prefer_numpy(dtype: str, m: int, n: int, k: int, size: int) -> bool:
 def for_call(dtype: np.dtype, m: int, n: int, k: int) -> bool:
     """prefer_numpy for the current GPU's crossover."""
     from . import cuda
+    from ._args import dtype_name
 
-    name = np.dtype(dtype).name
+    name = dtype_name(dtype)
     found, _ = sizes(cuda.device_name())
     return prefer_numpy(name, m, n, k, found.get(name, DEFAULT_SIZE.get(name, 0)))
 
