@@ -89,61 +89,62 @@ def kernel_ms(size: int, dtype: Any) -> tuple[float, float]:
     return ours, theirs
 
 
-def host_to_host(sizes: list[int], bandwidth: tuple[float, float]) -> list[dict[str, Any]]:
-    import cupy
-
+def squares(sizes: Any, rng: np.random.Generator) -> Any:
+    """(dtype, sgemm or dgemm, n, a, b) for float32 then float64 and every n: fresh operands."""
     import tunedgemm as tg
 
-    rows = []
-    rng = np.random.default_rng()
     for dtype in (np.float32, np.float64):
         routine = tg.sgemm if dtype == np.float32 else tg.dgemm
         for size in sizes:
             a = rng.uniform(-1, 1, (size, size)).astype(dtype)
             b = rng.uniform(-1, 1, (size, size)).astype(dtype)
-            reps = 5 if size <= 4096 else 3
-            check = routine(1.0, a, b)
-            rows_checked = rng.choice(size, 32, replace=False)
-            error = float(np.abs(check[rows_checked] - a[rows_checked].astype(np.float64) @ b)
-                          .max())  # fmt: skip
-            ours = wall_median_ms(lambda: routine(1.0, a, b), reps=reps)  # noqa: B023
-            numpy_ms = wall_median_ms(lambda: a @ b, reps=reps)  # noqa: B023
-            plain = lambda: cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b))  # noqa: B023, E731
-            cupy_ms = wall_median_ms(plain, reps=reps)
-            kernel, cublas = kernel_ms(size, dtype)
-            nbytes = a.nbytes
-            transfer = 2 * nbytes / bandwidth[0] / 1e6 + nbytes / bandwidth[1] / 1e6
-            floor = max(transfer, kernel)
-            rows.append({"dtype": np.dtype(dtype).name, "n": size, "tunedgemm_ms": ours,
-                         "numpy_ms": numpy_ms, "cupy_ms": cupy_ms, "kernel_ms": kernel,
-                         "cublas_kernel_ms": cublas, "pinned_transfer_ms": transfer,
-                         "floor_ms": floor, "max_abs_error_rows": error})  # fmt: skip
-            r = rows[-1]
-            print(f"{r['dtype']:8} {size:6d} {ours:10.2f} {numpy_ms:10.2f} {cupy_ms:10.2f} "
-                  f"{ours / cupy_ms:9.2f} {transfer:9.2f} {kernel:9.2f} {ours / floor:9.2f}",
-                  flush=True)  # fmt: skip
+            yield dtype, routine, size, a, b
+
+
+def host_to_host(sizes: list[int], bandwidth: tuple[float, float]) -> list[dict[str, Any]]:
+    import cupy
+
+    rows = []
+    rng = np.random.default_rng()
+    for dtype, routine, size, a, b in squares(sizes, rng):
+        reps = 5 if size <= 4096 else 3
+        check = routine(1.0, a, b)
+        rows_checked = rng.choice(size, 32, replace=False)
+        error = float(np.abs(check[rows_checked] - a[rows_checked].astype(np.float64) @ b)
+                      .max())  # fmt: skip
+        ours = wall_median_ms(lambda: routine(1.0, a, b), reps=reps)  # noqa: B023
+        numpy_ms = wall_median_ms(lambda: a @ b, reps=reps)  # noqa: B023
+        plain = lambda: cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b))  # noqa: B023, E731
+        cupy_ms = wall_median_ms(plain, reps=reps)
+        kernel, cublas = kernel_ms(size, dtype)
+        nbytes = a.nbytes
+        transfer = 2 * nbytes / bandwidth[0] / 1e6 + nbytes / bandwidth[1] / 1e6
+        floor = max(transfer, kernel)
+        rows.append({"dtype": np.dtype(dtype).name, "n": size, "tunedgemm_ms": ours,
+                     "numpy_ms": numpy_ms, "cupy_ms": cupy_ms, "kernel_ms": kernel,
+                     "cublas_kernel_ms": cublas, "pinned_transfer_ms": transfer,
+                     "floor_ms": floor, "max_abs_error_rows": error})  # fmt: skip
+        r = rows[-1]
+        print(f"{r['dtype']:8} {size:6d} {ours:10.2f} {numpy_ms:10.2f} {cupy_ms:10.2f} "
+              f"{ours / cupy_ms:9.2f} {transfer:9.2f} {kernel:9.2f} {ours / floor:9.2f}",
+              flush=True)  # fmt: skip
     return rows
 
 
 def small_sweep() -> list[dict[str, Any]]:
-    import tunedgemm as tg
     from tunedgemm import crossover
 
     rows = []
     rng = np.random.default_rng()
-    for dtype in (np.float32, np.float64):
-        routine = tg.sgemm if dtype == np.float32 else tg.dgemm
-        for size in SMALL:
-            a = rng.uniform(-1, 1, (size, size)).astype(dtype)
-            b = rng.uniform(-1, 1, (size, size)).astype(dtype)
-            ours = per_call_us(lambda: routine(1.0, a, b), lambda: None)  # noqa: B023
-            numpy_us = per_call_us(lambda: a @ b, lambda: None)  # noqa: B023
-            ran = "numpy" if crossover.for_call(np.dtype(dtype), size, size, size) else "gpu"
-            name = np.dtype(dtype).name
-            rows.append({"dtype": name, "n": size, "tunedgemm_us": ours, "numpy_us": numpy_us,
-                         "ratio": ours / numpy_us, "ran_on": ran})  # fmt: skip
-            print(f"{np.dtype(dtype).name:8} {size:6d} {ours:10.1f} {numpy_us:10.1f} "
-                  f"{ours / numpy_us:7.2f} {ran:>6}", flush=True)  # fmt: skip
+    for dtype, routine, size, a, b in squares(SMALL, rng):
+        ours = per_call_us(lambda: routine(1.0, a, b), lambda: None)  # noqa: B023
+        numpy_us = per_call_us(lambda: a @ b, lambda: None)  # noqa: B023
+        ran = "numpy" if crossover.for_call(np.dtype(dtype), size, size, size) else "gpu"
+        name = np.dtype(dtype).name
+        rows.append({"dtype": name, "n": size, "tunedgemm_us": ours, "numpy_us": numpy_us,
+                     "ratio": ours / numpy_us, "ran_on": ran})  # fmt: skip
+        print(f"{np.dtype(dtype).name:8} {size:6d} {ours:10.1f} {numpy_us:10.1f} "
+              f"{ours / numpy_us:7.2f} {ran:>6}", flush=True)  # fmt: skip
     return rows
 
 

@@ -6,7 +6,7 @@ import os
 import warnings
 from typing import Any
 
-from . import cuda
+from . import crossover, cuda
 
 BACKEND_ENV = "TUNEDGEMM_BACKEND"  # auto (default), gpu or numpy
 _warned = False
@@ -63,9 +63,6 @@ def for_call(on_device: bool, shape: tuple[int, int, int] | None = None,
             warnings.warn(f"tunedgemm: computing with NumPy (no usable GPU: {reason})",
                           RuntimeWarning, stacklevel=4)  # fmt: skip
         return "numpy"
-    if wish == "auto" and shape is not None:
-        from . import crossover
-
-        if crossover.for_call(dtype, *shape):
-            return "numpy"
+    if wish == "auto" and shape is not None and crossover.for_call(dtype, *shape):
+        return "numpy"
     return "gpu"

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from . import cuda
+from ._args import dtype_name
 from .table import TABLE_ENV
 
 SCHEMA_VERSION = 1
@@ -85,9 +87,6 @@ def prefer_numpy(dtype: str, m: int, n: int, k: int, size: int) -> bool:
 
 def for_call(dtype: np.dtype, m: int, n: int, k: int) -> bool:
     """prefer_numpy for the current GPU's crossover."""
-    from . import cuda
-    from ._args import dtype_name
-
     name = dtype_name(dtype)
     found, _ = sizes(cuda.device_name())
     return prefer_numpy(name, m, n, k, found.get(name, DEFAULT_SIZE.get(name, 0)))

@@ -164,8 +164,7 @@ def _current_gpu() -> tuple[str, str]:
 
     if not cuda.status()[0]:
         return "none", "none"
-    dev = cuda.device()
-    return dev.name(), ".".join(map(str, dev.compute_capability()))
+    return cuda.device_name(), ".".join(map(str, cuda.device().compute_capability()))
 
 
 def explain(

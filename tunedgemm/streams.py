@@ -126,14 +126,6 @@ class CallStream:
         if self.caller is not None and self.caller != self.handle:
             wait(self.caller, self.handle)
 
-    def synchronize(self) -> None:
-        if self.pycuda is None:
-            import pycuda.driver as drv
-
-            drv.Context.synchronize()
-        else:
-            self.pycuda.synchronize()
-
 
 def for_call(stream: Any) -> CallStream:
     """The CallStream of a `stream=` argument: PyCUDA streams are used as they are, any other
