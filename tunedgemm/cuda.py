@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import os
 import threading
 from typing import Any
-
-_pool_lock = threading.Lock()
 
 
 @functools.lru_cache(maxsize=1)
@@ -75,22 +75,83 @@ def arch() -> str:
     return f"sm_{major}{minor}"
 
 
-@functools.lru_cache(maxsize=1)
-def _pool() -> Any:
-    from pycuda.tools import DeviceMemoryPool
+class ScratchBuffer:
+    """Device memory on loan from the scratch pool; handed back when the last reference goes.
 
-    return DeviceMemoryPool()
+    int(buffer) is its address. Only tunedgemm's own scratch uses it: results given to callers
+    are plain allocations, which free themselves."""
+
+    __slots__ = ("allocation", "pool", "ptr", "size")
+
+    def __init__(self, allocation: Any, size: int, pool: _ScratchPool):
+        self.allocation, self.size, self.pool, self.ptr = allocation, size, pool, int(allocation)
+
+    def __int__(self) -> int:
+        return self.ptr
+
+    __index__ = __int__
+
+    def __del__(self) -> None:
+        # At interpreter shutdown the pool may be gone already; the driver frees it then.
+        with contextlib.suppress(Exception):
+            self.pool.give(self.allocation, self.size)
 
 
-def allocator() -> Any:
-    """Allocation function drawing on one memory pool, so repeated calls skip cudaMalloc."""
-    return allocate
+class _ScratchPool:
+    """Device allocations kept for reuse by size class. PyCUDA's DeviceMemoryPool is not safe
+    across threads (its frees run in destructors, outside any lock of ours, and raced with
+    allocations in the threaded test), so every change here happens under one lock. The lock
+    is reentrant: a garbage collection inside `take` may hand a buffer back in the same thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.held: dict[int, list[Any]] = {}
+        self.exit_hook = False
+
+    @staticmethod
+    def size_class(nbytes: int) -> int:
+        """nbytes rounded up to one of four steps per power of two (at most 25% unused)."""
+        nbytes = max(int(nbytes), 256)
+        step = 1 << max(nbytes.bit_length() - 3, 0)
+        return -(-nbytes // step) * step
+
+    def take(self, nbytes: int) -> ScratchBuffer:
+        import pycuda.driver as drv
+
+        size = self.size_class(nbytes)
+        with self.lock:
+            if not self.exit_hook:
+                # Registered after PyCUDA's own hook, so it runs first, while the context lives.
+                atexit.register(self.free_held)
+                self.exit_hook = True
+            held = self.held.get(size)
+            if held:
+                return ScratchBuffer(held.pop(), size, self)
+        try:
+            allocation = drv.mem_alloc(size)
+        except drv.MemoryError:
+            self.free_held()  # what the pool keeps may be what is missing
+            allocation = drv.mem_alloc(size)
+        return ScratchBuffer(allocation, size, self)
+
+    def give(self, allocation: Any, size: int) -> None:
+        with self.lock:
+            self.held.setdefault(size, []).append(allocation)
+
+    def free_held(self) -> None:
+        with self.lock:
+            held, self.held = self.held, {}
+        for allocations in held.values():
+            for allocation in allocations:
+                allocation.free()
 
 
-def allocate(nbytes: int) -> Any:
-    """Device memory from the pool; one lock, since calls may come from several threads."""
-    with _pool_lock:
-        return _pool().allocate(max(int(nbytes), 1))
+_scratch = _ScratchPool()
+
+
+def allocate(nbytes: int) -> ScratchBuffer:
+    """Scratch device memory from the pool (safe from any thread); back to it when dropped."""
+    return _scratch.take(nbytes)
 
 
 def free_bytes(release_pool: bool = False) -> int:
@@ -100,6 +161,5 @@ def free_bytes(release_pool: bool = False) -> int:
 
     context()
     if release_pool:
-        with _pool_lock:
-            _pool().free_held()
+        _scratch.free_held()
     return int(drv.mem_get_info()[0])

@@ -24,6 +24,5 @@ def empty_like_kind(like: Any, shape: tuple[int, int], dtype: np.dtype, order: s
         )
     import pycuda.gpuarray as gpuarray
 
-    from . import cuda
-
-    return gpuarray.empty(shape, dtype, order=order, allocator=cuda.allocator())
+    # A plain allocation, not pool scratch: the caller owns it and may drop it in any thread.
+    return gpuarray.empty(shape, dtype, order=order)

@@ -1,17 +1,19 @@
 """The host path's logic without a GPU: tile plans, budgets, the crossover rule, stream
-arguments, parallel host copies and pinned-buffer views."""
+arguments, parallel host copies, pinned-buffer views and the scratch pool."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import sys
+import threading
 import types
 
 import numpy as np
 import pytest
 
 import tunedgemm as tg
-from tunedgemm import crossover, pinned, pipeline, streams
+from tunedgemm import crossover, cuda, pinned, pipeline, streams
 
 
 @pytest.mark.parametrize("itemsize", [4, 8])
@@ -190,3 +192,55 @@ def test_bad_stream_argument_leaves_arrays_untouched(rng):
         with pytest.raises(TypeError, match="stream"):
             call()
     np.testing.assert_array_equal(c, before)
+
+
+class _FakeAllocation:
+    """Stands in for pycuda.driver.DeviceAllocation: an address and a free()."""
+
+    def __init__(self, size):
+        self.size, self.freed = size, False
+
+    def __int__(self):
+        return id(self)
+
+    def free(self):
+        self.freed = True
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    driver = types.SimpleNamespace(mem_alloc=_FakeAllocation, MemoryError=MemoryError)
+    package = types.ModuleType("pycuda")
+    package.driver = driver
+    monkeypatch.setitem(sys.modules, "pycuda", package)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+    return driver
+
+
+@pytest.mark.parametrize("nbytes", [1, 255, 257, 1000, 1025, 3 << 20, (64 << 20) + 1])
+def test_scratch_size_classes_waste_at_most_a_quarter(nbytes):
+    size = cuda._ScratchPool.size_class(nbytes)
+    assert nbytes <= size <= max(256, nbytes * 1.25)
+
+
+def test_scratch_buffers_return_to_the_pool_from_any_thread(fake_driver):
+    pool = cuda._ScratchPool()
+    first = pool.take(1000)
+    address = int(first)
+    del first  # back to the pool: the next take of its size class reuses it
+    assert int(pool.take(900)) == address
+
+    def churn():
+        for size in range(500, 5000, 7):
+            held = [pool.take(size), pool.take(size * 3)]
+            del held
+
+    workers = [threading.Thread(target=churn) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    kept = [alloc for allocations in pool.held.values() for alloc in allocations]
+    assert len({id(a) for a in kept}) == len(kept)  # no allocation handed back twice
+    pool.free_held()
+    assert all(alloc.freed for alloc in kept) and not pool.held
