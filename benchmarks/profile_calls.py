@@ -1,7 +1,7 @@
-"""Where a call's time goes (a development aid, not a benchmark): cProfile of a device-array
-call at 64^3 and of a host call on the GPU path at 384^3 and 8192^3, and the host-memory rates
-the host pipeline depends on (parallel copies into pinned memory, first-touch writes,
-page-locking a NumPy array in place).
+"""Where a call's time goes (a development aid, not a benchmark): cProfile and a breakdown of a
+device-array call at 64^3, cProfile of host calls on the GPU path at 384^3 and 8192^3, and the
+host-memory rates the host pipeline depends on (parallel copies into pinned memory,
+first-touch writes, page-locking a NumPy array in place).
 
 Usage: python benchmarks/profile_calls.py [--out DIR]
 """
@@ -108,6 +108,43 @@ def small_breakdown() -> None:
     timed("Event()+record+synchronize", lambda: drv.Event().record(stream).synchronize())
 
 
+def device_breakdown(da, db, dc) -> None:
+    """Per-call microseconds of the pieces of a 64^3 call on CuPy arrays, beside the whole."""
+    import cupy
+
+    import tunedgemm as tg
+    from tunedgemm import cuda, reference, selection
+    from tunedgemm._args import normalise
+    from tunedgemm._layout import blas_form
+
+    sync = cupy.cuda.Device().synchronize
+
+    def timed(label: str, work, calls: int = 2000) -> None:
+        work()
+        sync()
+        start = time.perf_counter()
+        for _ in range(calls):
+            work()
+        sync()
+        print(f"{label}: {(time.perf_counter() - start) / calls * 1e6:.2f} us")
+
+    problem = normalise(1.0, da, db, 0.0, dc, 0, 0, 1, np.float32)
+    form = blas_form(problem.a, problem.b, problem.out)  # type: ignore[arg-type]
+    handle, cublas = reference._handle(), reference._cublas()
+    ptrs = (da.data.ptr, db.data.ptr, dc.data.ptr)
+    timed("whole sgemm into c", lambda: tg.sgemm(1.0, da, db, 0.0, dc, overwrite_c=1))
+    timed("cupy __cuda_array_interface__", lambda: da.__cuda_array_interface__)
+    timed("normalise (3 CuPy arrays)", lambda: normalise(1.0, da, db, 0.0, dc, 0, 0, 1,
+                                                         np.float32))  # fmt: skip
+    timed("cuda.context", cuda.context)
+    timed("selection.choose", lambda: selection.choose("float32", 64, 64, 64))
+    timed("reference.gemm", lambda: reference.gemm(form, np.dtype(np.float32), 1.0, 0.0, None))
+    timed("skcuda cublasSgemm", lambda: cublas.cublasSgemm(handle, "n", "n", 64, 64, 64, 1.0,
+                                                           ptrs[0], 64, ptrs[1], 64, 0.0,
+                                                           ptrs[2], 64))  # fmt: skip
+    timed("cupy a @ b", lambda: da @ db)
+
+
 def pipeline_variants() -> None:
     """8192^3 float32 host calls: the default, into a pre-touched c, other panel and thread
     counts; then a trace of host work in one default call."""
@@ -167,6 +204,7 @@ def main() -> int:
     db = cupy.asarray(rng.uniform(-1, 1, (64, 64)).astype(np.float32))
     dc = cupy.empty((64, 64), np.float32)
     profile("device64", lambda: tg.sgemm(1.0, da, db, 0.0, dc, overwrite_c=1), 2000, out)
+    device_breakdown(da, db, dc)
     os.environ["TUNEDGEMM_BACKEND"] = "gpu"
     a = rng.uniform(-1, 1, (384, 384)).astype(np.float32)
     profile("host384", lambda: tg.sgemm(1.0, a, a), 300, out)

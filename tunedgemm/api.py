@@ -6,11 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from . import backend, gpu_backend, numpy_backend, streams
+from . import _small_host, backend, gpu_backend, numpy_backend, streams
 from ._args import GemmProblem, normalise
 from ._layout import DeviceMatrix
 
 __all__ = ["dgemm", "gemm", "matmul", "sgemm"]
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def run(problem: GemmProblem, stream: Any = None) -> Any:
@@ -21,6 +23,17 @@ def run(problem: GemmProblem, stream: Any = None) -> Any:
     else:
         numpy_backend.gemm_into(problem)
     return problem.result
+
+
+def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: Any,
+          overwrite_c: Any, stream: Any, dtype: np.dtype | None) -> Any:  # fmt: skip
+    """sgemm, dgemm or gemm (dtype None): small plain host calls go straight to NumPy."""
+    if c is None and stream is None:
+        small = _small_host.product(alpha, a, b, beta, trans_a, trans_b, dtype)
+        if small is not None:
+            return small
+    streams.handle_of(stream)  # checked before anything is touched
+    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, dtype), stream)
 
 
 def sgemm(
@@ -46,8 +59,7 @@ def sgemm(
     queued there and on the streams the operands name. Calls on host arrays are complete
     when they return.
     """
-    streams.handle_of(stream)  # checked before anything is touched
-    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, np.float32), stream)
+    return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F32)
 
 
 def dgemm(
@@ -63,8 +75,7 @@ def dgemm(
     stream: Any = None,
 ) -> Any:
     """alpha * op(a) @ op(b) + beta * c in float64, as scipy.linalg.blas.dgemm (see sgemm)."""
-    streams.handle_of(stream)  # checked before anything is touched
-    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, np.float64), stream)
+    return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F64)
 
 
 def gemm(
@@ -80,8 +91,7 @@ def gemm(
     stream: Any = None,
 ) -> Any:
     """sgemm or dgemm, by the inputs' dtype: float64 if either is float64, else float32."""
-    streams.handle_of(stream)  # checked before anything is touched
-    return run(normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, None), stream)
+    return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, None)
 
 
 def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None) -> Any:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
-from . import crossover, cuda
+import numpy as np
+
+from . import _env, crossover, cuda
 
 BACKEND_ENV = "TUNEDGEMM_BACKEND"  # auto (default), gpu or numpy
 _warned = False
@@ -17,7 +18,10 @@ class GpuUnavailableError(RuntimeError):
 
 
 def requested() -> str:
-    value = os.environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
+    raw = _env.get(BACKEND_ENV)
+    if raw is None:  # the common case, spared the string work
+        return "auto"
+    value = raw.strip().lower() or "auto"
     if value not in ("auto", "gpu", "numpy"):
         raise ValueError(f"{BACKEND_ENV} must be auto, gpu or numpy, got {value!r}")
     return value
@@ -34,6 +38,18 @@ def selected() -> tuple[str, str]:
     if wish == "gpu":
         raise GpuUnavailableError(f"{BACKEND_ENV}=gpu but the GPU is unusable: {reason}")
     return "numpy", f"no usable GPU: {reason}"
+
+
+def quietly_numpy(shape: tuple[int, int, int], dtype: np.dtype) -> bool:
+    """Whether for_call would send this host call to NumPy without a word (no warning due)."""
+    wish = _env.get(BACKEND_ENV)
+    if wish == "numpy":
+        return True
+    if wish is not None:  # "gpu", or a value for_call should normalise or reject
+        return False
+    if not cuda.status()[0]:
+        return _warned
+    return crossover.for_call(dtype, *shape)
 
 
 def for_call(on_device: bool, shape: tuple[int, int, int] | None = None,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda
+from . import _env, cuda
 from ._args import dtype_name
 from .table import TABLE_ENV
 
@@ -64,7 +63,7 @@ _sizes_cache: dict[tuple[str, str], tuple[dict[str, int], str]] = {}
 
 def sizes(gpu: str) -> tuple[dict[str, int], str]:
     """Crossover size per dtype for this GPU, and where it came from."""
-    key = (os.environ.get(TABLE_ENV, ""), gpu)
+    key = (_env.get(TABLE_ENV) or "", gpu)
     found = _sizes_cache.get(key)
     if found is None:
         path = current_path()

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Any
 
 import numpy as np
 
-from . import cuda, launch, reference, selection, streams, table
+from . import _env, cuda, launch, reference, selection, streams, table
 from ._args import GemmProblem, Matrix, dtype_name
 from ._layout import BlasForm, DeviceMatrix, blas_form
 from .params import KernelConfig
@@ -157,7 +156,7 @@ LOG_SHAPES_ENV = "TUNEDGEMM_LOG_SHAPES"  # append each call's shape to this file
 
 
 def _log_shape(form: BlasForm, dtype: np.dtype) -> None:
-    path = os.environ.get(LOG_SHAPES_ENV)
+    path = _env.get(LOG_SHAPES_ENV)
     if path:
         record = {"dtype": dtype_name(dtype), "m": form.m, "n": form.n, "k": form.k,
                   "trans_a": form.trans_a, "trans_b": form.trans_b}  # fmt: skip

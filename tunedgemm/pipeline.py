@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _env
 from ._args import GemmProblem
 from ._layout import DeviceMatrix, blas_form
 from .params import KernelConfig
@@ -496,13 +497,13 @@ def gemm(problem: GemmProblem, config: KernelConfig | str | None = None,
     m, n, k = problem.shape
     itemsize = problem.dtype.itemsize
     small = itemsize * (m * k + k * n + m * n) <= UNQUERIED_BYTES
-    if budget is None and small and not os.environ.get(DEVICE_MEMORY_ENV):
+    if budget is None and small and not _env.get(DEVICE_MEMORY_ENV):
         budget = UNQUERIED_BYTES * 4  # fits on any GPU we build for: skip asking the driver
     if budget is not None:
         chosen = plan(m, n, k, itemsize, budget)
     else:
         chosen = plan(m, n, k, itemsize, device_budget())
-        if chosen.out_of_core and not os.environ.get(DEVICE_MEMORY_ENV):
+        if chosen.out_of_core and not _env.get(DEVICE_MEMORY_ENV):
             # Memory the pool holds for reuse counts as free once handed back.
             chosen = plan(m, n, k, itemsize, device_budget(release_pool=True))
     with _host_calls:

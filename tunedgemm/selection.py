@@ -7,12 +7,11 @@ model (tunedgemm/model.py) from the nearest entry where it was measured."""
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import model, table
+from . import _env, model, table
 from ._args import dtype_name
 from .families import FAMILIES
 from .params import KernelConfig
@@ -50,7 +49,7 @@ def default_config(dtype: str) -> KernelConfig:
 
 
 def cublas_allowed() -> bool:
-    return _allows_cublas(os.environ.get(CUBLAS_ENV, "1"))
+    return _allows_cublas(_env.get(CUBLAS_ENV) or "1")
 
 
 def _allows_cublas(value: str) -> bool:
@@ -68,9 +67,9 @@ def choose(
         gpu, cc = _current_gpu()
     # Each variable is read once per call. The table's variable enters the key as it is (not
     # as the path it names, which costs microseconds to build): _choose reads the table itself.
-    environ = os.environ
-    state = (environ.get(FAMILY_ENV, ""), _allows_cublas(environ.get(CUBLAS_ENV, "1")),
-             environ.get(table.TABLE_ENV, ""))  # fmt: skip
+    get = _env.get
+    state = (get(FAMILY_ENV) or "", _allows_cublas(get(CUBLAS_ENV) or "1"),
+             get(table.TABLE_ENV) or "")  # fmt: skip
     return _choose(name, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, state, warn)
 
 
