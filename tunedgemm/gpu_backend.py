@@ -46,32 +46,39 @@ def on_device(mat: Matrix, dtype: np.dtype, keep: list[Any], stream: Any = None)
     return dense
 
 
+# One launch on the caller's device memory: the layout, dtype and what ran (a config or cuBLAS).
+Launch = tuple[BlasForm, np.dtype, "KernelConfig | str"]
+
+
 def gemm_into(problem: GemmProblem, config: KernelConfig | None = None, stream: Any = None
-              ) -> None:  # fmt: skip
+              ) -> Launch | None:  # fmt: skip
     """Compute problem.out on the GPU. Host problems go through the pinned, overlapped
     pipeline and are complete on return; device problems are queued on `stream` (the
-    caller's, bridged if foreign; default: the legacy default stream)."""
+    caller's, bridged if foreign; default: the legacy default stream).
+
+    Returns the launch when the call was exactly one launch on the caller's memory on the
+    legacy default stream with nothing to wait for (a repeat of it may launch the same)."""
     cuda.context()
     m, n, k = problem.shape
     if m == 0 or n == 0:
-        return
+        return None
     operands = (problem.a, problem.b, problem.out)
     if all(isinstance(x, np.ndarray) for x in operands) and problem.alpha != 0.0 and k > 0:
         from . import pipeline
 
         pipeline.gemm(problem, config)
-        return
+        return None
     producers = _producer_streams(problem)
     if stream is None and not producers:
         # The legacy default stream, after nothing: no bridging to set up or hand back.
-        _gemm_on_device(problem, config, None)
-        return
+        return _gemm_on_device(problem, config, None)
     call = streams.for_call(stream)
     call.after(producers)
     try:
         _gemm_on_device(problem, config, call.pycuda)
     finally:
         call.finish()
+    return None
 
 
 def _producer_streams(problem: GemmProblem) -> set[int]:
@@ -83,8 +90,10 @@ def _producer_streams(problem: GemmProblem) -> set[int]:
     return named
 
 
-def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: Any) -> None:
-    """The direct path: operands to the device as they are, one launch, result back."""
+def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: Any
+                    ) -> Launch | None:  # fmt: skip
+    """The direct path: operands to the device as they are, one launch, result back. Returns
+    the launch when it was the only work, on the caller's memory."""
     dtype = problem.dtype
     keep: list[Any] = []
     a = on_device(problem.a, dtype, keep, stream)
@@ -101,7 +110,10 @@ def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: A
     target = c if c.layout() is not None else scratch(c.shape, dtype, keep)
     if target is not c and problem.beta != 0.0:
         launch.copy(c, target, stream)
-    run(blas_form(a, b, target), dtype, problem.alpha, problem.beta, config, stream)
+    form = blas_form(a, b, target)
+    ran = run(form, dtype, problem.alpha, problem.beta, config, stream)
+    if not keep and host_out is None and problem.c_init is None:
+        return form, dtype, ran
     if target is not c:
         launch.copy(target, c, stream)
     if host_out is not None:
@@ -120,6 +132,7 @@ def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: A
             drv.Context.synchronize()
         else:
             stream.synchronize()
+    return None
 
 
 def run(

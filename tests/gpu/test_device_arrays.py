@@ -99,3 +99,27 @@ def test_mixed_host_and_device_operands():
     out = tg.sgemm(1.0, a, cupy.asarray(b))
     assert isinstance(out, cupy.ndarray)
     assert_gemm(out.get(), 1.0, a, b, 0.0, None, np.float32)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_repeated_in_place_calls_follow_new_values_and_views(kind):
+    """In-place calls on the same buffers repeat their launch (tunedgemm/_repeat.py): new values
+    must be read each time, and a view of the same memory in another layout is a new call."""
+    rng = np.random.default_rng()
+    for dtype in (np.float32, np.float64):
+        a_host = rng.uniform(-1, 1, (96, 80)).astype(dtype)
+        b_host = rng.uniform(-1, 1, (80, 96)).astype(dtype)
+        c = to_kind(kind, np.full((96, 96), np.nan, dtype))
+        for step in range(3):
+            a_host = a_host * (step + 1.5)
+            a = to_kind(kind, a_host)
+            b = to_kind(kind, b_host)
+            assert tg.gemm(-0.5, a, b, 0.0, c, overwrite_c=1) is c
+            assert_gemm(to_host(kind, c), -0.5, a_host, b_host, 0.0, None, dtype)
+            c_before = to_host(kind, c)
+            # Same memory as a and b, transposed: op(a.T) = a_host.T is 80x96.
+            square_init = rng.uniform(-1, 1, (96, 96)).astype(dtype)
+            square = to_kind(kind, square_init)
+            tg.gemm(1.0, b, a, 2.0, square, trans_a=1, trans_b=1, overwrite_c=1)
+            assert_gemm(to_host(kind, square), 1.0, b_host.T, a_host.T, 2.0, square_init, dtype)
+            np.testing.assert_array_equal(to_host(kind, c), c_before)

@@ -290,7 +290,11 @@ def test_device_call_reaches_cublas_with_the_transposed_problem(fake_gpu, monkey
     assert (form.a, form.lda, form.b, form.ldb, form.c, form.ldc) == (8192, 48, 4096, 32, 12288,
                                                                       48)  # fmt: skip
     assert (dtype, alpha, beta, stream) == (np.float32, 2.0, 0.0, None)
-    assert (a.reads, b.reads, c.reads) == (1, 1, 1)
+    # Once for the repeat key and once to normalise (real CuPy arrays are keyed by their
+    # attributes instead); a repeat of the call reads each once more and normalises nothing.
+    assert (a.reads, b.reads, c.reads) == (2, 2, 2)
+    tg.sgemm(2.0, a, b, 0.0, c, overwrite_c=1)
+    assert (a.reads, b.reads, c.reads) == (3, 3, 3) and fake_gpu[0] == fake_gpu[1]
 
 
 def test_producer_streams_still_order_the_call(fake_gpu, monkeypatch):
@@ -393,3 +397,65 @@ def test_cublas_wrapper_used_without_the_typed_binding(cublas, binding):
     assert calls == [
         ("wrapper", 0x1234, "t", "n", 5, 6, 7, 1.0, FORM.a, 7, FORM.b, 7, 2.0, FORM.c, 5)
     ]
+
+
+# --- repeated in-place calls reuse their launch ---------------------------------------------
+
+
+@pytest.fixture
+def repeat_memo(fake_gpu):
+    from tunedgemm import _repeat
+
+    _repeat.clear()
+    yield fake_gpu
+    _repeat.clear()
+
+
+def _operands():
+    return (FakeDeviceArray(4096, (64, 32)), FakeDeviceArray(8192, (32, 48)),
+            FakeDeviceArray(12288, (64, 48)))  # fmt: skip
+
+
+def test_a_repeated_call_repeats_its_launch_without_normalising(repeat_memo, monkeypatch):
+    from tunedgemm import api
+
+    a, b, c = _operands()
+    assert tg.sgemm(2.0, a, b, 0.5, c, overwrite_c=1) is c
+    monkeypatch.setattr(api, "normalise", lambda *args: pytest.fail("not a repeat"))
+    assert tg.sgemm(2.0, a, b, 0.5, c, overwrite_c=1) is c
+    first, second = repeat_memo
+    assert first == second
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["pointer", "alpha", "flag", "cublas off", "readonly c", "new output", "bool flag"],
+)
+def test_anything_that_changes_the_launch_is_not_a_repeat(repeat_memo, monkeypatch, change):
+    a, b, c = _operands()
+    tg.sgemm(2.0, a, b, 0.0, c, overwrite_c=1)
+    args = {"alpha": 2.0, "a": a, "b": b, "beta": 0.0, "c": c, "overwrite_c": 1}
+    if change == "pointer":
+        args["b"] = FakeDeviceArray(16384, (32, 48))
+    elif change == "alpha":
+        args["alpha"] = 3.0
+    elif change == "flag":
+        args["a"], args["trans_a"] = FakeDeviceArray(4096, (32, 64)), 1
+    elif change == "cublas off":
+        monkeypatch.setenv(selection.CUBLAS_ENV, "0")
+        monkeypatch.setattr(launch, "gemm", lambda *args: repeat_memo.append(("own", args)))
+    elif change == "readonly c":
+        args["c"] = FakeDeviceArray(12288, (64, 48), readonly=True)
+        monkeypatch.setattr(_args, "_new_out", lambda like, shape, dtype, order: (
+            _args.device_matrix(FakeDeviceArray(65536, shape), "out"), "new"))  # fmt: skip
+    elif change == "new output":
+        args["overwrite_c"] = 0
+        monkeypatch.setattr(_args, "_new_out", lambda like, shape, dtype, order: (
+            _args.device_matrix(FakeDeviceArray(65536, shape), "out"), "new"))  # fmt: skip
+    elif change == "bool flag":
+        with pytest.raises(TypeError, match="trans_b"):
+            tg.sgemm(trans_b=True, **args)
+        return
+    result = tg.sgemm(**args)
+    assert len(repeat_memo) == 2 and repeat_memo[0] != repeat_memo[1]
+    assert (result is args["c"]) == (change not in ("readonly c", "new output"))

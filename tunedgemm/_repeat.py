@@ -1,0 +1,99 @@
+"""The short route of repeated device calls: the launch worked out last time for the same memory.
+
+A call on device arrays spends most of its Python time working out what to launch: reading
+each operand's __cuda_array_interface__, checking it, laying the call out as column-major
+BLAS and choosing a kernel. Code that calls sgemm in a loop on the same buffers asks the
+same question every time, so a call writing into `c` in place (overwrite_c, default stream)
+whose operands' addresses, shapes, strides and dtypes, flags, scalars and tunedgemm settings
+all match an earlier call reuses that call's launch. The key holds addresses, not objects: it
+keeps nothing alive. Only calls that ran as one launch on the caller's memory, with nothing
+to wait for, are recorded."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from . import _env, cuda, gpu_backend, selection, table
+from ._layout import BlasForm
+from .backend import BACKEND_ENV
+from .params import KernelConfig
+
+MAX_PLANS = 512  # distinct calls remembered; all are forgotten when full (loops repeat few)
+_plans: dict[tuple[Any, ...], tuple[BlasForm, np.dtype, KernelConfig | str]] = {}
+_SETTINGS = (BACKEND_ENV, selection.FAMILY_ENV, selection.CUBLAS_ENV, table.TABLE_ENV,
+             gpu_backend.LOG_SHAPES_ENV)  # fmt: skip
+
+
+def _operand(obj: Any) -> tuple[Any, ...] | None:
+    """What fixes an operand's part in the launch: its memory, layout, dtype and producer."""
+    if type(obj) is _cupy_ndarray:
+        # CuPy builds its interface dict on every read; these attributes cost a tenth. Its
+        # interface names the current stream as producer, which key() adds once per call.
+        return (obj.data.ptr, obj.shape, obj.strides, obj.dtype.char)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is None:
+        return None
+    return (cai["data"], cai["shape"], cai.get("strides"), cai["typestr"], cai.get("stream"),
+            type(obj))  # fmt: skip
+
+
+def key(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: Any,
+        dtype: Any) -> tuple[Any, ...] | None:  # fmt: skip
+    """The memo key of an in-place device call, or None when the call cannot repeat a plan
+    (host operands, or arguments whose checks the key would not repeat)."""
+    if type(alpha) not in (float, int) or type(beta) not in (float, int):
+        return None
+    if type(trans_a) is not int or type(trans_b) is not int:
+        return None
+    global _cupy_ndarray
+    if _cupy_ndarray is None:
+        _cupy_ndarray = _load_cupy()
+    operands = (_operand(a), _operand(b), _operand(c))
+    if None in operands:
+        return None
+    producer = _cupy_stream() if _cupy_ndarray is not None else None
+    settings = tuple(_env.get(name) for name in _SETTINGS)
+    return (dtype, alpha, beta, trans_a, trans_b, operands, producer, settings)
+
+
+def run(memo_key: tuple[Any, ...]) -> bool:
+    """Launch the plan recorded under memo_key, if there is one; whether it ran."""
+    plan = _plans.get(memo_key)
+    if plan is None:
+        return False
+    form, dtype, config = plan
+    cuda.context()
+    gpu_backend.run(form, dtype, float(memo_key[1]), float(memo_key[2]), config, None)
+    return True
+
+
+def record(memo_key: tuple[Any, ...], launch: gpu_backend.Launch | None) -> None:
+    """Remember the launch of a call that just ran, when it was one launch on the caller's
+    memory with nothing to wait for (gpu_backend reports only those)."""
+    if launch is None or memo_key[7][-1]:  # shapes are logged by the full path only
+        return
+    if len(_plans) >= MAX_PLANS:
+        _plans.clear()
+    _plans[memo_key] = launch
+
+
+def clear() -> None:
+    _plans.clear()
+
+
+def _load_cupy() -> Any:
+    """cupy.ndarray if CuPy is imported already (then arrays may be CuPy's), else None."""
+    module = sys.modules.get("cupy")
+    return getattr(module, "ndarray", None)
+
+
+_cupy_ndarray: Any = None
+
+
+def _cupy_stream() -> int:
+    import cupy
+
+    return int(cupy.cuda.get_current_stream().ptr)
