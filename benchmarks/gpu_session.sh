@@ -2,15 +2,16 @@
 # One GPU-machine session: GPU tests, then the host and tuning benchmarks; logs to $OUT.
 # Run there as:  source .device/setup.sh && bash benchmarks/gpu_session.sh
 # Each step has its own time limit, so that a hang costs that step only. The threaded test
-# runs on its own first for the same reason. bench_kernels.py (own kernels against cuBLAS
-# on device operands) and `python -m tunedgemm verify` run separately.
+# runs on its own first, so that a crash there (it once aborted the process) spares the rest.
+# bench_kernels.py (own kernels against cuBLAS on device operands) and
+# `python -m tunedgemm verify` run separately.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 cd /tmp && python3 -m tunedgemm info > "$OUT/info.txt" 2>&1; cd - >/dev/null
 threads=tests/gpu/test_host_pipeline.py::test_concurrent_calls_from_threads
-TUNEDGEMM_TEST_THREADS=1 timeout 90 python3 -m pytest -q -p no:cacheprovider "$threads" \
+timeout 90 python3 -m pytest -q -p no:cacheprovider "$threads" \
     > "$OUT/gpu-threads.txt" 2>&1
 echo "threads test: exit $? ($(tail -1 "$OUT/gpu-threads.txt"))"
 timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=30 --deselect "$threads" \

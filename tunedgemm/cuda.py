@@ -54,6 +54,25 @@ def context() -> Any:
 _thread = threading.local()
 
 
+class _PopAtThreadExit:
+    """Pops the context a thread pushed when that thread ends. PyCUDA keeps a context stack per
+    thread and aborts the whole process when a thread ends with its stack not empty; the
+    values of a threading.local are dropped in the ending thread itself, before that check."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: Any):
+        self.ctx = ctx
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter shutdown, nothing to pop
+            import pycuda.driver as drv
+
+            current = drv.Context.get_current()
+            if current is not None and current.handle == self.ctx.handle:
+                drv.Context.pop()
+
+
 def ensure_current(ctx: Any) -> None:
     """Make ctx current in the calling thread: autoprimaryctx pushes it only in the thread that
     imported it, and every other thread starts with no context."""
@@ -67,6 +86,7 @@ def ensure_current(ctx: Any) -> None:
         current = None
     if current is None or current.handle != ctx.handle:
         ctx.push()
+        _thread.pop_at_exit = _PopAtThreadExit(ctx)
     _thread.pushed = ctx
 
 

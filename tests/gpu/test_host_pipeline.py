@@ -3,7 +3,6 @@ calls from several threads, and device calls ordered on the caller's stream."""
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
@@ -85,12 +84,6 @@ def test_unaligned_host_shapes_on_the_default_plan(rng, monkeypatch, dtype, out_
         assert_gemm(c, -0.5, a, b, 0.25, c0, dtype)
 
 
-@pytest.mark.skipif(
-    os.environ.get("TUNEDGEMM_TEST_THREADS") != "1",
-    reason="aborts the process on the H100 machine (2026-11-22: in PyCUDA's DeviceMemoryPool"
-    ".allocate from a worker thread); run alone with TUNEDGEMM_TEST_THREADS=1, as"
-    " benchmarks/gpu_session.sh does",
-)
 def test_concurrent_calls_from_threads(rng, monkeypatch):
     """Eight threads, host and device calls at once. The float64 reference checks run on the
     main thread afterwards: NumPy's BLAS (OpenBLAS) aborts when too many threads call it at
