@@ -7,7 +7,8 @@ Operands have leading dimensions padded to 16 bytes, as host calls lay them out 
 as given). Random shapes are log-uniform in [128, 8192] per dimension (seeded; work capped
 at 2 * 4096^3 flops). The fixed-config pool is each family's default plus the configs the
 table uses most; the best single fixed config is the one with the best geometric mean over
-the random shapes.
+the random shapes. "tuned" is what a call runs: the table's candidates for the shape timed
+once there (tunedgemm/refine.py); "pred" is the table's predicted choice alone.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import datetime
 import json
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,7 @@ def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
 
 def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
     """Median ms of the tuned choice (own kernels only), each pool config and cuBLAS."""
-    from tunedgemm import gpu_backend, gpu_problem, reference, selection, table
+    from tunedgemm import gpu_backend, gpu_problem, reference, refine, selection, table
     from tunedgemm.timing import gpu_median_ms
 
     problem = gpu_problem.make(*shape, dtype, padded=PADDED)
@@ -75,16 +77,22 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
 
     times["tuned"] = timed(tuned.config)
     times["tuned_choice"] = str(tuned.config)  # type: ignore[assignment]
-    # What a call runs with cuBLAS allowed: cuBLAS where the table says so, else the same
-    # own config (the lookup of own configs does not depend on the switch).
+    # What a call runs: the table's candidates timed once at this shape (tunedgemm/refine.py).
+    start = time.perf_counter()
+    refined = refine.choose(problem.form, problem.dtype, tuned.candidates or (tuned.config,))
+    times["refine_once_ms"] = (time.perf_counter() - start) * 1e3
+    times["refined"] = timed(refined)
+    times["refined_choice"] = str(refined)  # type: ignore[assignment]
+    # The same with cuBLAS allowed: cuBLAS competes among the candidates.
     allowed = _choice_with_cublas(dtype, shape)
-    times["table_choice"] = "cublas" if allowed == table.CUBLAS else str(allowed)  # type: ignore[assignment]
+    final = refine.choose(problem.form, problem.dtype, allowed.candidates or (allowed.config,))
+    times["table_choice"] = str(final)  # type: ignore[assignment]
     for config in configs:
         times[str(config)] = timed(config)
     times["cublas"] = (gpu_median_ms(lambda: reference.gemm(problem.form, problem.dtype, 1.0,
                                                             0.0), warmup=2, reps=5)
                        if reference.status()[0] else math.nan)  # fmt: skip
-    times["table"] = times["cublas"] if allowed == table.CUBLAS else timed(allowed)
+    times["table"] = times["cublas"] if final == table.CUBLAS else timed(final)
     return times
 
 
@@ -95,7 +103,7 @@ def _choice_with_cublas(dtype: str, shape: tuple[int, int, int]) -> Any:
 
     saved = os.environ.pop(selection.CUBLAS_ENV, None)
     try:
-        return selection.choose(dtype, *shape, warn=False).config
+        return selection.choose(dtype, *shape, warn=False)
     finally:
         if saved is not None:
             os.environ[selection.CUBLAS_ENV] = saved
@@ -134,24 +142,29 @@ def main() -> int:
         names = [str(c) for c in pool]
         best_fixed = max(names, key=lambda c: gmean([r[1]["cublas"] / r[1][c] for r in rows]))
         print(f"{dtype}: best single fixed config {best_fixed}")
-        print(f"{'m x n x k':>18} {'tuned TF':>9} {'fixed TF':>9} {'cuBLAS TF':>9} "
-              f"{'tuned/fixed':>11} {'tuned/cuBLAS':>12}")  # fmt: skip
+        print(f"{'m x n x k':>18} {'pred TF':>8} {'tuned TF':>9} {'fixed TF':>9} "
+              f"{'cuBLAS TF':>9} {'tuned/fixed':>11} {'tuned/cuBLAS':>12} "
+              f"{'refine ms':>9}")  # fmt: skip
         for shape, t in rows:
             flop = 2e-9 * math.prod(shape)
             print(
-                f"{'x'.join(map(str, shape)):>18} {flop / t['tuned']:9.1f} "
-                f"{flop / t[best_fixed]:9.1f} {flop / t['cublas']:9.1f} "
-                f"{t[best_fixed] / t['tuned']:11.2f} {t['cublas'] / t['tuned']:12.2f}"
+                f"{'x'.join(map(str, shape)):>18} {flop / t['tuned']:8.1f} "
+                f"{flop / t['refined']:9.1f} {flop / t[best_fixed]:9.1f} "
+                f"{flop / t['cublas']:9.1f} {t[best_fixed] / t['refined']:11.2f} "
+                f"{t['cublas'] / t['refined']:12.2f} {t['refine_once_ms']:9.1f}"
             )
-        over_fixed = gmean([t[best_fixed] / t["tuned"] for _, t in rows])
-        over_cublas = gmean([t["cublas"] / t["tuned"] for _, t in rows])
+        predicted_over_fixed = gmean([t[best_fixed] / t["tuned"] for _, t in rows])
+        over_fixed = gmean([t[best_fixed] / t["refined"] for _, t in rows])
+        over_cublas = gmean([t["cublas"] / t["refined"] for _, t in rows])
         # The table's real choice with cuBLAS allowed, not the faster of the two after the fact.
         with_cublas = gmean([t["cublas"] / t["table"] for _, t in rows])
         worst_with_cublas = min(t["cublas"] / t["table"] for _, t in rows)
-        print(f"{dtype}: geometric mean speed-up tuned/fixed {over_fixed:.2f}, tuned/cuBLAS "
+        print(f"{dtype}: geometric mean speed-up tuned/fixed {over_fixed:.2f} (the table's "
+              f"predicted choice alone: {predicted_over_fixed:.2f}), tuned/cuBLAS "
               f"{over_cublas:.2f}, with cuBLAS as a candidate {with_cublas:.2f} "
               f"(worst shape {worst_with_cublas:.2f})")  # fmt: skip
         record["random"][dtype] = {"best_fixed": best_fixed, "tuned_over_fixed": over_fixed,
+                                   "predicted_over_fixed": predicted_over_fixed,
                                    "tuned_over_cublas": over_cublas,
                                    "with_cublas_over_cublas": with_cublas,
                                    "with_cublas_worst_shape": worst_with_cublas,
@@ -161,7 +174,7 @@ def main() -> int:
             for m in HEAT_SIZES:
                 for n in HEAT_SIZES:
                     t = time_all((m, n, k), dtype, [])
-                    heat.append({"m": m, "n": n, "k": k, "ratio": t["cublas"] / t["tuned"]})
+                    heat.append({"m": m, "n": n, "k": k, "ratio": t["cublas"] / t["refined"]})
         record["heatmap"][dtype] = heat
         print(f"{dtype}: heatmap tuned/cuBLAS " + " ".join(
             f"{h['m']}x{h['n']}x{h['k']}:{h['ratio']:.2f}" for h in heat))  # fmt: skip

@@ -46,8 +46,11 @@ def plot_tuning(data: dict, out: Path) -> None:
         rows = sorted(rec["rows"], key=lambda r: np.prod(r["shape"]))
         flop = np.array([2e-9 * np.prod(r["shape"]) for r in rows])
         x = np.arange(len(rows))
-        for key, label in (("tuned", "tuned (table)"), (fixed, "best single fixed config"),
-                           ("cublas", "cuBLAS")):  # fmt: skip
+        series = [("tuned", "table's predicted choice"), (fixed, "best single fixed config"),
+                  ("cublas", "cuBLAS")]  # fmt: skip
+        if "refined" in rows[0]:  # results from before run-time refinement lack it
+            series.insert(0, ("refined", "tuned (predicted candidates timed at the shape)"))
+        for key, label in series:
             ax.plot(x, flop / np.array([r[key] for r in rows]), "o-", label=label, ms=4)
         ax.set_xticks(x, ["x".join(map(str, r["shape"])) for r in rows], rotation=60,
                       ha="right", fontsize=7)  # fmt: skip

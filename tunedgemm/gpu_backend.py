@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _env, cuda, launch, reference, selection, streams, table
+from . import _env, cuda, launch, reference, refine, selection, streams, table
 from ._args import GemmProblem, Matrix, dtype_name
 from ._layout import BlasForm, DeviceMatrix, blas_form
 from .params import KernelConfig
@@ -151,7 +151,10 @@ def run(
         form = dataclasses.replace(form, k=0)
     dtype = np.dtype(dtype)
     if config is None:
-        config = selection.choose(dtype, form.m, form.n, form.k, form.trans_a, form.trans_b).config
+        choice = selection.choose(dtype, form.m, form.n, form.k, form.trans_a, form.trans_b)
+        config = choice.config
+        if len(choice.candidates) > 1 and form.k > 0 and refine.enabled():
+            config = refine.choose(form, dtype, choice.candidates, stream)
         _log_shape(form, dtype)
     if config == table.CUBLAS:
         ok, why = reference.status()

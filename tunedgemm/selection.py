@@ -20,14 +20,18 @@ from .params import KernelConfig
 PREFERENCE = {"float32": ("simt", "tiled"), "float64": ("dmma", "tiled")}
 FAMILY_ENV = "TUNEDGEMM_FAMILY"  # force one family's default config (benchmarks, tests)
 CUBLAS_ENV = "TUNEDGEMM_CUBLAS"  # "0" keeps cuBLAS out of the choices: own kernels only
+REFINE_CANDIDATES = 4  # own configs offered to run-time refinement, best predicted first
 
 
 @dataclass(frozen=True)
 class Choice:
-    """A kernel config or table.CUBLAS, and why it was chosen."""
+    """A kernel config or table.CUBLAS, and why it was chosen. `candidates` are what run-time
+    refinement (tunedgemm/refine.py) may time at the call's shape: the model's best own
+    configs, best first, and cuBLAS where it may compete (empty: nothing to refine)."""
 
     config: KernelConfig | str
     reason: str
+    candidates: tuple[KernelConfig | str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,19 +97,22 @@ def _choose(
         return Choice(default_config(dtype), f"built-in default ({found.reason})")
     if found.level == "architecture" and warn:
         table.warn_once(f"no table entries for {gpu}; using those of another sm_{cc} GPU")
-    if entry.choice == table.CUBLAS and allow_cublas:
-        return Choice(table.CUBLAS, f"cuBLAS is fastest at {found.reason}")
     neighbours = found.neighbours or (entry,)
     measured = _valid(_measured_nearest(neighbours), dtype, warn)
+    ranked = sorted(predictions(measured, dtype, (m, n, k)), key=lambda p: p.predicted_ms)
+    own = tuple(p.config for p in ranked[:REFINE_CANDIDATES])
+    if entry.choice == table.CUBLAS and allow_cublas:
+        return Choice(table.CUBLAS, f"cuBLAS is fastest at {found.reason}", (table.CUBLAS, *own))
     if not measured:
         return Choice(default_config(dtype), f"built-in default (invalid entry {entry.own})")
-    best = min(predictions(measured, dtype, (m, n, k)), key=lambda p: p.predicted_ms)
+    best = ranked[0]
     why = "tuned" if entry.choice != table.CUBLAS else f"best own kernel ({CUBLAS_ENV}=0)"
     at = best.entry
     return Choice(best.config, (
         f"{why} (wave model over {len(neighbours)} nearest entries): {best.config} measured "
         f"{best.measured_ms:.3g} ms at {at.m}x{at.n}x{at.k}, predicted "
-        f"{best.predicted_ms:.3g} ms; nearest: {found.reason}"))  # fmt: skip
+        f"{best.predicted_ms:.3g} ms; nearest: {found.reason}"),
+        own + ((table.CUBLAS,) if allow_cublas else ()))  # fmt: skip
 
 
 def _measured_nearest(

@@ -266,6 +266,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.delenv("TUNEDGEMM_BACKEND", raising=False)
     for name in (selection.FAMILY_ENV, selection.CUBLAS_ENV, table.TABLE_ENV):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TUNEDGEMM_REFINE", "0")  # nothing to time on a pretend GPU
     monkeypatch.setattr(cuda, "status", lambda: (True, "pretend GPU"))
     monkeypatch.setattr(cuda, "context", lambda: None)
     monkeypatch.setattr(selection, "_current_gpu", lambda: H100)

@@ -1,0 +1,89 @@
+"""Run-time refinement: the fastest timed candidate runs, each shape is timed once, and the
+switch and the candidate lists behave; timings are stand-ins (no GPU needed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tunedgemm import gpu_backend, refine, selection, table
+from tunedgemm._layout import BlasForm
+
+H100 = ("NVIDIA H100 80GB HBM3", "9.0")
+
+
+def form(m=300, n=500, k=700):
+    return BlasForm(m=m, n=n, k=k, a=4096, lda=m, b=8192, ldb=k, c=12288, ldc=m,
+                    trans_a=False, trans_b=False, itemsize=4)  # fmt: skip
+
+
+@pytest.fixture
+def timings(monkeypatch):
+    """Stand-in timings by candidate; records each timing request."""
+    requests = []
+    table_ms: dict = {}
+
+    def fake(form, dtype, candidates, stream=None):
+        requests.append(candidates)
+        return [table_ms.get(c, math.inf) for c in candidates]
+
+    monkeypatch.setattr(refine, "time_candidates", fake)
+    refine.clear()
+    yield table_ms, requests
+    refine.clear()
+
+
+def test_fastest_candidate_wins_and_each_shape_is_timed_once(timings):
+    table_ms, requests = timings
+    table_ms.update({"x": 2.0, "y": 1.0, table.CUBLAS: 1.5})
+    candidates = ("x", "y", table.CUBLAS)
+    f32 = np.dtype(np.float32)
+    assert refine.choose(form(), f32, candidates) == "y"
+    assert refine.choose(form(), f32, candidates) == "y"
+    assert len(requests) == 1
+    assert refine.choose(form(k=701), f32, candidates) == "y"  # another shape: timed again
+    assert len(requests) == 2
+
+
+def test_failing_candidates_keep_the_best_predicted(timings):
+    """No stand-in times: every candidate fails (costs infinity)."""
+    assert refine.choose(form(), np.dtype(np.float64), ("first", "second")) == "first"
+
+
+def test_switch(monkeypatch):
+    monkeypatch.delenv(refine.REFINE_ENV, raising=False)
+    assert refine.enabled()
+    for off in ("0", "off", "False"):
+        monkeypatch.setenv(refine.REFINE_ENV, off)
+        assert not refine.enabled()
+
+
+@pytest.mark.parametrize("allow_cublas", [True, False])
+def test_candidates_are_the_models_best_and_cublas_when_allowed(monkeypatch, allow_cublas):
+    monkeypatch.delenv(selection.FAMILY_ENV, raising=False)
+    monkeypatch.delenv(table.TABLE_ENV, raising=False)
+    monkeypatch.setenv(selection.CUBLAS_ENV, "1" if allow_cublas else "0")
+    for shape in [(300, 500, 700), (4000, 3000, 200), (128, 128, 8000)]:
+        choice = selection.choose("float32", *shape, gpu=H100[0], cc=H100[1], warn=False)
+        own = [c for c in choice.candidates if c != table.CUBLAS]
+        assert 1 <= len(own) <= selection.REFINE_CANDIDATES
+        assert (table.CUBLAS in choice.candidates) == allow_cublas
+        assert choice.config in choice.candidates
+
+
+def test_run_refines_only_when_enabled(monkeypatch, timings):
+    table_ms, requests = timings
+    ran = []
+    monkeypatch.setattr(selection, "choose", lambda *a, **k: selection.Choice(
+        "predicted", "stand-in", ("predicted", "faster")))  # fmt: skip
+    monkeypatch.setattr(gpu_backend.launch, "gemm", lambda f, d, a, b, config, s: ran.append(
+        config))  # fmt: skip
+    monkeypatch.setattr(gpu_backend, "KernelConfig", str)  # stand-in configs are strings
+    table_ms.update({"predicted": 2.0, "faster": 1.0})
+    monkeypatch.setenv(refine.REFINE_ENV, "0")
+    gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0)
+    monkeypatch.setenv(refine.REFINE_ENV, "1")
+    gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0)
+    assert ran == ["predicted", "faster"] and len(requests) == 1

@@ -1,0 +1,86 @@
+"""Run-time refinement: the few configs the model ranks best, timed once at the call's shape.
+
+The wave model (tunedgemm/model.py) predicts each candidate's time from measurements at the
+nearest tuned shapes; between grid points its ranking is often right about the field but
+wrong about the winner. So the first call of a shape times the model's best few candidates
+(and cuBLAS, where it may compete) on that exact shape, into scratch memory, and every later
+call of the shape runs the fastest. That costs a few launches once per distinct shape (and
+the compilation of any candidate not yet compiled, which the disk cache keeps for later
+processes); TUNEDGEMM_REFINE=0 turns it off, and the table's predicted choice runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from typing import Any
+
+import numpy as np
+
+from . import _env, table
+from ._args import dtype_name
+from ._layout import BlasForm
+from .params import KernelConfig
+
+REFINE_ENV = "TUNEDGEMM_REFINE"
+WARMUP, REPS = 1, 3
+
+Config = KernelConfig | str
+_best: dict[tuple[Any, ...], Config] = {}
+_lock = threading.Lock()
+
+
+def enabled() -> bool:
+    return (_env.get(REFINE_ENV) or "1").strip().lower() not in ("0", "no", "false", "off")
+
+
+def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
+           stream: Any = None) -> Config:  # fmt: skip
+    """The fastest of `candidates` at this form's shape (timed on first use, then remembered).
+
+    Candidates come best-predicted first; a tie, or one that fails, keeps the earlier."""
+    key = (dtype_name(dtype), form.m, form.n, form.k, form.trans_a, form.trans_b,
+           form.aligned(), candidates)  # fmt: skip
+    found = _best.get(key)
+    if found is None:
+        with _lock:  # one thread times a shape; the others then find its result
+            found = _best.get(key)
+            if found is None:
+                times = time_candidates(form, dtype, candidates, stream)
+                found = candidates[min(range(len(candidates)), key=lambda i: times[i])]
+                _best[key] = found
+    return found
+
+
+def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
+                    stream: Any = None) -> list[float]:  # fmt: skip
+    """Median ms of each candidate on the form's operands, writing scratch memory instead of
+    C (alpha 1, beta 0); a candidate that fails to compile or run costs infinity."""
+    from . import cuda, launch, reference
+    from .timing import gpu_median_ms
+
+    itemsize = np.dtype(dtype).itemsize
+    scratch = cuda.allocate(max(form.ldc, 1) * max(form.n, 1) * itemsize)
+    trial = dataclasses.replace(form, c=int(scratch))
+    times = []
+    for config in candidates:
+
+        def work(config: Config = config) -> None:
+            if config == table.CUBLAS:
+                reference.gemm(trial, dtype, 1.0, 0.0, stream)
+            else:
+                assert isinstance(config, KernelConfig)
+                launch.gemm(trial, dtype, 1.0, 0.0, config, stream)
+
+        try:
+            times.append(gpu_median_ms(work, warmup=WARMUP, reps=REPS, stream=stream))
+        except Exception:  # a config that does not compile or launch here: never chosen
+            times.append(math.inf)
+    del scratch  # every timed launch has finished: gpu_median_ms waited for the last one
+    return times
+
+
+def clear() -> None:
+    with _lock:
+        _best.clear()
