@@ -19,5 +19,5 @@ timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=30 --desel
 echo "GPU tests: exit $?"; tail -4 "$OUT/gpu-tests.txt"
 timeout 150 python3 benchmarks/bench_host.py --out "$OUT" > "$OUT/bench_host.txt" 2>&1
 tail -42 "$OUT/bench_host.txt"
-timeout 120 python3 benchmarks/bench_tuning.py --out "$OUT" > "$OUT/bench_tuning.txt" 2>&1
+timeout 200 python3 benchmarks/bench_tuning.py --out "$OUT" > "$OUT/bench_tuning.txt" 2>&1
 grep -v heatmap "$OUT/bench_tuning.txt"
