@@ -20,7 +20,7 @@ from .params import KernelConfig
 PREFERENCE = {"float32": ("simt", "tiled"), "float64": ("dmma", "tiled")}
 FAMILY_ENV = "TUNEDGEMM_FAMILY"  # force one family's default config (benchmarks, tests)
 CUBLAS_ENV = "TUNEDGEMM_CUBLAS"  # "0" keeps cuBLAS out of the choices: own kernels only
-REFINE_CANDIDATES = 4  # own configs offered to run-time refinement, best predicted first
+REFINE_CANDIDATES = 4  # the model's picks offered to run-time refinement, best first
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,11 @@ def _choose(
     neighbours = found.neighbours or (entry,)
     measured = _valid(_measured_nearest(neighbours), dtype, warn)
     ranked = sorted(predictions(measured, dtype, (m, n, k)), key=lambda p: p.predicted_ms)
-    own = tuple(p.config for p in ranked[:REFINE_CANDIDATES])
+    # The model's best few, then the key's most frequent winners, which it may rank low
+    # (small m, n with long k: its split-K picks go astray there).
+    picks = [p.config for p in ranked[:REFINE_CANDIDATES]]
+    picks += [c for c in found.generalists if not _violations(c, dtype)]
+    own = tuple(dict.fromkeys(picks))
     if entry.choice == table.CUBLAS and allow_cublas:
         return Choice(table.CUBLAS, f"cuBLAS is fastest at {found.reason}", (table.CUBLAS, *own))
     if not measured:

@@ -15,6 +15,7 @@ of the nearest entries compete through the wave model (tunedgemm/model.py).
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import json
@@ -39,6 +40,7 @@ TRANS_PENALTY = 3.0
 # different shapes stay out (replaying the H100 runs, 4 beat 8 and 16: the model's error
 # grows with the distance it extrapolates).
 NEIGHBOURS = 4
+GENERALISTS = 3  # per key, the most frequent winners offered to run-time refinement
 
 
 class TableError(ValueError):
@@ -217,6 +219,8 @@ class Lookup:
     reason: str
     # Up to NEIGHBOURS entries of entry's key, nearest first (entry among them).
     neighbours: tuple[Entry, ...] = ()
+    # The configs that win most often at entry's key, most often first.
+    generalists: tuple[KernelConfig, ...] = ()
 
 
 def _distance(entry: Entry, m: int, n: int, k: int) -> float:
@@ -253,6 +257,14 @@ def neighbours(
     return tuple(sorted(entries, key=lambda e: _distance(e, m, n, k))[:count])
 
 
+def generalists(device: DeviceTable, entry_key: str, count: int = GENERALISTS
+                ) -> tuple[KernelConfig, ...]:  # fmt: skip
+    """The count configs that win at the most entries of one key: good anywhere, so worth
+    timing at any shape of it (run-time refinement offers them beside the model's picks)."""
+    wins = collections.Counter(entry.own for entry in device.entries.get(entry_key, []))
+    return tuple(config for config, _ in wins.most_common(count))
+
+
 def lookup(
     table: Table | str, gpu: str, cc: str, dtype: str, trans_a: bool, trans_b: bool,
     m: int, n: int, k: int,
@@ -275,7 +287,8 @@ def lookup(
                 return Lookup(entry, level, (
                     f"{table.path}: {device.name} entry {entry_key} "
                     f"{entry.m}x{entry.n}x{entry.k} (log2 distance {dist:.2f})"),
-                    neighbours(device, entry_key, m, n, k))  # fmt: skip
+                    neighbours(device, entry_key, m, n, k),
+                    generalists(device, entry_key))  # fmt: skip
     return Lookup(None, "default", f"{table.path} has no {dtype} entries for {gpu} (sm {cc})")
 
 

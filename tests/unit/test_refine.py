@@ -68,7 +68,8 @@ def test_candidates_are_the_models_best_and_cublas_when_allowed(monkeypatch, all
     for shape in [(300, 500, 700), (4000, 3000, 200), (128, 128, 8000)]:
         choice = selection.choose("float32", *shape, gpu=H100[0], cc=H100[1], warn=False)
         own = [c for c in choice.candidates if c != table.CUBLAS]
-        assert 1 <= len(own) <= selection.REFINE_CANDIDATES
+        assert 1 <= len(own) <= selection.REFINE_CANDIDATES + table.GENERALISTS
+        assert len(set(own)) == len(own)
         assert (table.CUBLAS in choice.candidates) == allow_cublas
         assert choice.config in choice.candidates
 
