@@ -23,8 +23,7 @@ from .params import KernelConfig
 
 MAX_PLANS = 512  # distinct calls remembered; all are forgotten when full (loops repeat few)
 _plans: dict[tuple[Any, ...], tuple[BlasForm, np.dtype, KernelConfig | str]] = {}
-_SETTINGS = (BACKEND_ENV, selection.FAMILY_ENV, selection.CUBLAS_ENV, table.TABLE_ENV,
-             gpu_backend.LOG_SHAPES_ENV)  # fmt: skip
+_SETTINGS = (BACKEND_ENV, selection.FAMILY_ENV, selection.CUBLAS_ENV, table.TABLE_ENV)
 
 
 def _operand(obj: Any) -> tuple[Any, ...] | None:
@@ -47,6 +46,8 @@ def key(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: An
     if type(alpha) not in (float, int) or type(beta) not in (float, int):
         return None
     if type(trans_a) is not int or type(trans_b) is not int:
+        return None
+    if _env.get(gpu_backend.LOG_SHAPES_ENV):  # shapes are logged by the full path only
         return None
     global _cupy_ndarray
     if _cupy_ndarray is None:
@@ -73,7 +74,7 @@ def run(memo_key: tuple[Any, ...]) -> bool:
 def record(memo_key: tuple[Any, ...], launch: gpu_backend.Launch | None) -> None:
     """Remember the launch of a call that just ran, when it was one launch on the caller's
     memory with nothing to wait for (gpu_backend reports only those)."""
-    if launch is None or memo_key[7][-1]:  # shapes are logged by the full path only
+    if launch is None:
         return
     if len(_plans) >= MAX_PLANS:
         _plans.clear()

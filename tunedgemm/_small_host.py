@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import backend
-
-_GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+from ._args import GEMM_DTYPES
 
 
 def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
@@ -25,7 +24,7 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         return None
     dt = a.dtype
-    if b.dtype is not dt or (dt is not dtype if dtype is not None else dt not in _GEMM_DTYPES):
+    if b.dtype is not dt or (dt is not dtype if dtype is not None else dt not in GEMM_DTYPES):
         return None
     if a.ndim != 2 or b.ndim != 2 or type(trans_a) is not int or type(trans_b) is not int:
         return None
