@@ -3,7 +3,9 @@ device-array call at 64^3, cProfile of host calls on the GPU path at 384^3 and 8
 host-memory rates the host pipeline depends on (parallel copies into pinned memory,
 first-touch writes, page-locking a NumPy array in place).
 
-Usage: python benchmarks/profile_calls.py [--out DIR]
+Usage: python benchmarks/profile_calls.py [--out DIR] [--rates] [--pipeline N ...]
+       [--pipeline-only]
+(--pipeline: the sizes whose host calls are traced, default 8192; --pipeline-only: just those.)
 """
 
 from __future__ import annotations
@@ -145,16 +147,17 @@ def device_breakdown(da, db, dc) -> None:
     timed("cupy a @ b", lambda: da @ db)
 
 
-def pipeline_variants() -> None:
-    """8192^3 float32 host calls: the default, into a pre-touched c, other panel and thread
+def pipeline_variants(size: int = 8192) -> None:
+    """size^3 float32 host calls: the default, into a pre-touched c, other panel and thread
     counts; then a trace of host work in one default call."""
     import tunedgemm as tg
     from tunedgemm import pipeline
 
+    print(f"# host calls at {size}^3 float32")
     rng = np.random.default_rng()
-    a = rng.uniform(-1, 1, (8192, 8192)).astype(np.float32)
-    b = rng.uniform(-1, 1, (8192, 8192)).astype(np.float32)
-    c = np.ones((8192, 8192), np.float32, order="F")
+    a = rng.uniform(-1, 1, (size, size)).astype(np.float32)
+    b = rng.uniform(-1, 1, (size, size)).astype(np.float32)
+    c = np.ones((size, size), np.float32, order="F")
 
     def timed(label: str, work) -> None:
         work()
@@ -165,6 +168,9 @@ def pipeline_variants() -> None:
             times.append(time.perf_counter() - start)
         print(f"{label}: {sorted(times)[1] * 1e3:.1f} ms")
 
+    import cupy
+
+    timed("cupy plain path", lambda: cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)))
     timed("default", lambda: tg.sgemm(1.0, a, b))
     timed("into pre-touched c", lambda: tg.sgemm(1.0, a, b, 0.0, c, overwrite_c=1))
     for panel in (4096, 1024):
@@ -192,9 +198,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--rates", action="store_true", help="also host copy and pinning rates")
+    parser.add_argument("--pipeline", type=int, nargs="+", default=[8192])
+    parser.add_argument("--pipeline-only", action="store_true")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.pipeline_only:
+        os.environ["TUNEDGEMM_BACKEND"] = "gpu"
+        for size in args.pipeline:
+            pipeline_variants(size)
+        return 0
     import cupy
 
     import tunedgemm as tg
@@ -212,7 +225,8 @@ def main() -> int:
     profile("host8192", lambda: tg.sgemm(1.0, big, big), 3, out)
 
     small_breakdown()
-    pipeline_variants()
+    for size in args.pipeline:
+        pipeline_variants(size)
     if args.rates:
         rates()
     return 0

@@ -42,6 +42,14 @@ def device_name() -> str:
     return str(device().name())
 
 
+@functools.lru_cache(maxsize=1)
+def sm_count() -> int:
+    """The GPU's multiprocessors, asked of the driver once."""
+    import pycuda.driver as drv
+
+    return int(device().get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT))
+
+
 def context() -> Any:
     """The device's primary context (shared with CuPy and PyTorch), current in this thread."""
     import pycuda.autoprimaryctx

@@ -7,6 +7,11 @@ wrong about the winner. So the first call of a shape times the model's best few 
 call of the shape runs the fastest. That costs a few launches once per distinct shape (and
 the compilation of any candidate not yet compiled, which the disk cache keeps for later
 processes); TUNEDGEMM_REFINE=0 turns it off, and the table's predicted choice runs.
+
+One pass of timings drifts by several percent (clocks, the GPU's other work), enough to
+crown a candidate that is slower when timed again. So the incumbent (cuBLAS where it
+competes, else the model's first pick) stays unless the pass's fastest beats it again in a
+second, interleaved round, by more than MARGIN.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from .params import KernelConfig
 
 REFINE_ENV = "TUNEDGEMM_REFINE"
 WARMUP, REPS = 2, 5  # enough that noise rarely swaps near-equal candidates
+CONFIRM_ROUNDS = 3  # incumbent and challenger timed alternately, so drift hits both alike
+MARGIN = 0.03  # a challenger must be this much faster than the incumbent to displace it
 
 Config = KernelConfig | str
 _best: dict[tuple[Any, ...], Config] = {}
@@ -39,7 +46,7 @@ def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
            stream: Any = None) -> Config:  # fmt: skip
     """The fastest of `candidates` at this form's shape (timed on first use, then remembered).
 
-    Candidates come best-predicted first; a tie, or one that fails, keeps the earlier."""
+    Candidates come best-predicted first; a tie, or one that fails, keeps the incumbent."""
     key = (dtype_name(dtype), form.m, form.n, form.k, form.trans_a, form.trans_b,
            form.aligned(), candidates)  # fmt: skip
     found = _best.get(key)
@@ -47,10 +54,28 @@ def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
         with _lock:  # one thread times a shape; the others then find its result
             found = _best.get(key)
             if found is None:
-                times = time_candidates(form, dtype, candidates, stream)
-                found = candidates[min(range(len(candidates)), key=lambda i: times[i])]
+                found = _fastest(form, dtype, candidates, stream)
                 _best[key] = found
     return found
+
+
+def incumbent(candidates: tuple[Config, ...]) -> Config:
+    """What runs unless another candidate proves faster: cuBLAS where it competes (the
+    floor every call must meet), else the model's first pick."""
+    return table.CUBLAS if table.CUBLAS in candidates else candidates[0]
+
+
+def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
+             stream: Any) -> Config:  # fmt: skip
+    holder = incumbent(candidates)
+    times = time_candidates(form, dtype, candidates, stream)
+    challenger = candidates[min(range(len(candidates)), key=lambda i: times[i])]
+    if challenger == holder or not math.isfinite(times[candidates.index(challenger)]):
+        return holder
+    pair = (holder, challenger) * CONFIRM_ROUNDS
+    again = time_candidates(form, dtype, pair, stream)
+    holder_ms, challenger_ms = (float(np.median(again[i::2])) for i in (0, 1))
+    return challenger if challenger_ms < holder_ms * (1 - MARGIN) else holder
 
 
 def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],

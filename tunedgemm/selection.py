@@ -21,6 +21,8 @@ PREFERENCE = {"float32": ("simt", "tiled"), "float64": ("dmma", "tiled")}
 FAMILY_ENV = "TUNEDGEMM_FAMILY"  # force one family's default config (benchmarks, tests)
 CUBLAS_ENV = "TUNEDGEMM_CUBLAS"  # "0" keeps cuBLAS out of the choices: own kernels only
 REFINE_CANDIDATES = 4  # the model's picks offered to run-time refinement, best first
+GENERALIST_PICKS = 3  # the key's most frequent winners offered as they are
+FILL_CANDIDATES = 2  # split-K variants offered where the picks' tiles leave SMs idle
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,10 @@ def _choose(
     # The model's best few, then the key's most frequent winners, which it may rank low
     # (small m, n with long k: its split-K picks go astray there).
     picks = [p.config for p in ranked[:REFINE_CANDIDATES]]
-    picks += [c for c in found.generalists if not _violations(c, dtype)]
+    generalists = [c for c in found.generalists if not _violations(c, dtype)]
+    picks += generalists[:GENERALIST_PICKS]
+    bases = [*generalists, *(p.config for p in ranked)]
+    picks += _filling_variants(picks, bases, dtype, (m, n, k))
     own = tuple(dict.fromkeys(picks))
     if entry.choice == table.CUBLAS and allow_cublas:
         return Choice(table.CUBLAS, f"cuBLAS is fastest at {found.reason}", (table.CUBLAS, *own))
@@ -117,6 +122,33 @@ def _choose(
         f"{best.measured_ms:.3g} ms at {at.m}x{at.n}x{at.k}, predicted "
         f"{best.predicted_ms:.3g} ms; nearest: {found.reason}"),
         own + ((table.CUBLAS,) if allow_cublas else ()))  # fmt: skip
+
+
+def _filling_variants(offered: list[KernelConfig], bases: list[KernelConfig], dtype: str,
+                      shape: model.MNK) -> list[KernelConfig]:  # fmt: skip
+    """Where tiles leave SMs idle (small m, n with long k): split-K variants that fill the
+    GPU, smallest tiles first, of the configs offered, then of the key's frequent winners and
+    of all measured nearby (in the model's order). The model extrapolates split-K poorly
+    there, and the offered configs' tiles are often too large to fill the GPU at any split,
+    so refinement times these too."""
+    from .tuning.space import Shape, filling_split
+
+    variants = (filling_split(c, Shape(*shape), _sm_count()) for c in [*offered, *bases])
+    fresh = [v for v in dict.fromkeys(variants) if v is not None and v not in offered
+             and not _violations(v, dtype)]  # fmt: skip
+    fresh.sort(key=lambda v: v["BM"] * v["BN"])  # stable: the model's order among equals
+    return fresh[:FILL_CANDIDATES]
+
+
+@functools.lru_cache(maxsize=1)
+def _sm_count() -> int:
+    """Multiprocessors of the GPU in use (without one: the H100's, as the tuner assumes)."""
+    from . import cuda
+    from .tuning.space import NUM_SMS
+
+    if not cuda.status()[0]:
+        return NUM_SMS
+    return cuda.sm_count()
 
 
 def _measured_nearest(

@@ -40,7 +40,7 @@ TRANS_PENALTY = 3.0
 # different shapes stay out (replaying the H100 runs, 4 beat 8 and 16: the model's error
 # grows with the distance it extrapolates).
 NEIGHBOURS = 4
-GENERALISTS = 3  # per key, the most frequent winners offered to run-time refinement
+GENERALISTS = 8  # per key, the most frequent winners a lookup brings for run-time refinement
 
 
 class TableError(ValueError):

@@ -42,9 +42,40 @@ def test_fastest_candidate_wins_and_each_shape_is_timed_once(timings):
     f32 = np.dtype(np.float32)
     assert refine.choose(form(), f32, candidates) == "y"
     assert refine.choose(form(), f32, candidates) == "y"
-    assert len(requests) == 1
+    assert requests == [candidates, (table.CUBLAS, "y") * refine.CONFIRM_ROUNDS]
     assert refine.choose(form(k=701), f32, candidates) == "y"  # another shape: timed again
-    assert len(requests) == 2
+    assert len(requests) == 4
+
+
+def test_incumbent_is_cublas_where_it_competes_else_the_first_pick():
+    assert refine.incumbent(("a", "b", table.CUBLAS)) == table.CUBLAS
+    assert refine.incumbent(("a", "b")) == "a"
+
+
+@pytest.mark.parametrize("challenger_ms", [1.0, 0.99, 1.2])
+def test_incumbent_stays_unless_beaten_by_the_margin(timings, challenger_ms):
+    table_ms, requests = timings
+    table_ms.update({"first": 1.0, "other": challenger_ms})
+    chosen = refine.choose(form(), np.dtype(np.float32), ("first", "other"))
+    assert chosen == "first"  # a tie, 1% faster (noise) or slower: no switch
+    assert len(requests) == (2 if challenger_ms < 1.0 else 1)  # confirmed only when it led
+
+
+def test_a_lead_that_does_not_hold_up_on_retiming_keeps_the_incumbent(monkeypatch):
+    """The first pass flatters the challenger; timed again, alternately, it is no faster."""
+    passes = []
+
+    def drifting(form, dtype, candidates, stream=None):
+        passes.append(candidates)
+        if len(passes) == 1:
+            return [1.0, 0.8]
+        return [1.0 if c == "first" else 1.01 for c in candidates]
+
+    monkeypatch.setattr(refine, "time_candidates", drifting)
+    refine.clear()
+    assert refine.choose(form(), np.dtype(np.float32), ("first", "other")) == "first"
+    assert passes[1] == ("first", "other") * refine.CONFIRM_ROUNDS
+    refine.clear()
 
 
 def test_failing_candidates_keep_the_best_predicted(timings):
@@ -68,7 +99,13 @@ def test_candidates_are_the_models_best_and_cublas_when_allowed(monkeypatch, all
     for shape in [(300, 500, 700), (4000, 3000, 200), (128, 128, 8000)]:
         choice = selection.choose("float32", *shape, gpu=H100[0], cc=H100[1], warn=False)
         own = [c for c in choice.candidates if c != table.CUBLAS]
-        assert 1 <= len(own) <= selection.REFINE_CANDIDATES + table.GENERALISTS
+        assert (
+            1
+            <= len(own)
+            <= (
+                selection.REFINE_CANDIDATES + selection.GENERALIST_PICKS + selection.FILL_CANDIDATES
+            )
+        )
         assert len(set(own)) == len(own)
         assert (table.CUBLAS in choice.candidates) == allow_cublas
         assert choice.config in choice.candidates
@@ -87,4 +124,4 @@ def test_run_refines_only_when_enabled(monkeypatch, timings):
     gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0)
     monkeypatch.setenv(refine.REFINE_ENV, "1")
     gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0)
-    assert ran == ["predicted", "faster"] and len(requests) == 1
+    assert ran == ["predicted", "faster"] and len(requests) == 2  # a pass and its confirmation

@@ -20,6 +20,7 @@ from tunedgemm.tuning.space import (
     Shape,
     candidates,
     default_grid,
+    filling_split,
     mid_grid,
     parse_shapes,
     prune_reason,
@@ -75,6 +76,35 @@ def test_pruning_by_shape():
     assert prune_reason(big, Shape(64, 4096, 4096)) is not None
     small_shape = candidates("float64", Shape(64, 64, 64))
     assert small_shape and len(small_shape) < len(candidates("float64", Shape(4096, 4096, 4096)))
+
+
+def test_filling_split_fills_idle_sms_within_two_waves():
+    base = selection.default_config("float32")
+    p = base.as_dict()
+    few_tiles = Shape(2 * p["BM"], 3 * p["BN"], 8192)  # 6 tiles, long k
+    filled = filling_split(base, few_tiles, num_sms=132)
+    assert filled is not None and filled["SPLIT_K"] == 4  # the largest split declared
+    assert {k: v for k, v in filled.as_dict().items() if k != "SPLIT_K"} == {
+        k: v for k, v in p.items() if k != "SPLIT_K"}  # fmt: skip
+    assert 6 * filled["SPLIT_K"] <= 2 * 132
+    assert filling_split(base, Shape(8192, 8192, 8192), 132) is None  # a full wave already
+    # 40 tiles: split 4 would make 160 blocks, over two waves of 64 SMs; split 2 makes 80.
+    forty = Shape(5 * p["BM"], 8 * p["BN"], 8192)
+    assert filling_split(base, forty, num_sms=64)["SPLIT_K"] == 2  # type: ignore[index]
+    assert filling_split(base, Shape(64, 64, 64), 132) is None  # k too short to split
+    assert filling_split(KernelConfig.make("tiled", {"BM": 64, "BN": 64}), few_tiles) is None
+
+
+def test_small_output_long_k_calls_are_offered_split_k_variants(monkeypatch):
+    monkeypatch.setenv(selection.CUBLAS_ENV, "0")
+    monkeypatch.delenv(selection.FAMILY_ENV, raising=False)
+    monkeypatch.delenv(table.TABLE_ENV, raising=False)
+    for dtype in ("float32", "float64"):
+        small = selection.choose(dtype, 243, 389, 4980, gpu=GPU, cc=CC, warn=False)
+        big = selection.choose(dtype, 4000, 4000, 4000, gpu=GPU, cc=CC, warn=False)
+        split = [c for c in small.candidates if c["SPLIT_K"] > 1 and c["BM"] * c["BN"] <= 64 * 64]
+        assert split, small.candidates  # small tiles, split to fill the SMs
+        assert len(big.candidates) <= selection.REFINE_CANDIDATES + selection.GENERALIST_PICKS
 
 
 def test_strategies_by_name():

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     from .writer import write
 
     dev = cuda.device()
-    num_sms = dev.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
+    num_sms = cuda.sm_count()
 
     def prepare(task: Task, configs: list) -> None:
         precompile(configs, task.dtype, task.trans_a, task.trans_b, aligned=True)

@@ -113,6 +113,28 @@ def prune_reason(config: KernelConfig, shape: Shape, num_sms: int = NUM_SMS) -> 
     return None
 
 
+def filling_split(config: KernelConfig, shape: Shape, num_sms: int = NUM_SMS,
+                  ) -> KernelConfig | None:  # fmt: skip
+    """The config with the SPLIT_K that comes nearest to filling the GPU at this shape, where
+    its output tiles alone leave SMs idle (None: they do not, or no other split is better).
+
+    The largest declared split whose blocks stay within two waves and that prune_reason
+    accepts: slices long enough to pay for their atomic adds."""
+    family = FAMILIES.get(config.family)
+    p = config.as_dict()
+    if family is None or "SPLIT_K" not in p:
+        return None
+    tiles = -(-shape.m // p["BM"]) * -(-shape.n // p["BN"])
+    if tiles >= num_sms:
+        return None
+    splits = next(t.values for t in family.tunables if t.name == "SPLIT_K")
+    for split in sorted(splits, reverse=True):
+        variant = KernelConfig.make(config.family, {**p, "SPLIT_K": split})
+        if tiles * split <= 2 * num_sms and prune_reason(variant, shape, num_sms) is None:
+            return None if variant == config else variant
+    return None
+
+
 def _ceil_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
