@@ -115,7 +115,7 @@ def device_breakdown(da, db, dc) -> None:
     import cupy
 
     import tunedgemm as tg
-    from tunedgemm import cuda, reference, selection
+    from tunedgemm import cuda, gpu_backend, reference, selection
     from tunedgemm._args import normalise
     from tunedgemm._layout import blas_form
 
@@ -135,6 +135,12 @@ def device_breakdown(da, db, dc) -> None:
     handle, cublas = reference._handle(), reference._cublas()
     ptrs = (da.data.ptr, db.data.ptr, dc.data.ptr)
     timed("whole sgemm into c", lambda: tg.sgemm(1.0, da, db, 0.0, dc, overwrite_c=1))
+    timed("whole sgemm, new result", lambda: tg.sgemm(1.0, da, db))
+    timed("cupy.empty F-ordered", lambda: cupy.empty((64, 64), np.float32, order="F"))
+    timed("normalise (new result)", lambda: normalise(1.0, da, db, 0.0, None, 0, 0, 0,
+                                                      np.float32))  # fmt: skip
+    fresh = normalise(1.0, da, db, 0.0, None, 0, 0, 0, np.float32)
+    timed("gemm_into (new result)", lambda: gpu_backend.gemm_into(fresh))
     timed("cupy __cuda_array_interface__", lambda: da.__cuda_array_interface__)
     timed("normalise (3 CuPy arrays)", lambda: normalise(1.0, da, db, 0.0, dc, 0, 0, 1,
                                                          np.float32))  # fmt: skip
@@ -217,6 +223,7 @@ def main() -> int:
     db = cupy.asarray(rng.uniform(-1, 1, (64, 64)).astype(np.float32))
     dc = cupy.empty((64, 64), np.float32)
     profile("device64", lambda: tg.sgemm(1.0, da, db, 0.0, dc, overwrite_c=1), 2000, out)
+    profile("device64-new", lambda: tg.sgemm(1.0, da, db), 2000, out)
     device_breakdown(da, db, dc)
     os.environ["TUNEDGEMM_BACKEND"] = "gpu"
     a = rng.uniform(-1, 1, (384, 384)).astype(np.float32)

@@ -42,8 +42,7 @@ MIN_EDGE = 256  # the smallest tile edge out of core; below it the problem canno
 BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
 DEVICE_MEMORY_ENV = "TUNEDGEMM_DEVICE_MEMORY"  # bytes (suffix K, M or G) a call may use
 # One host call at a time per process: each already uses every copy thread and the whole GPU,
-# so little is lost. (Eight threads at once aborted the process on the GPU machine, with and
-# without this lock; docs/host.md has the lead.)
+# so little is lost (docs/host.md, "Threads").
 _host_calls = threading.Lock()
 UNQUERIED_BYTES = 256 << 20  # operands this small skip the free-memory query (unless capped)
 _ALIGN_BYTES = 16

@@ -35,6 +35,10 @@ MARGIN = 0.03  # a challenger must be this much faster than the incumbent to dis
 
 Config = KernelConfig | str
 _best: dict[tuple[Any, ...], Config] = {}
+# The same results keyed by the candidates' identity: hashing ten configs costs microseconds
+# on every call, and selection hands back the same tuple for a shape (it memoises choices).
+# Each value holds its tuple, so that no other tuple can take its id while the entry lives.
+_by_identity: dict[tuple[Any, ...], tuple[tuple[Config, ...], Config]] = {}
 _lock = threading.Lock()
 
 
@@ -47,15 +51,18 @@ def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
     """The fastest of `candidates` at this form's shape (timed on first use, then remembered).
 
     Candidates come best-predicted first; a tie, or one that fails, keeps the incumbent."""
-    key = (dtype_name(dtype), form.m, form.n, form.k, form.trans_a, form.trans_b,
-           form.aligned(), candidates)  # fmt: skip
-    found = _best.get(key)
-    if found is None:
-        with _lock:  # one thread times a shape; the others then find its result
-            found = _best.get(key)
-            if found is None:
-                found = _fastest(form, dtype, candidates, stream)
-                _best[key] = found
+    shape = (dtype_name(dtype), form.m, form.n, form.k, form.trans_a, form.trans_b,
+             form.aligned())  # fmt: skip
+    hit = _by_identity.get((id(candidates), *shape))
+    if hit is not None and hit[0] is candidates:
+        return hit[1]
+    key = (*shape, candidates)
+    with _lock:  # one thread times a shape; the others then find its result
+        found = _best.get(key)
+        if found is None:
+            found = _fastest(form, dtype, candidates, stream)
+            _best[key] = found
+        _by_identity[(id(candidates), *shape)] = (candidates, found)
     return found
 
 
@@ -85,6 +92,12 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     from . import cuda, launch, reference
     from .timing import gpu_median_ms
 
+    own = [c for c in candidates if isinstance(c, KernelConfig)]
+    if len(own) > 1:  # nvcc in parallel for those not yet in the disk cache
+        from .tuning.runner import precompile
+
+        precompile(own, dtype_name(dtype), form.trans_a, form.trans_b, form.aligned(),
+                   jobs=len(own))  # fmt: skip
     itemsize = np.dtype(dtype).itemsize
     scratch = cuda.allocate(max(form.ldc, 1) * max(form.n, 1) * itemsize)
     trial = dataclasses.replace(form, c=int(scratch))
@@ -109,3 +122,4 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
 def clear() -> None:
     with _lock:
         _best.clear()
+        _by_identity.clear()

@@ -2,29 +2,76 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
+# Holds a stream for a given number of nanoseconds. Launched before the timed work, it keeps
+# the GPU busy while the host queues every timed launch, so that each launch's events measure
+# the GPU's time alone and not the host's cost of launching (which would otherwise dominate
+# kernels of tens of microseconds). Kept here, not in kernels/: it is no GEMM template, and
+# kernels/ is hashed to detect stale tuning tables.
+_HOLD_SOURCE = r"""
+extern "C" __global__ void tunedgemm_hold(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+}
+"""
+HOLD_MARGIN = 2.0  # hold for this many times the host's measured cost of queueing the reps
+HOLD_MIN_S, HOLD_MAX_S = 50e-6, 50e-3
+
 
 def gpu_median_ms(work: Callable[[], Any], warmup: int = 3, reps: int = 10,
                   stream: Any = None) -> float:  # fmt: skip
     """Median milliseconds of `work` (which only enqueues device work, on `stream`: a PyCUDA
-    stream, default the legacy default stream), by CUDA events."""
+    stream, default the legacy default stream), by CUDA events between back-to-back launches
+    queued behind a hold (see _HOLD_SOURCE)."""
     import pycuda.driver as drv
 
     for _ in range(warmup):
         work()
-    start, stop = drv.Event(), drv.Event()
-    times = []
-    for _ in range(reps):
-        start.record(stream)
+    t0 = time.perf_counter()
+    work()  # one more warm-up, timed on the host to size the hold
+    host_s = time.perf_counter() - t0
+    hold_s = min(max(HOLD_MARGIN * reps * host_s, HOLD_MIN_S), HOLD_MAX_S)
+    events = [drv.Event() for _ in range(reps + 1)]
+    _hold(hold_s, stream)
+    events[0].record(stream)
+    for event in events[1:]:
         work()
-        stop.record(stream)
-        stop.synchronize()
-        times.append(stop.time_since(start))
-    return statistics.median(times)
+        event.record(stream)
+    events[-1].synchronize()
+    return statistics.median([b.time_since(a) for a, b in itertools.pairwise(events)])
+
+
+def _hold(seconds: float, stream: Any) -> None:
+    """Keep `stream` busy for `seconds`; without the kernel (it failed to build), nothing."""
+    kernel = _hold_kernel()
+    if kernel is not None:
+        import numpy as np
+
+        kernel(np.uint64(seconds * 1e9), block=(1, 1, 1), grid=(1, 1), stream=stream)
+
+
+@functools.cache
+def _hold_kernel() -> Any:
+    from . import cuda
+
+    try:
+        from pycuda.compiler import SourceModule
+
+        cuda.context()
+        return SourceModule(_HOLD_SOURCE, no_extern_c=True, arch=cuda.arch()).get_function(
+            "tunedgemm_hold"
+        )
+    except Exception:  # timings then include launch gaps, as they did before the hold
+        return None
 
 
 def wall_median_ms(work: Callable[[], Any], warmup: int = 1, reps: int = 3) -> float:

@@ -104,3 +104,20 @@ def test_agrees_with_cublas(dtype, trans_a, trans_b):
     tol = checks.tolerance(k, np.dtype(dtype))
     assert checks.scaled_error(theirs, exact, scale) <= tol  # the reference itself is sane
     assert checks.scaled_error(ours, theirs.astype(np.float64), scale) <= 2 * tol
+
+
+def test_event_timer_measures_the_gpu_not_the_launches():
+    """A 200 us hold timed by gpu_median_ms reads 200 us, and a host that is slow to launch
+    (1 ms of Python per launch) does not add to it: the launches queue behind the hold."""
+    import time
+
+    from tunedgemm import timing
+
+    def slow_launch() -> None:
+        time.sleep(1e-3)
+        timing._hold(200e-6, None)
+
+    assert timing._hold_kernel() is not None
+    for work in (lambda: timing._hold(200e-6, None), slow_launch):
+        ms = timing.gpu_median_ms(work, warmup=1, reps=5)
+        assert 0.19 < ms < 0.4, ms
