@@ -9,6 +9,8 @@ at 2 * 4096^3 flops). The fixed-config pool is each family's default plus the co
 table uses most; the best single fixed config is the one with the best geometric mean over
 the random shapes. "tuned" is what a call runs: the table's candidates for the shape timed
 once there (tunedgemm/refine.py); "pred" is the table's predicted choice alone.
+Every time is per call in a run of calls (tunedgemm.timing.call_ms): the GPU's time by CUDA
+events, or the host's time to queue the call where that is longer (launch-bound calls).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
 def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
     """Median ms of the tuned choice (own kernels only), each pool config and cuBLAS."""
     from tunedgemm import gpu_backend, gpu_problem, reference, refine, selection, table
-    from tunedgemm.timing import gpu_median_ms
+    from tunedgemm.timing import call_ms
 
     problem = gpu_problem.make(*shape, dtype, padded=PADDED)
     tuned = selection.choose(dtype, *shape, warn=False)
@@ -70,8 +72,8 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
 
     def timed(config: Any) -> float:
         try:
-            return gpu_median_ms(lambda: gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0,
-                                                         config), warmup=2, reps=5)  # fmt: skip
+            return call_ms(lambda: gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, config),
+                           warmup=2, reps=5)  # fmt: skip
         except Exception:
             return math.inf
 
@@ -89,8 +91,8 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     times["table_choice"] = str(final)  # type: ignore[assignment]
     for config in configs:
         times[str(config)] = timed(config)
-    times["cublas"] = (gpu_median_ms(lambda: reference.gemm(problem.form, problem.dtype, 1.0,
-                                                            0.0), warmup=2, reps=5)
+    times["cublas"] = (call_ms(lambda: reference.gemm(problem.form, problem.dtype, 1.0, 0.0),
+                               warmup=2, reps=5)
                        if reference.status()[0] else math.nan)  # fmt: skip
     times["table"] = times["cublas"] if final == table.CUBLAS else timed(final)
     return times

@@ -12,6 +12,11 @@ One pass of timings drifts by several percent (clocks, the GPU's other work), en
 crown a candidate that is slower when timed again. So the incumbent (cuBLAS where it
 competes, else the model's first pick) stays unless the pass's fastest beats it again in a
 second, interleaved round, by more than MARGIN.
+
+A candidate's time is what it costs per call in a run of calls (timing.call_ms): its GPU
+time, or the host's time to queue it where that is longer. At a few microseconds of work
+a call is bound by its launch, and own kernels (launched through PyCUDA) and cuBLAS
+(called through ctypes) take different times to queue (docs/host.md has them).
 """
 
 from __future__ import annotations
@@ -87,10 +92,11 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
 
 def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
                     stream: Any = None) -> list[float]:  # fmt: skip
-    """Median ms of each candidate on the form's operands, writing scratch memory instead of
-    C (alpha 1, beta 0); a candidate that fails to compile or run costs infinity."""
+    """Median ms per call of each candidate (timing.call_ms) on the form's operands, writing
+    scratch memory instead of C (alpha 1, beta 0); one that fails to compile or run costs
+    infinity."""
     from . import cuda, launch, reference
-    from .timing import gpu_median_ms
+    from .timing import call_ms
 
     own = [c for c in candidates if isinstance(c, KernelConfig)]
     if len(own) > 1:  # nvcc in parallel for those not yet in the disk cache
@@ -112,10 +118,10 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
                 launch.gemm(trial, dtype, 1.0, 0.0, config, stream)
 
         try:
-            times.append(gpu_median_ms(work, warmup=WARMUP, reps=REPS, stream=stream))
+            times.append(call_ms(work, warmup=WARMUP, reps=REPS, stream=stream))
         except Exception:  # a config that does not compile or launch here: never chosen
             times.append(math.inf)
-    del scratch  # every timed launch has finished: gpu_median_ms waited for the last one
+    del scratch  # every timed launch has finished: call_ms waited for the last one
     return times
 
 

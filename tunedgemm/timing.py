@@ -32,6 +32,20 @@ def gpu_median_ms(work: Callable[[], Any], warmup: int = 3, reps: int = 10,
     """Median milliseconds of `work` (which only enqueues device work, on `stream`: a PyCUDA
     stream, default the legacy default stream), by CUDA events between back-to-back launches
     queued behind a hold (see _HOLD_SOURCE)."""
+    return gpu_and_host_ms(work, warmup, reps, stream)[0]
+
+
+def call_ms(work: Callable[[], Any], warmup: int = 3, reps: int = 10,
+            stream: Any = None) -> float:  # fmt: skip
+    """What `work` costs per call in a run of calls: its GPU time, or the host's time to queue
+    it where that is longer (calls of a few microseconds are bound by their launches)."""
+    return max(gpu_and_host_ms(work, warmup, reps, stream))
+
+
+def gpu_and_host_ms(work: Callable[[], Any], warmup: int = 3, reps: int = 10,
+                    stream: Any = None) -> tuple[float, float]:  # fmt: skip
+    """(GPU, host) median milliseconds of `work`: by CUDA events around each launch on the
+    GPU, and by the host clock around each call queueing it."""
     import pycuda.driver as drv
 
     for _ in range(warmup):
@@ -41,13 +55,17 @@ def gpu_median_ms(work: Callable[[], Any], warmup: int = 3, reps: int = 10,
     host_s = time.perf_counter() - t0
     hold_s = min(max(HOLD_MARGIN * reps * host_s, HOLD_MIN_S), HOLD_MAX_S)
     events = [drv.Event() for _ in range(reps + 1)]
+    host_ms = []
     _hold(hold_s, stream)
     events[0].record(stream)
     for event in events[1:]:
+        t0 = time.perf_counter()
         work()
+        host_ms.append((time.perf_counter() - t0) * 1e3)
         event.record(stream)
     events[-1].synchronize()
-    return statistics.median([b.time_since(a) for a, b in itertools.pairwise(events)])
+    gpu_ms = [b.time_since(a) for a, b in itertools.pairwise(events)]
+    return statistics.median(gpu_ms), statistics.median(host_ms)
 
 
 def _hold(seconds: float, stream: Any) -> None:

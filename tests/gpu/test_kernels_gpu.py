@@ -107,8 +107,9 @@ def test_agrees_with_cublas(dtype, trans_a, trans_b):
 
 
 def test_event_timer_measures_the_gpu_not_the_launches():
-    """A 200 us hold timed by gpu_median_ms reads 200 us, and a host that is slow to launch
-    (1 ms of Python per launch) does not add to it: the launches queue behind the hold."""
+    """A 200 us hold timed by gpu_and_host_ms reads 200 us on the GPU, and a host that is slow
+    to launch (1 ms of Python per launch) does not add to it: the launches queue behind the
+    hold. The host part, and call_ms, see the slow launches."""
     import time
 
     from tunedgemm import timing
@@ -118,6 +119,8 @@ def test_event_timer_measures_the_gpu_not_the_launches():
         timing._hold(200e-6, None)
 
     assert timing._hold_kernel() is not None
-    for work in (lambda: timing._hold(200e-6, None), slow_launch):
-        ms = timing.gpu_median_ms(work, warmup=1, reps=5)
-        assert 0.19 < ms < 0.4, ms
+    gpu_ms, host_ms = timing.gpu_and_host_ms(lambda: timing._hold(200e-6, None), 1, 5)
+    assert 0.19 < gpu_ms < 0.4 and host_ms < 0.19, (gpu_ms, host_ms)
+    gpu_ms, host_ms = timing.gpu_and_host_ms(slow_launch, 1, 5)
+    assert 0.19 < gpu_ms < 0.4 and host_ms >= 1.0, (gpu_ms, host_ms)
+    assert timing.call_ms(slow_launch, 1, 5) >= 1.0
