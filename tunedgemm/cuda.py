@@ -7,7 +7,10 @@ import contextlib
 import functools
 import os
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,20 +68,40 @@ _thread = threading.local()
 class _PopAtThreadExit:
     """Pops the context a thread pushed when that thread ends. PyCUDA keeps a context stack per
     thread and aborts the whole process when a thread ends with its stack not empty; the
-    values of a threading.local are dropped in the ending thread itself, before that check."""
+    values of a threading.local are dropped in the ending thread itself, before that check.
+    The thread's own CUDA objects (`per_thread`) are released first, while the context is
+    still current: PyCUDA cannot free a stream after that, and warns."""
 
-    __slots__ = ("ctx",)
+    __slots__ = ("ctx", "owned")
 
-    def __init__(self, ctx: Any):
+    def __init__(self, ctx: Any, owned: dict[str, Any]):
         self.ctx = ctx
+        self.owned = owned
 
     def __del__(self) -> None:
+        self.owned.clear()
         with contextlib.suppress(Exception):  # at interpreter shutdown, nothing to pop
             import pycuda.driver as drv
 
             current = drv.Context.get_current()
             if current is not None and current.handle == self.ctx.handle:
                 drv.Context.pop()
+
+
+def per_thread(name: str, make: Callable[[], T]) -> T:
+    """This thread's own `name` (a stream, events), made by `make` on first use and released
+    before the thread's context is popped as the thread ends."""
+    owned = _owned()
+    if name not in owned:
+        owned[name] = make()
+    return owned[name]
+
+
+def _owned() -> dict[str, Any]:
+    owned = getattr(_thread, "owned", None)
+    if owned is None:
+        owned = _thread.owned = {}
+    return owned
 
 
 def ensure_current(ctx: Any) -> None:
@@ -94,7 +117,7 @@ def ensure_current(ctx: Any) -> None:
         current = None
     if current is None or current.handle != ctx.handle:
         ctx.push()
-        _thread.pop_at_exit = _PopAtThreadExit(ctx)
+        _thread.pop_at_exit = _PopAtThreadExit(ctx, _owned())
     _thread.pushed = ctx
 
 

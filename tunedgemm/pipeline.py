@@ -230,15 +230,11 @@ class _Streams:
         self.up, self.compute, self.down = drv.Stream(), drv.Stream(), drv.Stream()
 
 
-_local = threading.local()
-
-
 def _streams() -> _Streams:
     """This host thread's streams (made on first use: concurrent calls never share them)."""
-    streams = getattr(_local, "streams", None)
-    if streams is None:
-        streams = _local.streams = _Streams()
-    return streams
+    from . import cuda
+
+    return cuda.per_thread("pipeline streams", _Streams)
 
 
 @dataclass

@@ -9,9 +9,9 @@ the call had been launched there, and the host never waits.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +54,7 @@ def _libcuda() -> Any:
         ("cuEventCreate", [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]),
         ("cuEventRecord", [ctypes.c_void_p, ctypes.c_void_p]),
         ("cuStreamWaitEvent", [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]),
+        ("cuEventDestroy_v2", [ctypes.c_void_p]),
     ):
         getattr(lib, name).argtypes = args
         getattr(lib, name).restype = ctypes.c_int
@@ -65,9 +66,10 @@ def _check(code: int, what: str) -> None:
         raise RuntimeError(f"tunedgemm: {what} failed with CUDA error {code}")
 
 
-class _ThreadEvents(threading.local):
-    """Per-thread events and stream for bridging (re-recording an event another stream already
-    waits on is safe: cuStreamWaitEvent captures the event's state when it is called)."""
+class _ThreadEvents:
+    """A thread's events and stream for bridging (re-recording an event another stream already
+    waits on is safe: cuStreamWaitEvent captures the event's state when it is called). Held by
+    cuda.per_thread, so released while the thread's context is still current."""
 
     def __init__(self) -> None:
         self.events: list[int] = []
@@ -88,8 +90,16 @@ class _ThreadEvents(threading.local):
             self.stream = drv.Stream()
         return self.stream
 
+    def __del__(self) -> None:
+        for handle in self.events:
+            with contextlib.suppress(Exception):  # at interpreter shutdown: nothing to free
+                _libcuda().cuEventDestroy_v2(handle)
 
-_local = _ThreadEvents()
+
+def _local() -> _ThreadEvents:
+    from . import cuda
+
+    return cuda.per_thread("bridging", _ThreadEvents)
 
 
 def wait(waiter: int | None, producer: int | None) -> None:
@@ -97,7 +107,7 @@ def wait(waiter: int | None, producer: int | None) -> None:
     if waiter == producer:
         return
     lib = _libcuda()
-    event = _local.event(0)
+    event = _local().event(0)
     _check(lib.cuEventRecord(event, producer or 0), "cuEventRecord")
     _check(lib.cuStreamWaitEvent(waiter or 0, event, 0), "cuStreamWaitEvent")
 
@@ -135,7 +145,7 @@ def for_call(stream: Any) -> CallStream:
         return CallStream(None, None)
     if type(stream).__module__.startswith("pycuda"):
         return CallStream(stream, None)
-    ours = _local.own_stream()
+    ours = _local().own_stream()
     call = CallStream(ours, raw)
     wait(call.handle, raw)
     return call

@@ -288,3 +288,28 @@ def test_a_thread_pops_the_context_it_pushed_when_it_ends(fake_driver, monkeypat
     worker.start()
     worker.join()
     assert stacks == [[]]  # pushed once, popped as the thread ended
+
+
+def test_per_thread_objects_are_released_before_the_context_is_popped(fake_driver, monkeypatch):
+    """PyCUDA cannot free a thread's stream once its context is popped (it warns and leaks)."""
+    monkeypatch.setattr(cuda, "_thread", threading.local())
+    ctx = _FakeContext(0xC1)
+    seen = []
+
+    class Resource:
+        def __del__(self):
+            seen.append(("released", _FakeContext.get_current()))
+
+    def call():
+        cuda.ensure_current(ctx)
+        first = cuda.per_thread("thing", Resource)
+        assert cuda.per_thread("thing", Resource) is first  # one per thread
+        seen.append(("made", id(first)))
+
+    workers = [threading.Thread(target=call) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+        worker.join()
+    made = [what for what, _ in seen if what == "made"]
+    released = [current for what, current in seen if what == "released"]
+    assert len(made) == 2 and released == [ctx, ctx]  # each released with ctx current
