@@ -38,18 +38,26 @@ def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: 
     memo_key = None
     if stream is None:
         if c is None:
-            small = _small_host.product(alpha, a, b, beta, trans_a, trans_b, dtype)
-            if small is not None:
-                return small
+            if type(a) is np.ndarray:
+                small = _small_host.product(alpha, a, b, beta, trans_a, trans_b, dtype)
+                if small is not None:
+                    return small
+            else:
+                memo_key = _repeat.key(alpha, a, b, beta, None, trans_a, trans_b, dtype)
         elif overwrite_c and type(c) is not np.ndarray:
             memo_key = _repeat.key(alpha, a, b, beta, c, trans_a, trans_b, dtype)
-            if memo_key is not None and _repeat.run(memo_key):
-                return c
+        if memo_key is not None:
+            repeated = _repeat.run(memo_key, a)
+            if repeated is not None:
+                return c if c is not None else repeated
     streams.handle_of(stream)  # checked before anything is touched
     problem = normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, dtype)
     launch = _compute(problem, stream)
-    if memo_key is not None and problem.result is c:
-        _repeat.record(memo_key, launch)
+    if memo_key is not None:
+        if c is None:
+            _repeat.record(memo_key, launch, problem.result)
+        elif problem.result is c:
+            _repeat.record(memo_key, launch)
     return problem.result
 
 

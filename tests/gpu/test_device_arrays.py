@@ -31,6 +31,17 @@ def to_host(kind: str, x) -> np.ndarray:
     return x.cpu().numpy()
 
 
+def _refill(kind: str, x, values: np.ndarray):
+    """x with new values written into its own memory (same address, same layout)."""
+    if kind == "torch":
+        import torch
+
+        x.copy_(torch.from_numpy(np.ascontiguousarray(values)))
+    else:
+        x.set(np.ascontiguousarray(values))
+    return x
+
+
 KINDS = ["pycuda", "cupy", "torch"]
 
 
@@ -99,6 +110,28 @@ def test_mixed_host_and_device_operands():
     out = tg.sgemm(1.0, a, cupy.asarray(b))
     assert isinstance(out, cupy.ndarray)
     assert_gemm(out.get(), 1.0, a, b, 0.0, None, np.float32)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_repeated_calls_into_new_results_give_new_right_arrays(kind):
+    """Calls without c on the same operands repeat their launch into a new result each time
+    (tunedgemm/_repeat.py): each result is its own array, of the operands' kind, F-ordered,
+    and holds the product of the values the operands had at that call."""
+    rng = np.random.default_rng()
+    for dtype in (np.float32, np.float64):
+        a_host = rng.uniform(-1, 1, (96, 80)).astype(dtype)
+        b_host = rng.uniform(-1, 1, (80, 72)).astype(dtype)
+        a, b = to_kind(kind, a_host), to_kind(kind, b_host)
+        results, expected = [], []
+        for step in range(3):
+            results.append(tg.gemm(0.75, a, b))
+            expected.append(to_host(kind, a))
+            a_host = a_host * (step + 1.5)
+            a = to_kind(kind, a_host) if step % 2 else _refill(kind, a, a_host)
+        assert len({id(r) for r in results}) == 3
+        for result, a_then in zip(results, expected, strict=True):
+            assert type(result) is type(a) and tuple(result.shape) == (96, 72)
+            assert_gemm(to_host(kind, result), 0.75, a_then, b_host, 0.0, None, dtype)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -4,6 +4,7 @@ kernels and cuBLAS: it must give what the plain computations give."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import itertools
 import types
 import warnings
@@ -460,3 +461,47 @@ def test_anything_that_changes_the_launch_is_not_a_repeat(repeat_memo, monkeypat
     result = tg.sgemm(**args)
     assert len(repeat_memo) == 2 and repeat_memo[0] != repeat_memo[1]
     assert (result is args["c"]) == (change not in ("readonly c", "new output"))
+
+
+@pytest.fixture
+def new_results(monkeypatch):
+    """New device results as fake CuPy arrays, each at a new address."""
+    from tunedgemm import device_arrays
+
+    made = []
+
+    def empty_like_kind(like, shape, dtype, order):
+        itemsize = np.dtype(dtype).itemsize
+        strides = (itemsize, itemsize * shape[0]) if order == "F" else None
+        made.append(FakeDeviceArray(1 << 20 + len(made), shape, np.dtype(dtype).str, strides))
+        return made[-1]
+
+    monkeypatch.setattr(device_arrays, "empty_like_kind", empty_like_kind)
+    return made
+
+
+def test_a_repeated_call_into_a_new_result_makes_one_and_repeats_the_launch(
+    repeat_memo, new_results, monkeypatch
+):
+    from tunedgemm import api
+
+    a, b, _ = _operands()
+    first = tg.sgemm(2.0, a, b)
+    monkeypatch.setattr(api, "normalise", lambda *args: pytest.fail("not a repeat"))
+    second = tg.sgemm(2.0, a, b)
+    assert new_results == [first, second] and first.ptr != second.ptr
+    assert second.shape == (64, 48) and second.strides == (4, 256)  # F-ordered, as the first
+    (form1, *rest1), (form2, *rest2) = repeat_memo
+    assert (form1.c, form2.c) == (first.ptr, second.ptr) and rest1 == rest2
+    assert dataclasses.replace(form1, c=0) == dataclasses.replace(form2, c=0)
+
+
+def test_new_result_calls_that_differ_are_not_repeats(repeat_memo, new_results):
+    a, b, _ = _operands()
+    tg.sgemm(2.0, a, b)
+    tg.sgemm(3.0, a, b)  # another alpha
+    tg.sgemm(2.0, FakeDeviceArray(4096, (32, 64)), b, trans_a=1)  # another flag
+    with pytest.raises(ValueError, match="c must be given"):
+        tg.sgemm(2.0, a, b, 1.0)  # beta != 0 without c is still an error
+    assert [args[2] for args in repeat_memo] == [2.0, 3.0, 2.0]
+    assert len({args[0] for args in repeat_memo}) == 3  # three launches, three results
