@@ -152,7 +152,7 @@ def device_overhead(size: int = 64) -> dict[str, Any]:
     import cupy
 
     import tunedgemm as tg
-    from tunedgemm import reference, selection
+    from tunedgemm import reference, refine, selection
 
     rng = np.random.default_rng()
     da = cupy.asarray(rng.uniform(-1, 1, (size, size)).astype(np.float32), order="F")
@@ -175,6 +175,9 @@ def device_overhead(size: int = 64) -> dict[str, Any]:
         "tunedgemm_into_c_us": per_call_us(into_c, sync),
         "tunedgemm_new_out_us": per_call_us(lambda: tg.sgemm(1.0, da, db), sync),
         "choice": str(selection.choose("float32", size, size, size).config),
+        # What refinement timed at this shape (per call: GPU, or queueing where longer) and
+        # what runs: the table's choice above is only its starting point.
+        "refined": [r for r in refine.history() if r["shape"][1:4] == (size, size, size)],
     }
     import os
 
@@ -206,8 +209,14 @@ def main() -> int:
     print(f"{'dtype':8} {'n':>6} {'tg us':>10} {'NumPy us':>10} {'ratio':>7} {'ran':>6}")
     record["small"] = small_sweep()
     record["device_overhead_64"] = overhead = device_overhead()
-    shown = (f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in overhead.items())
+    shown = (f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in overhead.items()
+             if k != "refined")  # fmt: skip
     print("per call on CuPy arrays at 64^3 (us): " + ", ".join(shown))
+    for refined in overhead["refined"]:
+        pairs = zip(refined["candidates"], refined["ms"], strict=True)
+        timed = ", ".join(f"{c[:40]} {ms * 1e3:.1f}" for c, ms in pairs)
+        print(f"  refined {refined['shape']}: chose {refined['chosen'][:40]}; us per call: "
+              f"{timed}; retimed {refined['confirm']}")  # fmt: skip
     print(f"ratio tunedgemm (into c) / scikit-cuda cuBLAS: "
           f"{overhead['tunedgemm_into_c_us'] / overhead['skcuda_cublas_us']:.2f}")  # fmt: skip
     out = Path(args.out)

@@ -72,7 +72,7 @@ def key(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: An
     operands = (_operand(a), _operand(b), NEW_RESULT if c is None else _operand(c))
     if None in operands:
         return None
-    producer = _cupy_stream() if _cupy_ndarray is not None else None
+    producer = _cupy_current_stream().ptr if _cupy_ndarray is not None else None
     settings = tuple(_env.get(name) for name in _SETTINGS)
     return (dtype, alpha, beta, trans_a, trans_b, operands, producer, settings)
 
@@ -127,15 +127,15 @@ def clear() -> None:
 
 
 def _load_cupy() -> Any:
-    """cupy.ndarray if CuPy is imported already (then arrays may be CuPy's), else None."""
+    """cupy.ndarray if CuPy is imported already (then arrays may be CuPy's), else None; with
+    it, CuPy's current-stream function, looked up once."""
+    global _cupy_current_stream
     module = sys.modules.get("cupy")
-    return getattr(module, "ndarray", None)
+    ndarray = getattr(module, "ndarray", None)
+    if ndarray is not None:
+        _cupy_current_stream = module.cuda.get_current_stream  # type: ignore[union-attr]
+    return ndarray
 
 
 _cupy_ndarray: Any = None
-
-
-def _cupy_stream() -> int:
-    import cupy
-
-    return int(cupy.cuda.get_current_stream().ptr)
+_cupy_current_stream: Any = None

@@ -45,6 +45,16 @@ _best: dict[tuple[Any, ...], Config] = {}
 # Each value holds its tuple, so that no other tuple can take its id while the entry lives.
 _by_identity: dict[tuple[Any, ...], tuple[tuple[Config, ...], Config]] = {}
 _lock = threading.Lock()
+# What each refinement timed and chose (a few per distinct shape), for benchmarks and
+# explanations: dicts with shape, candidates, ms, confirm (incumbent's and challenger's ms
+# when retimed) and chosen.
+_history: list[dict[str, Any]] = []
+
+
+def history() -> list[dict[str, Any]]:
+    """What refinement timed and chose so far in this process, oldest first."""
+    with _lock:
+        return list(_history)
 
 
 def enabled() -> bool:
@@ -65,7 +75,7 @@ def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
     with _lock:  # one thread times a shape; the others then find its result
         found = _best.get(key)
         if found is None:
-            found = _fastest(form, dtype, candidates, stream)
+            found = _fastest(form, dtype, candidates, stream, shape)
             _best[key] = found
         _by_identity[(id(candidates), *shape)] = (candidates, found)
     return found
@@ -77,17 +87,24 @@ def incumbent(candidates: tuple[Config, ...]) -> Config:
     return table.CUBLAS if table.CUBLAS in candidates else candidates[0]
 
 
-def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
-             stream: Any) -> Config:  # fmt: skip
+def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], stream: Any,
+             shape: tuple[Any, ...]) -> Config:  # fmt: skip
     holder = incumbent(candidates)
     times = time_candidates(form, dtype, candidates, stream)
+    record: dict[str, Any] = {"shape": shape, "candidates": [str(c) for c in candidates],
+                              "ms": times, "confirm": None}  # fmt: skip
+    _history.append(record)
     challenger = candidates[min(range(len(candidates)), key=lambda i: times[i])]
-    if challenger == holder or not math.isfinite(times[candidates.index(challenger)]):
-        return holder
-    pair = (holder, challenger) * CONFIRM_ROUNDS
-    again = time_candidates(form, dtype, pair, stream)
-    holder_ms, challenger_ms = (float(np.median(again[i::2])) for i in (0, 1))
-    return challenger if challenger_ms < holder_ms * (1 - MARGIN) else holder
+    chosen = holder
+    if challenger != holder and math.isfinite(times[candidates.index(challenger)]):
+        pair = (holder, challenger) * CONFIRM_ROUNDS
+        again = time_candidates(form, dtype, pair, stream)
+        holder_ms, challenger_ms = (float(np.median(again[i::2])) for i in (0, 1))
+        record["confirm"] = (holder_ms, challenger_ms)
+        if challenger_ms < holder_ms * (1 - MARGIN):
+            chosen = challenger
+    record["chosen"] = str(chosen)
+    return chosen
 
 
 def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
@@ -129,3 +146,4 @@ def clear() -> None:
     with _lock:
         _best.clear()
         _by_identity.clear()
+        _history.clear()
