@@ -179,9 +179,6 @@ def pipeline_variants(size: int = 8192) -> None:
     timed("cupy plain path", lambda: cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)))
     timed("default", lambda: tg.sgemm(1.0, a, b))
     timed("into pre-touched c", lambda: tg.sgemm(1.0, a, b, 0.0, c, overwrite_c=1))
-    pipeline.PRETOUCH = False
-    timed("default without the background pretouch", lambda: tg.sgemm(1.0, a, b))
-    pipeline.PRETOUCH = True
     for panel in (4096, 1024):
         pipeline.PANEL = panel
         timed(f"panel {panel}", lambda: tg.sgemm(1.0, a, b))

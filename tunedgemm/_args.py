@@ -41,9 +41,6 @@ class GemmProblem:
     out: Matrix
     result: Any
     c_init: DeviceMatrix | None = None
-    # `out` is a new host array that nothing has read or written: its pages are not yet
-    # mapped, and the backend may write it in any order before the result.
-    fresh: bool = False
 
     @property
     def dtype(self) -> np.dtype:
@@ -211,7 +208,7 @@ def normalise(
             raise ValueError("c must be given when beta is not zero")
         like = next((x for x in (ma, mb) if isinstance(x, DeviceMatrix)), None)
         out, result = _new_out(like, (m, n), dtype, result_order)
-        return GemmProblem(alpha_f, op_a, op_b, beta_f, out, result, fresh=like is None)
+        return GemmProblem(alpha_f, op_a, op_b, beta_f, out, result)
     mc = as_matrix(c, "c")
     if mc.shape != (m, n):
         raise ValueError(f"c has shape {mc.shape}, expected {(m, n)} for op(a) @ op(b)")
@@ -225,7 +222,7 @@ def normalise(
         out = np.array(mc, dtype=dtype, order=result_order)
     else:
         out = np.empty((m, n), dtype=dtype, order=result_order)
-    return GemmProblem(alpha_f, op_a, op_b, beta_f, out, out, fresh=beta_f == 0.0)
+    return GemmProblem(alpha_f, op_a, op_b, beta_f, out, out)
 
 
 def _writeable(mat: Matrix) -> bool:

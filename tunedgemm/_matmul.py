@@ -64,7 +64,6 @@ def matmul(a: Any, b: Any, out: Any = None, stream: Any = None) -> Any:
             0.0,
             piece,
             piece,
-            fresh=True,
         )
         gpu_backend.gemm_into(problem)
     result = result.reshape(shape)

@@ -37,12 +37,6 @@ PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
 # for host memory with the DMA engines: at 8192^3 (float32, H100 machine, 2026-11-22) tiles
 # of 4096 took 58 ms, of 2048 83 ms, of 1024 80 ms (benchmarks/profile_calls.py).
 MAX_PANELS = 2
-# A new result's pages are mapped by the first write to them, which runs at a fifth of the
-# speed of a copy into mapped memory (docs/host.md). The pipeline writes zeros into each C
-# tile of a new result in the background, in the order the tiles come down, so that the
-# faults happen while the GPU works and not in the copies out on the critical path.
-PRETOUCH = True
-TOUCH_WORKERS = 4
 QUANTUM = 256  # tile edges are multiples of this: whole kernel block tiles inside
 MIN_EDGE = 256  # the smallest tile edge out of core; below it the problem cannot run
 BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
@@ -207,25 +201,16 @@ def host_copy(dst: np.ndarray, src: np.ndarray) -> None:
     if parts < 2 or dst.ndim != 2:
         np.copyto(dst, src)
         return
-    pieces = _slices(dst, parts)
+    # Split along the dimension with the larger stride, so each piece keeps long runs.
+    axis = 0 if abs(dst.strides[0]) >= abs(dst.strides[1]) else 1
+    bounds = np.linspace(0, dst.shape[axis], parts + 1).astype(int)
+    pieces = [(slice(lo, hi), slice(None)) if axis == 0 else (slice(None), slice(lo, hi))
+              for lo, hi in itertools.pairwise(bounds)]  # fmt: skip
     pool = _pool("copy", _WORKERS)
     futures = [pool.submit(np.copyto, dst[p], src[p]) for p in pieces[1:]]
     np.copyto(dst[pieces[0]], src[pieces[0]])
     for future in futures:
         future.result()
-
-
-def _slices(arr: np.ndarray, parts: int) -> list[tuple[slice, slice]]:
-    """parts index ranges covering a 2-D array, cut across the dimension with the larger
-    stride, so that each piece keeps long contiguous runs."""
-    axis = 0 if abs(arr.strides[0]) >= abs(arr.strides[1]) else 1
-    bounds = np.linspace(0, arr.shape[axis], parts + 1).astype(int)
-    return [(slice(lo, hi), slice(None)) if axis == 0 else (slice(None), slice(lo, hi))
-            for lo, hi in itertools.pairwise(bounds)]  # fmt: skip
-
-
-def _pieces(arr: np.ndarray, parts: int) -> list[np.ndarray]:
-    return [arr[s] for s in _slices(arr, parts)]
 
 
 def _order_of(arr: np.ndarray) -> str:
@@ -335,19 +320,6 @@ class _Run:
         self.stage_out = _Staging(2, c_bytes)
         self.allocate = cuda.allocate
         self.keep: list[Any] = []
-        self.touched: dict[tuple[int, int], list[Future[Any]]] = {}
-        if problem.fresh and PRETOUCH:
-            self._pretouch()
-
-    def _pretouch(self) -> None:
-        """Write zeros into each C tile of the new result in the background, in tile order."""
-        p, out = self.plan, self.problem.out
-        assert isinstance(out, np.ndarray)
-        pool = _pool("touch", TOUCH_WORKERS)
-        for ti, (i0, i1) in enumerate(ranges(p.m, p.tm)):
-            for tj, (j0, j1) in enumerate(ranges(p.n, p.tn)):
-                pieces = _pieces(out[i0:i1, j0:j1], TOUCH_WORKERS)
-                self.touched[ti, tj] = [pool.submit(piece.fill, 0) for piece in pieces]
 
     def _device_block(self, ring: _Ring, slot: _Slot, shape: tuple[int, int], order: str
                       ) -> DeviceMatrix:  # fmt: skip
@@ -424,10 +396,9 @@ class _Run:
                         slot = ring.find(key)
                         assert slot is not None
                         slot.free = used
-                self._download(c_mat, tile, c_slot, self.touched.pop((ti, tj), []))
+                self._download(c_mat, tile, c_slot)
 
-    def _download(self, c_mat: DeviceMatrix, tile: np.ndarray, c_slot: _Slot,
-                  touched: list[Future[Any]]) -> None:  # fmt: skip
+    def _download(self, c_mat: DeviceMatrix, tile: np.ndarray, c_slot: _Slot) -> None:
         from . import pinned
 
         computed = self.drv.Event()
@@ -445,8 +416,6 @@ class _Run:
         c_slot.free = done
 
         def copy_out() -> None:
-            for touch in touched:  # its zeros must land before the product does
-                _traced("wait pretouch", touch.result)
             _traced("wait download", done.synchronize)
             _traced(f"copy out {tile.shape}", lambda: host_copy(tile, staged))
 
@@ -456,9 +425,6 @@ class _Run:
         """Wait for every transfer and copy, then hand the buffers back."""
         for stream in (self.streams.up, self.streams.compute, self.streams.down):
             stream.synchronize()
-        for touches in self.touched.values():  # tiles never reached (an error on the way)
-            for touch in touches:
-                touch.result()
         self.stage_out.release()
         self.stage_in.release()
         self.keep.clear()

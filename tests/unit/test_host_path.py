@@ -313,31 +313,3 @@ def test_per_thread_objects_are_released_before_the_context_is_popped(fake_drive
     made = [what for what, _ in seen if what == "made"]
     released = [current for what, current in seen if what == "released"]
     assert len(made) == 2 and released == [ctx, ctx]  # each released with ctx current
-
-
-@pytest.mark.parametrize("order", ["C", "F"])
-@pytest.mark.parametrize("parts", [1, 3, 4, 16])
-def test_pieces_cover_every_element_once(order, parts):
-    arr = np.zeros((37, 53), order=order)
-    for piece in pipeline._pieces(arr[3:30, 5:50], parts):
-        piece += 1
-    expected = np.zeros((37, 53))
-    expected[3:30, 5:50] = 1
-    np.testing.assert_array_equal(arr, expected)
-
-
-def test_only_new_untouched_host_results_are_fresh(rng):
-    from tunedgemm._args import normalise
-
-    a, b = rng.uniform(-1, 1, (5, 4)), rng.uniform(-1, 1, (4, 3))
-    c = rng.uniform(-1, 1, (5, 3))
-
-    def fresh(**kwargs):
-        args = {"alpha": 1.0, "a": a, "b": b, "beta": 0.0, "c": None, "trans_a": 0,
-                "trans_b": 0, "overwrite_c": 0, "dtype": np.float64, **kwargs}  # fmt: skip
-        return normalise(**args).fresh
-
-    assert fresh()  # a new result
-    assert fresh(c=c)  # c not overwritten, beta 0: a new array, c's values unused
-    assert not fresh(c=np.asfortranarray(c), overwrite_c=1)  # the caller's own array
-    assert not fresh(c=c, beta=0.5)  # a copy of c: its values are the start
