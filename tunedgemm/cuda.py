@@ -80,12 +80,15 @@ class _PopAtThreadExit:
 
     def __del__(self) -> None:
         self.owned.clear()
-        with contextlib.suppress(Exception):  # at interpreter shutdown, nothing to pop
+        # try/except, not contextlib: at interpreter shutdown module globals may be None.
+        try:
             import pycuda.driver as drv
 
             current = drv.Context.get_current()
             if current is not None and current.handle == self.ctx.handle:
                 drv.Context.pop()
+        except Exception:  # at interpreter shutdown, nothing to pop
+            pass
 
 
 def per_thread(name: str, make: Callable[[], T]) -> T:

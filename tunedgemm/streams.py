@@ -9,7 +9,6 @@ the call had been launched there, and the host never waits.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 from collections.abc import Iterable
@@ -91,9 +90,13 @@ class _ThreadEvents:
         return self.stream
 
     def __del__(self) -> None:
-        for handle in self.events:
-            with contextlib.suppress(Exception):  # at interpreter shutdown: nothing to free
-                _libcuda().cuEventDestroy_v2(handle)
+        # try/except, not contextlib: at interpreter shutdown module globals may be None.
+        try:
+            destroy = _libcuda().cuEventDestroy_v2
+            for handle in self.events:
+                destroy(handle)
+        except Exception:  # shutting down: the driver frees them with the process
+            pass
 
 
 def _local() -> _ThreadEvents:
