@@ -34,7 +34,8 @@ def _compute(problem: GemmProblem, stream: Any) -> gpu_backend.Launch | None:
 def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: Any,
           overwrite_c: Any, stream: Any, dtype: np.dtype | None) -> Any:  # fmt: skip
     """sgemm, dgemm or gemm (dtype None). Two short routes: small plain host calls go straight
-    to NumPy, and in-place device calls that repeat an earlier one repeat its launch."""
+    to NumPy, and device calls (in place, or into a new result) that repeat an earlier one
+    repeat its launch (tunedgemm/_repeat.py)."""
     memo_key = None
     if stream is None:
         if c is None:

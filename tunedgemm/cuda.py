@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import os
 import threading
@@ -146,9 +145,12 @@ class ScratchBuffer:
     __index__ = __int__
 
     def __del__(self) -> None:
-        # At interpreter shutdown the pool may be gone already; the driver frees it then.
-        with contextlib.suppress(Exception):
+        # try/except, not contextlib: at interpreter shutdown module globals may be None, and
+        # the pool may be gone already; the driver frees the memory then.
+        try:  # noqa: SIM105
             self.pool.give(self.allocation, self.size)
+        except Exception:
+            pass
 
 
 class _ScratchPool:
