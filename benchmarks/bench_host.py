@@ -8,7 +8,7 @@ Usage: python benchmarks/bench_host.py [--sizes 1024 2048 4096 8192] [--out DIR]
    pipeline: max(pinned transfer time, kernel time), the transfers timed with CUDA events
    on pinned buffers and the kernel with CUDA events on device operands, in this run.
 2. Small squares (1 to 512): tunedgemm (whose crossover sends small calls to NumPy) against
-   NumPy, median per-call time over loops of calls.
+   NumPy, median per-call time over loops of calls timed in turns (see small_sweep).
 3. Per-call overhead on device arrays at 64^3: tunedgemm on CuPy arrays against
    cublasSgemm through scikit-cuda on the same pointers: calls queued back to back, wall
    time per call (median over repeats); at this size the host side is the whole cost.
@@ -131,20 +131,65 @@ def host_to_host(sizes: list[int], bandwidth: tuple[float, float]) -> list[dict[
     return rows
 
 
+def interleaved_us(works: dict[str, Callable[[], Any]], rounds: int = 9,
+                   target_s: float = 0.005) -> dict[str, float]:  # fmt: skip
+    """Median microseconds per call of each work, timed in turns (one loop of each per round),
+    so that a drift of the machine's speed falls on all of them alike."""
+    counts = {}
+    for name, work in works.items():
+        work()
+        start = time.perf_counter()
+        work()
+        counts[name] = max(1, min(20000, int(target_s / max(time.perf_counter() - start, 1e-7))))
+    samples: dict[str, list[float]] = {name: [] for name in works}
+    for _ in range(rounds):
+        for name, work in works.items():
+            start = time.perf_counter()
+            for _ in range(counts[name]):
+                work()
+            samples[name].append((time.perf_counter() - start) / counts[name] * 1e6)
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
 def small_sweep() -> list[dict[str, Any]]:
+    """tunedgemm's routines on small squares against NumPy computing the same: `matmul`
+    against `a @ b` (both C-ordered), sgemm/dgemm against `a @ b` and against NumPy making
+    sgemm's Fortran-ordered result (`(b.T @ a.T).T`), and against SciPy's BLAS wrapper (the
+    routine sgemm stands in for) where SciPy is installed."""
+    import tunedgemm as tg
     from tunedgemm import crossover
 
+    try:
+        from scipy.linalg import blas as scipy_blas
+    except ImportError:
+        scipy_blas = None
     rows = []
     rng = np.random.default_rng()
     for dtype, routine, size, a, b in squares(SMALL, rng):
-        ours = per_call_us(lambda: routine(1.0, a, b), lambda: None)  # noqa: B023
-        numpy_us = per_call_us(lambda: a @ b, lambda: None)  # noqa: B023
+        works = {
+            "tunedgemm": lambda: routine(1.0, a, b),  # noqa: B023
+            "tunedgemm_matmul": lambda: tg.matmul(a, b),  # noqa: B023
+            "numpy": lambda: a @ b,  # noqa: B023
+            "numpy_f_order": lambda: (b.T @ a.T).T,  # noqa: B023
+        }
+        if scipy_blas is not None:
+            scipy_routine = scipy_blas.sgemm if dtype == np.float32 else scipy_blas.dgemm
+            works["scipy"] = lambda: scipy_routine(1.0, a, b)  # noqa: B023
+        us = interleaved_us(works)
         ran = "numpy" if crossover.for_call(np.dtype(dtype), size, size, size) else "gpu"
-        name = np.dtype(dtype).name
-        rows.append({"dtype": name, "n": size, "tunedgemm_us": ours, "numpy_us": numpy_us,
-                     "ratio": ours / numpy_us, "ran_on": ran})  # fmt: skip
-        print(f"{np.dtype(dtype).name:8} {size:6d} {ours:10.1f} {numpy_us:10.1f} "
-              f"{ours / numpy_us:7.2f} {ran:>6}", flush=True)  # fmt: skip
+        row: dict[str, Any] = {"dtype": np.dtype(dtype).name, "n": size, "ran_on": ran}
+        row.update({f"{name}_us": value for name, value in us.items()})
+        row["ratio"] = us["tunedgemm"] / us["numpy"]
+        row["matmul_ratio"] = us["tunedgemm_matmul"] / us["numpy"]
+        row["ratio_same_layout"] = us["tunedgemm"] / us["numpy_f_order"]
+        if "scipy" in us:
+            row["ratio_scipy"] = us["tunedgemm"] / us["scipy"]
+        rows.append(row)
+        scipy_text = f"{row['ratio_scipy']:9.2f}" if "scipy" in us else f"{'-':>9}"
+        print(f"{row['dtype']:8} {size:6d} {us['tunedgemm']:9.2f} {us['tunedgemm_matmul']:9.2f} "
+              f"{us['numpy']:9.2f} {us['numpy_f_order']:9.2f} {row['matmul_ratio']:9.2f} "
+              f"{row['ratio']:9.2f} {row['ratio_same_layout']:9.2f} {scipy_text} {ran:>6}",
+              flush=True)  # fmt: skip
     return rows
 
 
@@ -206,7 +251,10 @@ def main() -> int:
     record: dict[str, Any] = {"device": cuda.device().name(), "date": date,
                               "command": " ".join(sys.argv), "pinned_gb_s": bandwidth}  # fmt: skip
     record["host_to_host"] = host_to_host(args.sizes, bandwidth)
-    print(f"{'dtype':8} {'n':>6} {'tg us':>10} {'NumPy us':>10} {'ratio':>7} {'ran':>6}")
+    print("small squares, us per call; ratios: matmul / a@b, sgemm / a@b, sgemm / NumPy's "
+          "F-ordered a@b, sgemm / SciPy's sgemm")  # fmt: skip
+    print(f"{'dtype':8} {'n':>6} {'sgemm':>9} {'matmul':>9} {'a@b':>9} {'a@b F':>9} "
+          f"{'mm/np':>9} {'sg/np':>9} {'sg/npF':>9} {'sg/scipy':>9} {'ran':>6}")  # fmt: skip
     record["small"] = small_sweep()
     record["device_overhead_64"] = overhead = device_overhead()
     shown = (f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in overhead.items()

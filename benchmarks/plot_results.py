@@ -105,7 +105,12 @@ def plot_host(data: dict, out: Path) -> None:
     ax = axes[2]
     for dtype in ("float32", "float64"):
         rows = [r for r in data["small"] if r["dtype"] == dtype]
-        ax.plot([r["n"] for r in rows], [r["ratio"] for r in rows], "o-", ms=3, label=dtype)
+        routine = "sgemm" if dtype == "float32" else "dgemm"
+        ax.plot([r["n"] for r in rows], [r["ratio"] for r in rows], "o-", ms=3,
+                label=f"{routine} / a @ b")  # fmt: skip
+        if "matmul_ratio" in rows[0]:
+            ax.plot([r["n"] for r in rows], [r["matmul_ratio"] for r in rows], "s--", ms=3,
+                    label=f"matmul / a @ b ({dtype})")  # fmt: skip
     ax.axhline(1.1, color="grey", ls="--", lw=0.8, label="1.1 (floor)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

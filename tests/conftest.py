@@ -60,6 +60,15 @@ def _precompiled(request: pytest.FixtureRequest) -> None:
             precompile(sorted(set(configs)), dtype, ta, tb, aligned, jobs=os.cpu_count() or 4)
 
 
+@pytest.fixture(autouse=True)
+def _small_route_decides_afresh() -> None:
+    """The small host route keeps the crossover sizes it first looked up; tests that pretend
+    another GPU state or crossover must not meet another test's."""
+    from tunedgemm import _small_host
+
+    _small_host.forget()
+
+
 @pytest.fixture(params=["numpy", pytest.param("gpu", marks=pytest.mark.gpu)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs a test once per backend, forcing it through TUNEDGEMM_BACKEND. On the GPU, cuBLAS

@@ -1,19 +1,79 @@
 """The short route of small host calls: NumPy's product, when the general path would end there.
 
-A product below the CPU/GPU crossover takes NumPy microseconds, so the general path's argument
-handling would double its time. Plain calls (NumPy operands of the routine's dtype, no c,
-beta 0, int flags) that the backend choice sends to NumPy anyway are computed here with the
-same operations the NumPy backend uses; every other call returns None and takes the general
-path, which also gives every error message."""
+A product below the CPU/GPU crossover takes NumPy a microsecond or two, so the general path's
+argument handling would double its time. Plain calls (NumPy operands of the routine's dtype,
+no c or out, beta 0, int flags) that the backend choice sends to NumPy anyway are computed
+here with the BLAS call the NumPy backend makes; every other call returns None and takes the
+general path, which also gives every error message.
+
+Each line below was timed (tests/unit/test_small_host.py checks the results, not the time):
+np.dot calls BLAS with less dispatch than np.matmul (0.3-0.5 us less on 2-D operands), the
+settings are read straight from the environment's dict, and the crossover size is kept per
+dtype, so the whole route adds about 0.5 us to NumPy's own product."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from . import backend
+from . import _env, backend, crossover, cuda
 from ._args import GEMM_DTYPES
+from .table import TABLE_ENV
+
+_ndarray = np.ndarray
+_dot, _multiply = np.dot, np.multiply
+_SCALARS = (float, int)
+_found = _env.raw_keys(backend.BACKEND_ENV, TABLE_ENV)
+# Where CPython's dict is missing, a key that is always there sends every call to the general
+# decision, which reads os.environ.
+_RAW, (_BACKEND_KEY, _TABLE_KEY) = _found if _found is not None else ({0: 0}, (0, 0))
+
+# (size**3, size) for the crossover size per dtype under the default settings (neither
+# variable above set): crossover.prefer_numpy's test, kept. Filled on first use.
+_limits: dict[np.dtype, tuple[float, float]] = {}
+
+
+def forget() -> None:
+    """Drop the kept crossover sizes (tests that change the crossover or the GPU's state)."""
+    _limits.clear()
+
+
+def _limits_for(dtype: np.dtype) -> tuple[float, float] | None:
+    """The crossover's limits for dtype, or None where a call must take the general path to
+    be decided (no GPU and the fallback's one warning not given yet)."""
+    found = _limits.get(dtype)
+    if found is None:  # (filled here only: the GEMM dtypes; any other is never NumPy's here)
+        if cuda.status()[0]:
+            size = crossover.size_for(dtype)
+            found = (size**3, size)
+        elif backend.has_warned():
+            found = (math.inf, math.inf)  # no GPU: everything runs on NumPy
+        else:
+            return None
+        _limits[dtype] = found
+    return found
+
+
+def _numpy_owns(a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether the backend choice sends the 2-D product a @ b to NumPy without a word.
+
+    Both routes first try a cheaper screen inline: under the default settings, a.size * b.size
+    (which is at least m*n*k) below the crossover's work limit means NumPy's, without
+    unpacking shapes."""
+    if dtype not in GEMM_DTYPES:
+        return False
+    (m, k), (k_b, n) = a.shape, b.shape
+    if k_b != k:
+        return False  # the general path says why
+    if _BACKEND_KEY in _RAW or _TABLE_KEY in _RAW:
+        return backend.quietly_numpy((m, n, k), dtype)
+    limits = _limits_for(dtype)
+    if limits is None:
+        return False
+    work = m * n * k
+    return work < limits[0] or 3 * work < (m * k + k * n + m * n) * limits[1]
 
 
 def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
@@ -21,26 +81,48 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
     """alpha * op(a) @ op(b) as a new Fortran-ordered array, or None for the general path.
 
     dtype None (gemm) takes the inputs' dtype when they share a GEMM dtype."""
-    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+    if type(a) is not _ndarray or type(b) is not _ndarray or a.ndim != 2 or b.ndim != 2:
         return None
     dt = a.dtype
-    if b.dtype is not dt or (dt is not dtype if dtype is not None else dt not in GEMM_DTYPES):
+    if b.dtype is not dt or (dtype is not None and dt is not dtype):
         return None
-    if a.ndim != 2 or b.ndim != 2 or type(trans_a) is not int or type(trans_b) is not int:
-        return None
-    if type(alpha) not in (float, int) or type(beta) not in (float, int) or beta != 0:
+    if type(alpha) not in _SCALARS or type(beta) not in _SCALARS or beta != 0:
         return None
     # alpha == 0 must not read A and B (BLAS): the general path handles it.
-    if alpha == 0 or not (0 <= trans_a <= 2 and 0 <= trans_b <= 2):
+    if alpha == 0 or type(trans_a) is not int or type(trans_b) is not int:
         return None
-    op_a = a.T if trans_a else a
-    op_b = b.T if trans_b else b
-    m, k = op_a.shape
-    n = op_b.shape[1]
-    if op_b.shape[0] != k or not backend.quietly_numpy((m, n, k), dt):
+    if not (0 <= trans_a <= 2 and 0 <= trans_b <= 2):
         return None
-    # (op_b^T op_a^T)^T: BLAS writes the product straight into a Fortran-ordered result.
-    result = np.matmul(op_b.T, op_a.T).T
+    # op(b)^T op(a)^T, transposed back: BLAS writes straight into a Fortran-ordered result.
+    a_t = a if trans_a else a.T
+    b_t = b if trans_b else b.T
+    limits = _limits.get(dt)
+    screened = (limits is not None and _BACKEND_KEY not in _RAW and _TABLE_KEY not in _RAW
+                and a.size * b.size < limits[0])  # fmt: skip
+    if not (screened or _numpy_owns(b_t, a_t, dt)):
+        return None
+    try:
+        result = _dot(b_t, a_t).T
+    except ValueError:  # inner dimensions differ: the general path says so
+        return None
     if alpha != 1:
-        np.multiply(result, dt.type(alpha), out=result)
+        _multiply(result, dt.type(alpha), out=result)
     return result
+
+
+def matmul(a: Any, b: Any) -> np.ndarray | None:
+    """a @ b for 2-D NumPy operands of one GEMM dtype that NumPy owns, or None."""
+    if type(a) is not _ndarray or type(b) is not _ndarray or a.ndim != 2 or b.ndim != 2:
+        return None
+    dt = a.dtype
+    if b.dtype is not dt:
+        return None
+    limits = _limits.get(dt)
+    screened = (limits is not None and _BACKEND_KEY not in _RAW and _TABLE_KEY not in _RAW
+                and a.size * b.size < limits[0])  # fmt: skip
+    if not (screened or _numpy_owns(a, b, dt)):
+        return None
+    try:
+        return _dot(a, b)
+    except ValueError:
+        return None

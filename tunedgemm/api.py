@@ -13,6 +13,9 @@ from ._layout import DeviceMatrix
 __all__ = ["dgemm", "gemm", "matmul", "sgemm"]
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+# Small plain host calls go straight to NumPy (tunedgemm/_small_host.py). The routines call
+# it before _gemm: at a microsecond a call, one Python call level is worth saving.
+_small, _small_matmul = _small_host.product, _small_host.matmul
 
 
 def run(problem: GemmProblem, stream: Any = None) -> Any:
@@ -33,17 +36,13 @@ def _compute(problem: GemmProblem, stream: Any) -> gpu_backend.Launch | None:
 
 def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: Any,
           overwrite_c: Any, stream: Any, dtype: np.dtype | None) -> Any:  # fmt: skip
-    """sgemm, dgemm or gemm (dtype None). Two short routes: small plain host calls go straight
-    to NumPy, and device calls (in place, or into a new result) that repeat an earlier one
-    repeat its launch (tunedgemm/_repeat.py)."""
+    """sgemm, dgemm or gemm (dtype None) after the small host route (_small): device calls
+    (in place, or into a new result) that repeat an earlier one repeat its launch
+    (tunedgemm/_repeat.py)."""
     memo_key = None
     if stream is None:
         if c is None:
-            if type(a) is np.ndarray:
-                small = _small_host.product(alpha, a, b, beta, trans_a, trans_b, dtype)
-                if small is not None:
-                    return small
-            else:
+            if type(a) is not np.ndarray:
                 memo_key = _repeat.key(alpha, a, b, beta, None, trans_a, trans_b, dtype)
         elif overwrite_c and type(c) is not np.ndarray:
             memo_key = _repeat.key(alpha, a, b, beta, c, trans_a, trans_b, dtype)
@@ -85,6 +84,10 @@ def sgemm(
     queued there and on the streams the operands name. Calls on host arrays are complete
     when they return.
     """
+    if c is None and stream is None:
+        small = _small(alpha, a, b, beta, trans_a, trans_b, _F32)
+        if small is not None:
+            return small
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F32)
 
 
@@ -101,6 +104,10 @@ def dgemm(
     stream: Any = None,
 ) -> Any:
     """alpha * op(a) @ op(b) + beta * c in float64, as scipy.linalg.blas.dgemm (see sgemm)."""
+    if c is None and stream is None:
+        small = _small(alpha, a, b, beta, trans_a, trans_b, _F64)
+        if small is not None:
+            return small
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F64)
 
 
@@ -117,6 +124,10 @@ def gemm(
     stream: Any = None,
 ) -> Any:
     """sgemm or dgemm, by the inputs' dtype: float64 if either is float64, else float32."""
+    if c is None and stream is None:
+        small = _small(alpha, a, b, beta, trans_a, trans_b, None)
+        if small is not None:
+            return small
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, None)
 
 
@@ -124,6 +135,10 @@ def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None) -> Any:
     """np.matmul semantics; float32/float64 products run on tunedgemm, other dtypes on NumPy.
 
     `stream` orders device-array products as for sgemm."""
+    if out is None and stream is None:
+        small = _small_matmul(a, b)
+        if small is not None:
+            return small
     from ._matmul import matmul as _matmul
 
     streams.handle_of(stream)

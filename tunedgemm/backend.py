@@ -40,6 +40,11 @@ def selected() -> tuple[str, str]:
     return "numpy", f"no usable GPU: {reason}"
 
 
+def has_warned() -> bool:
+    """Whether the one warning of a NumPy fallback has been given in this process."""
+    return _warned
+
+
 def quietly_numpy(shape: tuple[int, int, int], dtype: np.dtype) -> bool:
     """Whether for_call would send this host call to NumPy without a word (no warning due)."""
     wish = _env.get(BACKEND_ENV)

@@ -84,11 +84,16 @@ def prefer_numpy(dtype: str, m: int, n: int, k: int, size: int) -> bool:
     return work < size**3 or work < moved * size / 3
 
 
-def for_call(dtype: np.dtype, m: int, n: int, k: int) -> bool:
-    """prefer_numpy for the current GPU's crossover."""
+def size_for(dtype: np.dtype) -> int:
+    """The current GPU's crossover size for dtype."""
     name = dtype_name(dtype)
     found, _ = sizes(cuda.device_name())
-    return prefer_numpy(name, m, n, k, found.get(name, DEFAULT_SIZE.get(name, 0)))
+    return found.get(name, DEFAULT_SIZE.get(name, 0))
+
+
+def for_call(dtype: np.dtype, m: int, n: int, k: int) -> bool:
+    """prefer_numpy for the current GPU's crossover."""
+    return prefer_numpy(dtype_name(dtype), m, n, k, size_for(dtype))
 
 
 def _median_s(work: Callable[[], Any], reps: int) -> float:

@@ -77,12 +77,57 @@ def test_below_crossover_only(monkeypatch, rng):
 
     monkeypatch.delenv("TUNEDGEMM_BACKEND")
     monkeypatch.setattr(cuda, "status", lambda: (True, "pretend GPU"))
-    monkeypatch.setattr(crossover, "for_call", lambda dtype, m, n, k: m * n * k < 1000)
+    monkeypatch.setattr(crossover, "size_for", lambda dtype: 10)
     assert backend.quietly_numpy((9, 9, 9), F32)
     assert not backend.quietly_numpy((10, 10, 10), F32)
     a = rng.uniform(-1, 1, (10, 10)).astype(F32)
-    assert _small_host.product(1.0, a, a, 0.0, 0, 0, F32) is None
-    assert _small_host.product(1.0, a[:9, :9], a[:9, :9], 0.0, 0, 0, F32) is not None
+    for _ in range(2):  # the first call looks the size up, the second uses what it kept
+        assert _small_host.product(1.0, a, a, 0.0, 0, 0, F32) is None
+        assert _small_host.matmul(a, a) is None
+        assert _small_host.product(1.0, a[:9, :9], a[:9, :9], 0.0, 0, 0, F32) is not None
+        assert _small_host.matmul(a[:9, :9], a[:9, :9]) is not None
+    # Skinny products move much data for little work: NumPy's, by intensity, at any size.
+    tall = rng.uniform(-1, 1, (4000, 2)).astype(F32)
+    assert _small_host.product(1.0, tall, tall, 0.0, 0, 1, F32) is not None
+    # A set TUNEDGEMM_BACKEND is honoured at once, whatever was kept.
+    monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
+    assert _small_host.matmul(a[:9, :9], a[:9, :9]) is None
+    assert _small_host.product(1.0, a[:9, :9], a[:9, :9], 0.0, 0, 0, F32) is None
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("a_order,b_order", itertools.product("CF", repeat=2))
+def test_matmul_route_is_numpys_product(rng, dtype, a_order, b_order):
+    a = np.asarray(rng.uniform(-1, 1, (5, 9)), dtype, order=a_order)
+    b = np.asarray(rng.uniform(-1, 1, (9, 7)), dtype, order=b_order)
+    fast = _small_host.matmul(a, b)
+    assert fast is not None and fast.dtype == dtype and fast.flags.c_contiguous
+    np.testing.assert_array_equal(fast, np.matmul(a, b))
+    np.testing.assert_array_equal(tg.matmul(a, b), np.matmul(a, b))
+
+
+@pytest.mark.parametrize(
+    "a_form,b_form",
+    [
+        ("1d", "2d"),
+        ("2d", "1d"),
+        ("3d", "2d"),
+        ("f64", "2d"),
+        ("int", "int"),
+        ("2d", "misaligned"),
+        ("list", "2d"),
+        ("matrix", "2d"),
+    ],
+)
+def test_other_matmuls_take_the_general_path(rng, a_form, b_form):
+    base = rng.uniform(-1, 1, (4, 4)).astype(F32)
+    forms = {"2d": base, "1d": base[0], "3d": base[None], "f64": base.astype(F64),
+             "int": (base * 10).astype(np.int32), "misaligned": base[:3], "list": base.tolist(),
+             "matrix": np.asmatrix(base)}  # fmt: skip
+    a, b = forms[a_form], forms[b_form]
+    assert _small_host.matmul(a, b) is None
+    if b_form != "misaligned":  # the general path gives NumPy's answer
+        np.testing.assert_allclose(tg.matmul(a, b), np.matmul(a, b), rtol=1e-5)
 
 
 def test_errors_still_name_the_argument(rng):
@@ -91,3 +136,7 @@ def test_errors_still_name_the_argument(rng):
         tg.sgemm(1.0, a, a)
     with pytest.raises(TypeError, match="trans_a"):
         tg.sgemm(1.0, a, a.T, trans_a=1.5)
+    with pytest.raises(ValueError, match="trans_b"):
+        tg.sgemm(1.0, a, a, trans_b=3)
+    with pytest.raises(ValueError, match="inner dimensions"):
+        tg.matmul(a, a)
