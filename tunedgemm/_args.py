@@ -41,6 +41,9 @@ class GemmProblem:
     out: Matrix
     result: Any
     c_init: DeviceMatrix | None = None
+    # out is a new host array holding nothing yet: a backend may put another in its place
+    # (the GPU path uses a pinned one it can write straight into).
+    new_host_out: bool = False
 
     @property
     def dtype(self) -> np.dtype:
@@ -208,7 +211,7 @@ def normalise(
             raise ValueError("c must be given when beta is not zero")
         like = next((x for x in (ma, mb) if isinstance(x, DeviceMatrix)), None)
         out, result = _new_out(like, (m, n), dtype, result_order)
-        return GemmProblem(alpha_f, op_a, op_b, beta_f, out, result)
+        return GemmProblem(alpha_f, op_a, op_b, beta_f, out, result, new_host_out=like is None)
     mc = as_matrix(c, "c")
     if mc.shape != (m, n):
         raise ValueError(f"c has shape {mc.shape}, expected {(m, n)} for op(a) @ op(b)")
@@ -220,9 +223,9 @@ def normalise(
         return GemmProblem(alpha_f, op_a, op_b, beta_f, out, result, c_init)
     if beta_f != 0.0:
         out = np.array(mc, dtype=dtype, order=result_order)
-    else:
-        out = np.empty((m, n), dtype=dtype, order=result_order)
-    return GemmProblem(alpha_f, op_a, op_b, beta_f, out, out)
+        return GemmProblem(alpha_f, op_a, op_b, beta_f, out, out)
+    out = np.empty((m, n), dtype=dtype, order=result_order)
+    return GemmProblem(alpha_f, op_a, op_b, beta_f, out, out, new_host_out=True)
 
 
 def _writeable(mat: Matrix) -> bool:

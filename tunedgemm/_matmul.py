@@ -50,9 +50,12 @@ def matmul(a: Any, b: Any, out: Any = None, stream: Any = None) -> Any:
     if backend.for_call(False, (m, n, k), dtype) == "numpy":
         return np.matmul(a, b, out=out)
 
-    from . import gpu_backend
+    from . import gpu_backend, pinned
 
-    result = np.empty((*batch, m, n), dtype=dtype)
+    # In pinned memory where there is some to spare, so that each product comes straight down.
+    result = pinned.result_array((*batch, m, n), dtype, "C")
+    if result is None:
+        result = np.empty((*batch, m, n), dtype=dtype)
     a_b = np.broadcast_to(a2, (*batch, m, k))
     b_b = np.broadcast_to(b2, (*batch, k, n))
     for index in itertools.product(*(range(d) for d in batch)):

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -181,9 +181,10 @@ def device_budget(release_pool: bool = False) -> int:
 
 # Host copies -------------------------------------------------------------------------------
 
-_CHUNK_BYTES = 4 << 20  # parallel copies split into pieces of about this size
+_CHUNK_BYTES = 2 << 20  # parallel copies split into pieces of about this size
 # Copies into pinned memory reached 11 GB/s on one thread and 50 GB/s on 16 (H100 machine).
 _WORKERS = max(1, min(16, os.cpu_count() or 1))
+_MAX_PIECES = 2 * _WORKERS  # enough to keep every worker busy and the pieces' uploads close
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
@@ -195,27 +196,74 @@ def _pool(name: str, workers: int) -> ThreadPoolExecutor:
         return _pools[name]
 
 
-def host_copy(dst: np.ndarray, src: np.ndarray) -> None:
-    """dst[...] = src, split across threads for large blocks (NumPy releases the GIL)."""
-    parts = min(_WORKERS, dst.nbytes // _CHUNK_BYTES)
+def host_copy(dst: np.ndarray, src: np.ndarray,
+              each: Callable[[int, int], None] | None = None) -> None:  # fmt: skip
+    """dst[...] = src, split across threads for large blocks (NumPy releases the GIL).
+
+    The pieces are ranges lo:hi of dst's outer dimension (that of the larger stride, so each
+    piece keeps long runs and is one stretch of memory when dst is dense). `each(lo, hi)`,
+    when given, is called in this thread, in order, as soon as a piece is copied: the
+    pipeline queues a piece's upload there while the next pieces are still being copied."""
+    axis = 0 if abs(dst.strides[0]) >= abs(dst.strides[1]) else 1
+    extent = dst.shape[axis]
+    parts = min(_MAX_PIECES, dst.nbytes // _CHUNK_BYTES, extent)
     if parts < 2 or dst.ndim != 2:
         np.copyto(dst, src)
+        if each is not None:
+            each(0, extent)
         return
-    # Split along the dimension with the larger stride, so each piece keeps long runs.
-    axis = 0 if abs(dst.strides[0]) >= abs(dst.strides[1]) else 1
-    bounds = np.linspace(0, dst.shape[axis], parts + 1).astype(int)
+    bounds = [int(x) for x in np.linspace(0, extent, parts + 1)]
     pieces = [(slice(lo, hi), slice(None)) if axis == 0 else (slice(None), slice(lo, hi))
               for lo, hi in itertools.pairwise(bounds)]  # fmt: skip
     pool = _pool("copy", _WORKERS)
-    futures = [pool.submit(np.copyto, dst[p], src[p]) for p in pieces[1:]]
-    np.copyto(dst[pieces[0]], src[pieces[0]])
-    for future in futures:
+    futures = [pool.submit(np.copyto, dst[p], src[p]) for p in pieces]
+    for future, lo, hi in zip(futures, bounds[:-1], bounds[1:], strict=True):
         future.result()
+        if each is not None:
+            each(lo, hi)
 
 
 def _order_of(arr: np.ndarray) -> str:
     """The memory order whose copies are cheapest: 'C' when rows are the long runs."""
     return "C" if abs(arr.strides[1]) < abs(arr.strides[0]) else "F"
+
+
+def _download_2d(drv: Any, tile: np.ndarray, c_mat: DeviceMatrix, stream: Any) -> None:
+    """Queue the copy of device block c_mat into host tile (a block of a pinned result) as
+    one 2-D transfer: the device's padded leading dimension in, the result's out."""
+    s = tile.itemsize
+    copy = drv.Memcpy2D()
+    copy.set_src_device(c_mat.ptr)
+    copy.src_pitch = max(c_mat.strides) * s
+    copy.set_dst_host(tile)
+    rows, cols = tile.shape
+    if c_mat.strides[0] == 1:  # column-major, as sgemm's results are
+        copy.dst_pitch, copy.width_in_bytes, copy.height = tile.strides[1], rows * s, cols
+    else:
+        copy.dst_pitch, copy.width_in_bytes, copy.height = tile.strides[0], cols * s, rows
+    copy(stream)
+
+
+def _straight_down(problem: GemmProblem) -> bool:
+    """Whether the product can come down from the device straight into problem.out: it lies
+    in a pinned result (tunedgemm's own, or put in place of a new host result here) with
+    unit stride along its memory order."""
+    from . import pinned
+
+    out = problem.out
+    assert isinstance(out, np.ndarray)
+    if pinned.lease_of(out) is not None:
+        unit = out.strides[0] if _order_of(out) == "F" else out.strides[1]
+        return unit == out.itemsize
+    if not problem.new_host_out:
+        return False
+    order: Literal["C", "F"] = "F" if out.flags.f_contiguous else "C"
+    pinned_out = pinned.result_array(out.shape, out.dtype, order)
+    if pinned_out is None:
+        return False
+    problem.out = problem.result = pinned_out
+    problem.new_host_out = False
+    return True
 
 
 # The pipeline ------------------------------------------------------------------------------
@@ -298,13 +346,15 @@ class _Staging:
 class _Run:
     """One host problem through the pipeline (see the module docstring)."""
 
-    def __init__(self, problem: GemmProblem, plan: Plan, config: KernelConfig | str | None):
+    def __init__(self, problem: GemmProblem, plan: Plan, config: KernelConfig | str | None,
+                 direct_out: bool = False):  # fmt: skip
         import pycuda.driver as drv
 
         from . import cuda
 
         self.drv = drv
         self.problem, self.plan, self.config = problem, plan, config
+        self.direct_out = direct_out  # out is pinned: tiles come down straight into it
         self.dtype = problem.dtype
         self.streams = _streams()
         s = self.dtype.itemsize
@@ -317,7 +367,7 @@ class _Run:
         self.ring_c = _Ring(2, c_bytes)
         # Pinned buffers stage any block on the way up, and C tiles on the way down.
         self.stage_in = _Staging(3, max(a_bytes, b_bytes, c_bytes))
-        self.stage_out = _Staging(2, c_bytes)
+        self.stage_out = _Staging(0 if direct_out else 2, c_bytes)
         self.allocate = cuda.allocate
         self.keep: list[Any] = []
 
@@ -340,13 +390,17 @@ class _Run:
         target = self._device_block(ring, slot, src.shape, order)
         ld = max(target.strides)
         index = _traced("wait staging buffer", self.stage_in.next)
-        staged = pinned.view(self.stage_in.buffers[index], src.shape, ld, self.dtype, order)
-        _traced(f"stage {src.shape}", lambda: host_copy(staged, src))
-        nbytes = ld * (src.shape[1] if order == "F" else src.shape[0]) * self.dtype.itemsize
+        buffer = self.stage_in.buffers[index]
+        staged = pinned.view(buffer, src.shape, ld, self.dtype, order)
         up = self.streams.up
         if slot.free is not None:
             up.wait_for_event(slot.free)  # the kernels that read its old contents are done
-        self.drv.memcpy_htod_async(target.ptr, self.stage_in.buffers[index][:nbytes], up)
+        line = ld * self.dtype.itemsize  # bytes per unit of the outer dimension
+
+        def upload_piece(lo: int, hi: int) -> None:
+            self.drv.memcpy_htod_async(target.ptr + lo * line, buffer[lo * line : hi * line], up)
+
+        _traced(f"stage {src.shape}", lambda: host_copy(staged, src, upload_piece))
         event = self.drv.Event()
         event.record(up)
         self.stage_in.events[index] = event
@@ -405,6 +459,11 @@ class _Run:
         computed.record(self.streams.compute)
         down = self.streams.down
         down.wait_for_event(computed)
+        if self.direct_out:
+            _download_2d(self.drv, tile, c_mat, down)
+            c_slot.free = self.drv.Event()
+            c_slot.free.record(down)
+            return
         index = _traced("wait download buffer", self.stage_out.next)
         order = "F" if c_mat.strides[0] == 1 else "C"
         ld = max(c_mat.strides)
@@ -430,7 +489,8 @@ class _Run:
         self.keep.clear()
 
 
-def _single_tile(problem: GemmProblem, config: KernelConfig | str | None) -> None:
+def _single_tile(problem: GemmProblem, config: KernelConfig | str | None,
+                 direct_out: bool = False) -> None:  # fmt: skip
     """A problem of one tile, in order on one stream: stage and upload A, B (and C), multiply,
     download, copy out. Nothing to overlap, so none of the pipeline's bookkeeping, whose
     Python costs more than the transfers at these sizes."""
@@ -454,10 +514,14 @@ def _single_tile(problem: GemmProblem, config: KernelConfig | str | None) -> Non
             nbytes = ld * (src.shape[1] if order == "F" else src.shape[0]) * itemsize
             host = pinned.take(nbytes)
             held.append(host)
-            host_copy(pinned.view(host, src.shape, ld, problem.dtype, order), src)
             device = cuda.allocate(nbytes)
             held.append(device)
-            drv.memcpy_htod_async(int(device), host[:nbytes], stream)
+            line = ld * itemsize
+
+            def upload_piece(lo: int, hi: int) -> None:
+                drv.memcpy_htod_async(int(device) + lo * line, host[lo * line : hi * line], stream)  # noqa: B023
+
+            host_copy(pinned.view(host, src.shape, ld, problem.dtype, order), src, upload_piece)
             strides = (1, ld) if order == "F" else (ld, 1)
             on_device.append(DeviceMatrix(int(device), src.shape, strides, problem.dtype, device))
         if problem.beta == 0.0:
@@ -471,6 +535,10 @@ def _single_tile(problem: GemmProblem, config: KernelConfig | str | None) -> Non
         c = on_device[2]
         run(blas_form(on_device[0], on_device[1], c), problem.dtype, problem.alpha,
             problem.beta, config, stream)  # fmt: skip
+        if direct_out:
+            _download_2d(drv, out, c, stream)
+            stream.synchronize()
+            return
         ld = max(c.strides)
         order = "F" if c.strides[0] == 1 else "C"
         nbytes = ld * (out.shape[1] if order == "F" else out.shape[0]) * itemsize
@@ -502,10 +570,11 @@ def gemm(problem: GemmProblem, config: KernelConfig | str | None = None,
             # Memory the pool holds for reuse counts as free once handed back.
             chosen = plan(m, n, k, itemsize, device_budget(release_pool=True))
     with _host_calls:
+        direct_out = _straight_down(problem)
         if chosen.tiles == 1 and not chosen.out_of_core:
-            _single_tile(problem, config)
+            _single_tile(problem, config, direct_out)
             return chosen
-        run = _Run(problem, chosen, config)
+        run = _Run(problem, chosen, config, direct_out)
         try:
             run.execute()
         finally:

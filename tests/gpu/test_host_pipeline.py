@@ -84,6 +84,42 @@ def test_unaligned_host_shapes_on_the_default_plan(rng, monkeypatch, dtype, out_
         assert_gemm(c, -0.5, a, b, 0.25, c0, dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("tiled", [False, True])
+@pytest.mark.parametrize("trans", [(0, 0), (1, 1)])
+def test_new_results_come_straight_down_into_pinned_memory(rng, monkeypatch, dtype, tiled, trans):
+    """A new host result lies in pooled pinned memory and the product is copied straight into
+    it (2-D copies from the padded device tiles). Each shape runs twice: the first result is
+    filled with NaN and dropped, so the second gets its buffer back and unwritten elements
+    show."""
+    from tunedgemm import pinned
+
+    monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
+    if tiled:
+        monkeypatch.setattr(pipeline, "SINGLE_TILE_BYTES", 0)
+        monkeypatch.setattr(pipeline, "PANEL", 256)
+    for m, n, k in ((1, 1, 1), (3, 5, 7), (257, 129, 65), (700, 601, 333)):
+        a = uniform(rng, (k, m) if trans[0] else (m, k), dtype)
+        b = uniform(rng, (n, k) if trans[1] else (k, n), dtype)
+        first = tg.gemm(1.0, a, b, trans_a=trans[0], trans_b=trans[1])
+        lease = pinned.lease_of(first)
+        assert lease is not None, "a new host result should lie in pinned memory"
+        address = first.ctypes.data
+        first[...] = np.nan
+        del first, lease
+        again = tg.gemm(-0.5, a, b, trans_a=trans[0], trans_b=trans[1])
+        assert type(again) is np.ndarray and again.flags.f_contiguous and again.shape == (m, n)
+        assert again.ctypes.data == address  # the NaN-filled buffer, back from the pool
+        op_a, op_b = (a.T if trans[0] else a), (b.T if trans[1] else b)
+        assert_gemm(again, -0.5, op_a, op_b, 0.0, None, dtype)
+        # A pinned result given back as c (overwritten) comes straight down too.
+        c0 = again.copy()
+        assert tg.gemm(1.0, op_a, op_b, 2.0, again, overwrite_c=1) is again
+        assert_gemm(again, 1.0, op_a, op_b, 2.0, c0, dtype)
+    product = tg.matmul(uniform(rng, (700, 333), dtype), uniform(rng, (333, 601), dtype))
+    assert pinned.lease_of(product) is not None and product.flags.c_contiguous
+
+
 def test_concurrent_calls_from_threads(rng, monkeypatch):
     """Eight threads, host and device calls at once. The float64 reference checks run on the
     main thread afterwards: NumPy's BLAS (OpenBLAS) aborts when too many threads call it at

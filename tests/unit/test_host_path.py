@@ -102,6 +102,52 @@ def test_host_copy_in_parallel_matches(rng, order, step):
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("shape", [(1500, 3000), (3, 2), (4000, 1)])
+def test_host_copy_reports_each_piece_once_in_order(rng, order, shape):
+    """The pipeline uploads each piece as host_copy reports it: the pieces must tile the outer
+    dimension, in order, and be copied when reported."""
+    src = np.asarray(rng.uniform(-1, 1, shape), order=order)
+    dst = np.full(src.shape, np.nan, order=order)
+    outer = 0 if dst.strides[0] >= dst.strides[1] else 1  # the dimension of the longer stride
+    seen: list[tuple[int, int]] = []
+
+    def each(lo, hi):
+        piece = dst[lo:hi] if outer == 0 else dst[:, lo:hi]
+        assert not np.isnan(piece).any()
+        seen.append((lo, hi))
+
+    pipeline.host_copy(dst, src, each)
+    np.testing.assert_array_equal(dst, src)
+    assert seen[0][0] == 0 and seen[-1][1] == shape[outer]
+    assert all(prev[1] == nxt[0] for prev, nxt in itertools.pairwise(seen))
+    assert len(seen) > 1 or dst.nbytes < 2 * pipeline._CHUNK_BYTES
+
+
+def test_pinned_results_return_their_buffer_after_the_last_view(monkeypatch):
+    """A result in a pooled pinned buffer gives it back only when no view of it is left, and
+    results never hold more than their cap."""
+    import gc
+
+    given = []
+    monkeypatch.setattr(pinned, "take", lambda n: np.zeros(pinned._size_class(n), np.uint8))
+    monkeypatch.setattr(pinned, "give", lambda buffer: given.append(buffer.nbytes))
+    held = pinned._leased_bytes
+    result = pinned.result_array((300, 200), np.float32, "F")
+    assert result is not None and type(result) is np.ndarray and result.flags.f_contiguous
+    assert pinned.lease_of(result) is not None and pinned.lease_of(np.zeros(3)) is None
+    view = result.T[5:9]
+    assert pinned.lease_of(view) is pinned.lease_of(result)
+    del result
+    gc.collect()
+    assert given == []
+    del view
+    gc.collect()
+    assert given == [pinned._size_class(300 * 200 * 4)] and pinned._leased_bytes == held
+    monkeypatch.setattr(pinned, "MAX_RESULT_BYTES", held + 1024)
+    assert pinned.result_array((300, 200), np.float32, "F") is None
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
 def test_pinned_view_keeps_the_leading_dimension(rng, order):
     rows, cols, ld = 5, 3, 8
     buffer = np.zeros(ld * 8 * 8, np.uint8)  # stands in for a pinned buffer
