@@ -89,6 +89,15 @@ def kernel_ms(size: int, dtype: Any) -> tuple[float, float]:
     return ours, theirs
 
 
+def settle(seconds: float = 0.3) -> None:
+    """Let BLAS threads go idle. OpenBLAS's threads spin for a while after each product; on
+    the 16 cores they share, a host call timed right after a NumPy product (or a SciPy one:
+    SciPy brings its own OpenBLAS and threads) found its copy threads starved: 4096^2 sgemm
+    took 19.6 ms in bench_host against 9.9 ms in profile_calls on the same machine
+    (2026-11-23), and small products timed beside SciPy's took 16 ms instead of 0.1."""
+    time.sleep(seconds)
+
+
 def squares(sizes: Any, rng: np.random.Generator) -> Any:
     """(dtype, sgemm or dgemm, n, a, b) for float32 then float64 and every n: fresh operands."""
     import tunedgemm as tg
@@ -112,8 +121,10 @@ def host_to_host(sizes: list[int], bandwidth: tuple[float, float]) -> list[dict[
         rows_checked = rng.choice(size, 32, replace=False)
         error = float(np.abs(check[rows_checked] - a[rows_checked].astype(np.float64) @ b)
                       .max())  # fmt: skip
-        ours = wall_median_ms(lambda: routine(1.0, a, b), reps=reps)  # noqa: B023
+        del check  # (its pinned buffer goes back for the timed calls)
         numpy_ms = wall_median_ms(lambda: a @ b, reps=reps)  # noqa: B023
+        settle()
+        ours = wall_median_ms(lambda: routine(1.0, a, b), reps=reps)  # noqa: B023
         plain = lambda: cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b))  # noqa: B023, E731
         cupy_ms = wall_median_ms(plain, reps=reps)
         kernel, cublas = kernel_ms(size, dtype)
@@ -172,10 +183,11 @@ def small_sweep() -> list[dict[str, Any]]:
             "numpy": lambda: a @ b,  # noqa: B023
             "numpy_f_order": lambda: (b.T @ a.T).T,  # noqa: B023
         }
-        if scipy_blas is not None:
-            scipy_routine = scipy_blas.sgemm if dtype == np.float32 else scipy_blas.dgemm
-            works["scipy"] = lambda: scipy_routine(1.0, a, b)  # noqa: B023
         us = interleaved_us(works)
+        if scipy_blas is not None:  # timed apart, then left to settle (see settle())
+            scipy_routine = scipy_blas.sgemm if dtype == np.float32 else scipy_blas.dgemm
+            us.update(interleaved_us({"scipy": lambda: scipy_routine(1.0, a, b)}))  # noqa: B023
+            settle()
         ran = "numpy" if crossover.for_call(np.dtype(dtype), size, size, size) else "gpu"
         row: dict[str, Any] = {"dtype": np.dtype(dtype).name, "n": size, "ran_on": ran}
         row.update({f"{name}_us": value for name, value in us.items()})

@@ -154,7 +154,7 @@ def device_breakdown(da, db, dc) -> None:
 
 
 def pipeline_variants(size: int = 8192) -> None:
-    """size^3 float32 host calls: the default, into a pre-touched c, other panel and thread
+    """size^3 float32 host calls: the default, into a pre-touched c, other tile and thread
     counts; then a trace of host work in one default call."""
     import tunedgemm as tg
     from tunedgemm import pipeline
@@ -179,10 +179,11 @@ def pipeline_variants(size: int = 8192) -> None:
     timed("cupy plain path", lambda: cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)))
     timed("default", lambda: tg.sgemm(1.0, a, b))
     timed("into pre-touched c", lambda: tg.sgemm(1.0, a, b, 0.0, c, overwrite_c=1))
-    for panel in (4096, 1024):
-        pipeline.PANEL = panel
-        timed(f"panel {panel}", lambda: tg.sgemm(1.0, a, b))
-    pipeline.PANEL = 2048
+    panel, max_panels = pipeline.PANEL, pipeline.MAX_PANELS
+    for panels in (1, 4):  # C tiles per dimension (the default is MAX_PANELS)
+        pipeline.PANEL, pipeline.MAX_PANELS = max(size // panels, pipeline.QUANTUM), panels
+        timed(f"{panels} x {panels} tiles", lambda: tg.sgemm(1.0, a, b))
+    pipeline.PANEL, pipeline.MAX_PANELS = panel, max_panels
     workers = pipeline._WORKERS
     pipeline._WORKERS = 8
     pipeline._pools.clear()
