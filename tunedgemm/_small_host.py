@@ -7,9 +7,10 @@ here with the BLAS call the NumPy backend makes; every other call returns None a
 general path, which also gives every error message.
 
 Each line below was timed (tests/unit/test_small_host.py checks the results, not the time):
-np.dot calls BLAS with less dispatch than np.matmul (0.3-0.5 us less on 2-D operands), the
-settings are read straight from the environment's dict, and the crossover size is kept per
-dtype, so the whole route adds about 0.5 us to NumPy's own product."""
+tiny products call BLAS through np.dot (see DOT_LIMIT), the settings are read straight from
+the environment's dict, and the crossover size is kept per dtype, so that `matmul` costs
+about what `a @ b` does and sgemm adds about 0.5 us (its checks and its Fortran-ordered
+result) to NumPy's product."""
 
 from __future__ import annotations
 
@@ -23,7 +24,12 @@ from ._args import GEMM_DTYPES
 from .table import TABLE_ENV
 
 _ndarray = np.ndarray
-_dot, _multiply = np.dot, np.multiply
+_dot, _matmul, _multiply = np.dot, np.matmul, np.multiply
+# np.dot reaches BLAS with less dispatch than np.matmul (0.3-0.5 us less on tiny operands),
+# but from about 128^3 it ran 1.2-1.3x slower than np.matmul on the H100 machine's 16 cores
+# (bench_host, 2026-11-23): products whose a.size * b.size (n^4 for squares) is below this
+# take np.dot, larger ones np.matmul.
+DOT_LIMIT = 48**4
 _SCALARS = (float, int)
 _found = _env.raw_keys(backend.BACKEND_ENV, TABLE_ENV)
 # Where CPython's dict is missing, a key that is always there sends every call to the general
@@ -102,7 +108,7 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
     if not (screened or _numpy_owns(b_t, a_t, dt)):
         return None
     try:
-        result = _dot(b_t, a_t).T
+        result = (_dot if a.size * b.size < DOT_LIMIT else _matmul)(b_t, a_t).T
     except ValueError:  # inner dimensions differ: the general path says so
         return None
     if alpha != 1:
@@ -123,6 +129,6 @@ def matmul(a: Any, b: Any) -> np.ndarray | None:
     if not (screened or _numpy_owns(a, b, dt)):
         return None
     try:
-        return _dot(a, b)
+        return (_dot if a.size * b.size < DOT_LIMIT else _matmul)(a, b)
     except ValueError:
         return None

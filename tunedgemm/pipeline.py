@@ -237,10 +237,13 @@ def _download_2d(drv: Any, tile: np.ndarray, c_mat: DeviceMatrix, stream: Any) -
     copy.src_pitch = max(c_mat.strides) * s
     copy.set_dst_host(tile)
     rows, cols = tile.shape
+    # (Along a dimension of extent 1 NumPy's stride means nothing: the pitch is the width.)
     if c_mat.strides[0] == 1:  # column-major, as sgemm's results are
-        copy.dst_pitch, copy.width_in_bytes, copy.height = tile.strides[1], rows * s, cols
+        pitch = tile.strides[1] if cols > 1 else rows * s
+        copy.dst_pitch, copy.width_in_bytes, copy.height = pitch, rows * s, cols
     else:
-        copy.dst_pitch, copy.width_in_bytes, copy.height = tile.strides[0], cols * s, rows
+        pitch = tile.strides[0] if rows > 1 else cols * s
+        copy.dst_pitch, copy.width_in_bytes, copy.height = pitch, cols * s, rows
     copy(stream)
 
 
@@ -253,8 +256,8 @@ def _straight_down(problem: GemmProblem) -> bool:
     out = problem.out
     assert isinstance(out, np.ndarray)
     if pinned.lease_of(out) is not None:
-        unit = out.strides[0] if _order_of(out) == "F" else out.strides[1]
-        return unit == out.itemsize
+        axis = 0 if _order_of(out) == "F" else 1
+        return out.strides[axis] == out.itemsize or out.shape[axis] == 1
     if not problem.new_host_out:
         return False
     order: Literal["C", "F"] = "F" if out.flags.f_contiguous else "C"

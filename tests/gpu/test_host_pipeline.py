@@ -98,7 +98,7 @@ def test_new_results_come_straight_down_into_pinned_memory(rng, monkeypatch, dty
     if tiled:
         monkeypatch.setattr(pipeline, "SINGLE_TILE_BYTES", 0)
         monkeypatch.setattr(pipeline, "PANEL", 256)
-    for m, n, k in ((1, 1, 1), (3, 5, 7), (257, 129, 65), (700, 601, 333)):
+    for m, n, k in ((1, 1, 1), (3, 5, 7), (4, 1, 5), (1, 6, 5), (257, 129, 65), (700, 601, 333)):
         a = uniform(rng, (k, m) if trans[0] else (m, k), dtype)
         b = uniform(rng, (n, k) if trans[1] else (k, n), dtype)
         first = tg.gemm(1.0, a, b, trans_a=trans[0], trans_b=trans[1])
@@ -118,6 +118,10 @@ def test_new_results_come_straight_down_into_pinned_memory(rng, monkeypatch, dty
         assert_gemm(again, 1.0, op_a, op_b, 2.0, c0, dtype)
     product = tg.matmul(uniform(rng, (700, 333), dtype), uniform(rng, (333, 601), dtype))
     assert pinned.lease_of(product) is not None and product.flags.c_contiguous
+    for shape_a, shape_b in (((4, 5), (5,)), ((5,), (5, 3)), ((2, 4, 5), (5, 1))):
+        a, b = uniform(rng, shape_a, dtype), uniform(rng, shape_b, dtype)
+        expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        np.testing.assert_allclose(tg.matmul(a, b), expected, rtol=1e-4, atol=1e-5)
 
 
 def test_concurrent_calls_from_threads(rng, monkeypatch):

@@ -29,8 +29,8 @@ def general(alpha, a, b, trans_a, trans_b, dtype):
 @pytest.mark.parametrize("dtype", [F32, F64])
 @pytest.mark.parametrize("trans_a,trans_b", itertools.product([0, 1, 2], repeat=2))
 @pytest.mark.parametrize("alpha", [1.0, -0.75, 3])
-def test_same_result_as_the_general_path(rng, dtype, trans_a, trans_b, alpha):
-    m, n, k = 5, 7, 9
+@pytest.mark.parametrize("m,n,k", [(5, 7, 9), (60, 50, 70)])  # below and above DOT_LIMIT
+def test_same_result_as_the_general_path(rng, dtype, trans_a, trans_b, alpha, m, n, k):
     a = rng.uniform(-1, 1, (k, m) if trans_a else (m, k)).astype(dtype)
     b = rng.uniform(-1, 1, (n, k) if trans_b else (k, n)).astype(dtype)
     fast = _small_host.product(alpha, a, b, 0.0, trans_a, trans_b, dtype)
@@ -97,9 +97,10 @@ def test_below_crossover_only(monkeypatch, rng):
 
 @pytest.mark.parametrize("dtype", [F32, F64])
 @pytest.mark.parametrize("a_order,b_order", itertools.product("CF", repeat=2))
-def test_matmul_route_is_numpys_product(rng, dtype, a_order, b_order):
-    a = np.asarray(rng.uniform(-1, 1, (5, 9)), dtype, order=a_order)
-    b = np.asarray(rng.uniform(-1, 1, (9, 7)), dtype, order=b_order)
+@pytest.mark.parametrize("size", [1, 10])  # below and above DOT_LIMIT
+def test_matmul_route_is_numpys_product(rng, dtype, a_order, b_order, size):
+    a = np.asarray(rng.uniform(-1, 1, (5 * size, 9 * size)), dtype, order=a_order)
+    b = np.asarray(rng.uniform(-1, 1, (9 * size, 7 * size)), dtype, order=b_order)
     fast = _small_host.matmul(a, b)
     assert fast is not None and fast.dtype == dtype and fast.flags.c_contiguous
     np.testing.assert_array_equal(fast, np.matmul(a, b))
