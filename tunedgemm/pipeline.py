@@ -185,14 +185,12 @@ def device_budget(release_pool: bool = False) -> int:
 
 # Host copies -------------------------------------------------------------------------------
 
-_PIECE_BYTES = 1 << 20  # host copies are cut into pieces of about this size, across threads
+_CHUNK_BYTES = 2 << 20  # parallel copies split into pieces of about this size
 # Copies into pinned memory reached 11 GB/s on one thread and 50 GB/s on 16 (H100 machine).
 _WORKERS = max(1, min(16, os.cpu_count() or 1))
+_MAX_PIECES = 2 * _WORKERS  # enough to keep every worker busy and the pieces' uploads close
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
-# A copy job: dst, src, and what to call (in the caller's thread, in order) with each piece's
-# range lo:hi of dst's outer dimension once that piece is copied.
-CopyJob = tuple[np.ndarray, np.ndarray, "Callable[[int, int], None] | None"]
 
 
 def _pool(name: str, workers: int) -> ThreadPoolExecutor:
@@ -202,44 +200,31 @@ def _pool(name: str, workers: int) -> ThreadPoolExecutor:
         return _pools[name]
 
 
-def _pieces(dst: np.ndarray) -> tuple[int, list[tuple[int, int]]]:
-    """dst's outer dimension (that of the larger stride, so that each piece keeps long runs
-    and is one stretch of memory when dst is dense) and its ranges of about _PIECE_BYTES."""
+def host_copy(dst: np.ndarray, src: np.ndarray,
+              each: Callable[[int, int], None] | None = None) -> None:  # fmt: skip
+    """dst[...] = src, split across threads for large blocks (NumPy releases the GIL).
+
+    The pieces are ranges lo:hi of dst's outer dimension (that of the larger stride, so each
+    piece keeps long runs and is one stretch of memory when dst is dense). `each(lo, hi)`,
+    when given, is called in this thread, in order, as soon as a piece is copied: the
+    pipeline queues a piece's upload there while the next pieces are still being copied."""
     axis = 0 if abs(dst.strides[0]) >= abs(dst.strides[1]) else 1
     extent = dst.shape[axis]
-    count = max(1, min(extent, dst.nbytes // _PIECE_BYTES))
-    bounds = [int(x) for x in np.linspace(0, extent, count + 1)]
-    return axis, list(itertools.pairwise(bounds))
-
-
-def copy_in_order(jobs: list[CopyJob]) -> None:
-    """Every job's dst[...] = src, in pieces on up to _WORKERS threads at once (NumPy releases
-    the GIL), all queued at the start so that no thread waits between jobs. Each job's
-    callback gets its pieces' ranges in order, in this thread, as soon as each is copied:
-    the pipeline queues uploads there while later pieces are still being copied."""
-    cut = [(dst, src, each, *_pieces(dst)) for dst, src, each in jobs]
-    if len(cut) == 1 and len(cut[0][4]) == 1:  # one small piece: no thread is worth it
-        dst, src, each, _, ((lo, hi),) = cut[0]
+    parts = min(_MAX_PIECES, dst.nbytes // _CHUNK_BYTES, extent)
+    if parts < 2 or dst.ndim != 2:
         np.copyto(dst, src)
         if each is not None:
-            each(lo, hi)
+            each(0, extent)
         return
+    bounds = [int(x) for x in np.linspace(0, extent, parts + 1)]
+    pieces = [(slice(lo, hi), slice(None)) if axis == 0 else (slice(None), slice(lo, hi))
+              for lo, hi in itertools.pairwise(bounds)]  # fmt: skip
     pool = _pool("copy", _WORKERS)
-    queued = []
-    for dst, src, each, axis, ranges_ in cut:
-        for lo, hi in ranges_:
-            piece = (slice(lo, hi), slice(None)) if axis == 0 else (slice(None), slice(lo, hi))
-            queued.append((pool.submit(np.copyto, dst[piece], src[piece]), each, lo, hi))
-    for future, each, lo, hi in queued:
+    futures = [pool.submit(np.copyto, dst[p], src[p]) for p in pieces]
+    for future, lo, hi in zip(futures, bounds[:-1], bounds[1:], strict=True):
         future.result()
         if each is not None:
             each(lo, hi)
-
-
-def host_copy(dst: np.ndarray, src: np.ndarray,
-              each: Callable[[int, int], None] | None = None) -> None:  # fmt: skip
-    """dst[...] = src, split across threads for large blocks (see copy_in_order)."""
-    copy_in_order([(dst, src, each)])
 
 
 def _order_of(arr: np.ndarray) -> str:
@@ -438,46 +423,39 @@ class _Run:
         line = ld * itemsize  # bytes per unit of the outer dimension (the one of stride ld)
         outer = 1 if order == "F" else 0
         axis = outer if k_axis is None else k_axis  # the one the parts are cut along
-        parts = [(0, src.shape[axis])] if k_axis is None else _k_parts(src.shape[axis])
-        events: list[Any] = []
+        events = []
+        for k0, k1 in [(0, src.shape[axis])] if k_axis is None else _k_parts(src.shape[axis]):
+            cut = (slice(k0, k1), slice(None)) if axis == 0 else (slice(None), slice(k0, k1))
+            label = f"stage {src.shape}"
+            if axis == outer:  # the part is one stretch of the buffer: pieces go up as copied
 
-        def sender(k0: int, k1: int) -> Callable[[int, int], None]:
-            """Uploads each copied piece of part k0:k1; an event after the part's last."""
-
-            def send(lo: int, hi: int) -> None:
-                if axis == outer:  # the part's pieces are stretches of the buffer
+                def upload_piece(lo: int, hi: int, k0: int = k0) -> None:
                     start, stop = (k0 + lo) * line, (k0 + hi) * line
                     self.drv.memcpy_htod_async(target.ptr + start, buffer[start:stop], up)
-                else:  # the part lies across the buffer's lines: a 2-D copy of the piece
-                    start = lo * line + k0 * itemsize
-                    copy = self.drv.Memcpy2D()
-                    copy.set_src_host(buffer[start:])
-                    copy.set_dst_device(target.ptr + start)
-                    copy.src_pitch = copy.dst_pitch = line
-                    copy.width_in_bytes, copy.height = (k1 - k0) * itemsize, hi - lo
-                    copy(up)
-                if hi == (k1 - k0 if axis == outer else src.shape[outer]):
-                    events.append(self.drv.Event())
-                    events[-1].record(up)
 
-            return send
-
-        cuts = [(slice(k0, k1), slice(None)) if axis == 0 else (slice(None), slice(k0, k1))
-                for k0, k1 in parts]  # fmt: skip
-        jobs: list[CopyJob] = [(staged[c], src[c], sender(k0, k1))
-                               for c, (k0, k1) in zip(cuts, parts, strict=True)]  # fmt: skip
-        _traced(f"stage {src.shape}", lambda: copy_in_order(jobs))
+                _traced(label, lambda: host_copy(staged[cut], src[cut], upload_piece))  # noqa: B023
+            else:  # the part lies across the buffer's lines: one 2-D copy once it is staged
+                _traced(label, lambda: host_copy(staged[cut], src[cut]))  # noqa: B023
+                copy = self.drv.Memcpy2D()
+                copy.set_src_host(buffer[k0 * itemsize :])
+                copy.set_dst_device(target.ptr + k0 * itemsize)
+                copy.src_pitch = copy.dst_pitch = line
+                copy.width_in_bytes, copy.height = (k1 - k0) * itemsize, src.shape[outer]
+                copy(up)
+            events.append(self.drv.Event())
+            events[-1].record(up)
         self.stage_in.events[index] = events[-1]
         return target, events
 
-    def _operand(self, ring: _Ring, key: tuple[int, ...], view: np.ndarray, k_axis: int
-                 ) -> tuple[DeviceMatrix, list[Any]]:  # fmt: skip
+    def _operand(self, ring: _Ring, key: tuple[int, ...], src: Callable[[], np.ndarray],
+                 k_axis: int) -> tuple[DeviceMatrix, list[Any]]:  # fmt: skip
         """The block for key, uploaded if it is not on the device; with its upload's events
         (none for a block already there)."""
         slot = ring.find(key)
         if slot is not None and slot.matrix is not None:
             return slot.matrix, []
         slot = ring.next()
+        view = src()
         slot.matrix, events = self._upload(view, ring, slot, _order_of(view), k_axis)
         slot.key = key
         return slot.matrix, events
@@ -504,8 +482,12 @@ class _Run:
                     c_mat = self._device_block(self.ring_c, c_slot, tile.shape, out_order)
                 beta = problem.beta
                 for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
-                    a_mat, a_ready = self._operand(self.ring_a, (ti, kc), a[i0:i1, k0:k1], 1)
-                    b_mat, b_ready = self._operand(self.ring_b, (kc, tj), b[k0:k1, j0:j1], 0)
+                    a_mat, a_ready = self._operand(
+                        self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1], 1
+                    )  # noqa: B023
+                    b_mat, b_ready = self._operand(
+                        self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1], 0
+                    )  # noqa: B023
                     # A block just sent comes up in parts along k: the product goes part by
                     # part, each as soon as its part is there, so that the GPU starts before
                     # whole panels are staged. Blocks already there: one product.

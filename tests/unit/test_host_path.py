@@ -120,7 +120,7 @@ def test_host_copy_reports_each_piece_once_in_order(rng, order, shape):
     np.testing.assert_array_equal(dst, src)
     assert seen[0][0] == 0 and seen[-1][1] == shape[outer]
     assert all(prev[1] == nxt[0] for prev, nxt in itertools.pairwise(seen))
-    assert len(seen) > 1 or dst.nbytes < 2 * pipeline._PIECE_BYTES
+    assert len(seen) > 1 or dst.nbytes < 2 * pipeline._CHUNK_BYTES
 
 
 @pytest.mark.parametrize("extent", [1, 255, 256, 333, 1000, 4096, 8191])
