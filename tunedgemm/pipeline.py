@@ -38,10 +38,6 @@ PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
 # of 4096 took 58 ms, of 2048 83 ms, of 1024 80 ms (benchmarks/profile_calls.py).
 MAX_PANELS = 2
 QUANTUM = 256  # tile edges are multiples of this: whole kernel block tiles inside
-# A freshly sent A or B block goes up, and is multiplied, in about this many parts along k:
-# the first product then waits for a quarter of its panels, not for both whole panels
-# (at 8192^3 float32 that was 10 ms of staging with the GPU idle).
-K_PARTS = 4
 MIN_EDGE = 256  # the smallest tile edge out of core; below it the problem cannot run
 BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
 DEVICE_MEMORY_ENV = "TUNEDGEMM_DEVICE_MEMORY"  # bytes (suffix K, M or G) a call may use
@@ -232,21 +228,6 @@ def _order_of(arr: np.ndarray) -> str:
     return "C" if abs(arr.strides[1]) < abs(arr.strides[0]) else "F"
 
 
-def _k_parts(extent: int) -> list[tuple[int, int]]:
-    """The parts along k in which a freshly sent A or B block goes up and is multiplied:
-    about K_PARTS of whole QUANTUMs."""
-    return ranges(extent, max(QUANTUM, _round_up(-(-extent // K_PARTS), QUANTUM)))
-
-
-def _k_range(mat: DeviceMatrix, axis: int, lo: int, hi: int) -> DeviceMatrix:
-    """Rows (axis 0) or columns (axis 1) lo:hi of a device block."""
-    if lo == 0 and hi == mat.shape[axis]:
-        return mat
-    offset = lo * mat.strides[axis] * mat.dtype.itemsize
-    shape = (hi - lo, mat.shape[1]) if axis == 0 else (mat.shape[0], hi - lo)
-    return DeviceMatrix(mat.ptr + offset, shape, mat.strides, mat.dtype, mat.owner)
-
-
 def _download_2d(drv: Any, tile: np.ndarray, c_mat: DeviceMatrix, stream: Any) -> None:
     """Queue the copy of device block c_mat into host tile (a block of a pinned result) as
     one 2-D transfer: the device's padded leading dimension in, the result's out."""
@@ -405,60 +386,40 @@ class _Run:
         strides = (1, ld) if order == "F" else (ld, 1)
         return DeviceMatrix(slot.matrix.ptr, shape, strides, self.dtype, slot.matrix.owner)
 
-    def _upload(self, src: np.ndarray, ring: _Ring, slot: _Slot, order: str,
-                k_axis: int | None = None) -> tuple[DeviceMatrix, list[Any]]:  # fmt: skip
-        """Stage src through a pinned buffer into slot's device block on the upload stream;
-        returns the block and the events after which it is there. A or B blocks (k_axis 1 or
-        0) come up in the parts of `_k_parts`, with an event for each."""
+    def _upload(self, src: np.ndarray, ring: _Ring, slot: _Slot, order: str) -> DeviceMatrix:
+        """Stage src through a pinned buffer into slot's device block on the upload stream."""
         from . import pinned
 
         target = self._device_block(ring, slot, src.shape, order)
-        ld, itemsize = max(target.strides), self.dtype.itemsize
+        ld = max(target.strides)
         index = _traced("wait staging buffer", self.stage_in.next)
         buffer = self.stage_in.buffers[index]
         staged = pinned.view(buffer, src.shape, ld, self.dtype, order)
         up = self.streams.up
         if slot.free is not None:
             up.wait_for_event(slot.free)  # the kernels that read its old contents are done
-        line = ld * itemsize  # bytes per unit of the outer dimension (the one of stride ld)
-        outer = 1 if order == "F" else 0
-        axis = outer if k_axis is None else k_axis  # the one the parts are cut along
-        events = []
-        for k0, k1 in [(0, src.shape[axis])] if k_axis is None else _k_parts(src.shape[axis]):
-            cut = (slice(k0, k1), slice(None)) if axis == 0 else (slice(None), slice(k0, k1))
-            label = f"stage {src.shape}"
-            if axis == outer:  # the part is one stretch of the buffer: pieces go up as copied
+        line = ld * self.dtype.itemsize  # bytes per unit of the outer dimension
 
-                def upload_piece(lo: int, hi: int, k0: int = k0) -> None:
-                    start, stop = (k0 + lo) * line, (k0 + hi) * line
-                    self.drv.memcpy_htod_async(target.ptr + start, buffer[start:stop], up)
+        def upload_piece(lo: int, hi: int) -> None:
+            self.drv.memcpy_htod_async(target.ptr + lo * line, buffer[lo * line : hi * line], up)
 
-                _traced(label, lambda: host_copy(staged[cut], src[cut], upload_piece))  # noqa: B023
-            else:  # the part lies across the buffer's lines: one 2-D copy once it is staged
-                _traced(label, lambda: host_copy(staged[cut], src[cut]))  # noqa: B023
-                copy = self.drv.Memcpy2D()
-                copy.set_src_host(buffer[k0 * itemsize :])
-                copy.set_dst_device(target.ptr + k0 * itemsize)
-                copy.src_pitch = copy.dst_pitch = line
-                copy.width_in_bytes, copy.height = (k1 - k0) * itemsize, src.shape[outer]
-                copy(up)
-            events.append(self.drv.Event())
-            events[-1].record(up)
-        self.stage_in.events[index] = events[-1]
-        return target, events
+        _traced(f"stage {src.shape}", lambda: host_copy(staged, src, upload_piece))
+        event = self.drv.Event()
+        event.record(up)
+        self.stage_in.events[index] = event
+        self.streams.compute.wait_for_event(event)
+        return target
 
-    def _operand(self, ring: _Ring, key: tuple[int, ...], src: Callable[[], np.ndarray],
-                 k_axis: int) -> tuple[DeviceMatrix, list[Any]]:  # fmt: skip
-        """The block for key, uploaded if it is not on the device; with its upload's events
-        (none for a block already there)."""
+    def _operand(self, ring: _Ring, key: tuple[int, ...], src: Callable[[], np.ndarray]
+                 ) -> DeviceMatrix:  # fmt: skip
         slot = ring.find(key)
         if slot is not None and slot.matrix is not None:
-            return slot.matrix, []
+            return slot.matrix
         slot = ring.next()
         view = src()
-        slot.matrix, events = self._upload(view, ring, slot, _order_of(view), k_axis)
+        slot.matrix = self._upload(view, ring, slot, _order_of(view))
         slot.key = key
-        return slot.matrix, events
+        return slot.matrix
 
     def execute(self) -> None:
         from .gpu_backend import run
@@ -476,30 +437,16 @@ class _Run:
                     compute.wait_for_event(c_slot.free)  # its last tile has been downloaded
                 tile = out[i0:i1, j0:j1]
                 if problem.beta != 0.0:
-                    c_mat, c_ready = self._upload(tile, self.ring_c, c_slot, out_order)
-                    compute.wait_for_event(c_ready[-1])
+                    c_mat = self._upload(tile, self.ring_c, c_slot, out_order)
                 else:
                     c_mat = self._device_block(self.ring_c, c_slot, tile.shape, out_order)
                 beta = problem.beta
                 for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
-                    a_mat, a_ready = self._operand(
-                        self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1], 1
-                    )  # noqa: B023
-                    b_mat, b_ready = self._operand(
-                        self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1], 0
-                    )  # noqa: B023
-                    # A block just sent comes up in parts along k: the product goes part by
-                    # part, each as soon as its part is there, so that the GPU starts before
-                    # whole panels are staged. Blocks already there: one product.
-                    parts = _k_parts(k1 - k0) if a_ready or b_ready else [(0, k1 - k0)]
-                    for part, (lo, hi) in enumerate(parts):
-                        for ready in (a_ready, b_ready):
-                            if ready:
-                                compute.wait_for_event(ready[part])
-                        form = blas_form(_k_range(a_mat, 1, lo, hi), _k_range(b_mat, 0, lo, hi),
-                                         c_mat)  # fmt: skip
-                        run(form, self.dtype, problem.alpha, beta, self.config, compute)
-                        beta = 1.0  # later parts and k slices accumulate
+                    a_mat = self._operand(self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1])  # noqa: B023
+                    b_mat = self._operand(self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
+                    run(blas_form(a_mat, b_mat, c_mat), self.dtype, problem.alpha, beta,
+                        self.config, compute)  # fmt: skip
+                    beta = 1.0  # later k slices accumulate
                     used = self.drv.Event()
                     used.record(compute)
                     for ring, key in ((self.ring_a, (ti, kc)), (self.ring_b, (kc, tj))):

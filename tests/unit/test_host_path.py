@@ -123,37 +123,6 @@ def test_host_copy_reports_each_piece_once_in_order(rng, order, shape):
     assert len(seen) > 1 or dst.nbytes < 2 * pipeline._CHUNK_BYTES
 
 
-@pytest.mark.parametrize("extent", [1, 255, 256, 333, 1000, 4096, 8191])
-def test_k_parts_cover_k_in_whole_quanta(extent):
-    parts = pipeline._k_parts(extent)
-    assert parts[0][0] == 0 and parts[-1][1] == extent
-    assert all(prev[1] == nxt[0] for prev, nxt in itertools.pairwise(parts))
-    assert all(lo % pipeline.QUANTUM == 0 for lo, _ in parts)  # parts keep 16-byte alignment
-    assert len(parts) <= pipeline.K_PARTS
-
-
-@pytest.mark.parametrize("order", ["C", "F"])
-def test_k_range_of_a_device_block_is_that_block_of_memory(rng, order):
-    """A device block's rows or columns lo:hi, checked on a host array standing in for it."""
-    from tunedgemm._layout import DeviceMatrix
-
-    host = np.asarray(rng.uniform(-1, 1, (6, 8)), order=order)
-    padded = np.zeros((8, 8) if order == "F" else (6, 10))  # a padded leading dimension
-    view = padded[:6, :8]
-    view[...] = host
-    strides = tuple(x // 8 for x in view.strides)
-    block = DeviceMatrix(view.ctypes.data, (6, 8), strides, view.dtype)
-    for axis, (lo, hi) in ((0, (2, 5)), (1, (3, 8))):
-        part = pipeline._k_range(block, axis, lo, hi)
-        got = np.lib.stride_tricks.as_strided(
-            np.frombuffer(padded, np.uint8)[part.ptr - padded.ctypes.data :].view(np.float64),
-            part.shape,
-            tuple(x * 8 for x in part.strides),
-        )
-        expected = host[lo:hi] if axis == 0 else host[:, lo:hi]
-        np.testing.assert_array_equal(got, expected)
-
-
 def test_pinned_results_return_their_buffer_after_the_last_view(monkeypatch):
     """A result in a pooled pinned buffer gives it back only when no view of it is left, and
     results never hold more than their cap."""
