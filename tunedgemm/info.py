@@ -30,6 +30,12 @@ def info() -> dict[str, Any]:
         report["cuda_driver"] = _version(drv.get_driver_version())
         report["cuda_toolkit (pycuda built against)"] = ".".join(map(str, drv.get_version()))
         report["cublas_reference"] = reference.status()[1]
+        from . import pinned
+
+        report["pinned_results"] = (
+            f"new host results in pinned memory: {pinned.result_bytes() / 2**20:.0f} MiB held, "
+            f"cap {pinned.MAX_RESULT_BYTES >> 20} MiB ({pinned.PINNED_RESULTS_ENV}=0: off)"
+        )
         from . import crossover
 
         found, source = crossover.sizes(dev.name())

@@ -19,11 +19,14 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import _env
+
 MIN_CLASS = 1 << 16  # 64 KiB: smaller buffers are not worth pooling separately
 MAX_POOLED_BYTES = 4 << 30  # pinned memory kept for reuse; more is freed on return
 # Pinned memory that callers' results may hold at once: beyond it new results are ordinary
 # arrays (and the product is copied out), so keeping many results cannot pin the host's RAM.
 MAX_RESULT_BYTES = 4 << 30
+PINNED_RESULTS_ENV = "TUNEDGEMM_PINNED_RESULTS"  # 0: new host results are ordinary arrays
 
 # Reentrant: a result's buffer is given back from its lease's __del__, which may run in the
 # middle of take or give when a garbage collection starts there.
@@ -115,8 +118,11 @@ def _lease_type(nbytes: int) -> Any:
 def result_array(shape: tuple[int, ...], dtype: Any, order: Literal["C", "F"]
                  ) -> np.ndarray | None:  # fmt: skip
     """A new array in a pooled pinned buffer, or None when results already hold
-    MAX_RESULT_BYTES or no pinned memory is to be had. Find its buffer with `lease_of`."""
+    MAX_RESULT_BYTES, no pinned memory is to be had, or TUNEDGEMM_PINNED_RESULTS=0. Find
+    its buffer with `lease_of`."""
     global _leased_bytes
+    if (_env.get(PINNED_RESULTS_ENV) or "").strip() == "0":
+        return None
     dtype = np.dtype(dtype)
     nbytes = max(1, math.prod(shape) * dtype.itemsize)
     size = _size_class(nbytes)
@@ -142,3 +148,8 @@ def lease_of(arr: np.ndarray) -> Any:
     while isinstance(base, np.ndarray):
         base = base.base
     return base if isinstance(base, _Lease) else None
+
+
+def result_bytes() -> int:
+    """Pinned memory that results hold now (size classes)."""
+    return _leased_bytes

@@ -145,6 +145,11 @@ def test_pinned_results_return_their_buffer_after_the_last_view(monkeypatch):
     assert given == [pinned._size_class(300 * 200 * 4)] and pinned._leased_bytes == held
     monkeypatch.setattr(pinned, "MAX_RESULT_BYTES", held + 1024)
     assert pinned.result_array((300, 200), np.float32, "F") is None
+    monkeypatch.setattr(pinned, "MAX_RESULT_BYTES", 4 << 30)
+    monkeypatch.setenv(pinned.PINNED_RESULTS_ENV, "0")
+    assert pinned.result_array((300, 200), np.float32, "F") is None
+    monkeypatch.setenv(pinned.PINNED_RESULTS_ENV, "1")
+    assert pinned.result_array((300, 200), np.float32, "F") is not None
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
