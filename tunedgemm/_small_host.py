@@ -116,21 +116,27 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
     return result
 
 
-def matmul(a: Any, b: Any) -> np.ndarray | None:
-    """a @ b for 2-D NumPy operands of one GEMM dtype that NumPy owns, or None."""
-    if type(a) is not _ndarray or type(b) is not _ndarray or a.ndim != 2 or b.ndim != 2:
-        return None
-    dt = a.dtype
-    if b.dtype is not dt:
-        return None
-    # product's screen, written out again: a shared helper's call would cost about 0.1 us,
-    # 5-10% of the products this route serves.
-    limits = _limits.get(dt)
-    screened = (limits is not None and _BACKEND_KEY not in _RAW and _TABLE_KEY not in _RAW
-                and a.size * b.size < limits[0])  # fmt: skip
-    if not (screened or _numpy_owns(a, b, dt)):
-        return None
-    try:
-        return (_dot if a.size * b.size < DOT_LIMIT else _matmul)(a, b)
-    except ValueError:
-        return None
+def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None) -> Any:
+    """np.matmul semantics; float32/float64 products run on tunedgemm, other dtypes on NumPy.
+
+    `stream` orders device-array products as for sgemm.
+
+    (tunedgemm.matmul itself: it is defined here so that a small 2-D product of NumPy arrays
+    costs one Python call, as `a @ b` does; a second call level cost 0.1 us, 10% of such a
+    product. Everything else goes to api.general_matmul.)"""
+    if out is None and stream is None and type(a) is _ndarray and type(b) is _ndarray:
+        dt = a.dtype
+        if a.ndim == 2 and b.ndim == 2 and b.dtype is dt:
+            # product's screen, written out again: a shared helper's call would cost about
+            # 0.1 us here too.
+            limits = _limits.get(dt)
+            screened = (limits is not None and _BACKEND_KEY not in _RAW and _TABLE_KEY not in _RAW
+                        and a.size * b.size < limits[0])  # fmt: skip
+            if screened or _numpy_owns(a, b, dt):
+                try:
+                    return (_dot if a.size * b.size < DOT_LIMIT else _matmul)(a, b)
+                except ValueError:
+                    pass  # inner dimensions differ: the general path says so
+    from .api import general_matmul
+
+    return general_matmul(a, b, out, stream)

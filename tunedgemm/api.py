@@ -14,8 +14,10 @@ __all__ = ["dgemm", "gemm", "matmul", "sgemm"]
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 # Small plain host calls go straight to NumPy (tunedgemm/_small_host.py). The routines call
-# it before _gemm: at a microsecond a call, one Python call level is worth saving.
-_small, _small_matmul = _small_host.product, _small_host.matmul
+# it before _gemm: at a microsecond a call, one Python call level is worth saving. For the
+# same reason matmul is defined there, with its short route inline.
+_small = _small_host.product
+matmul = _small_host.matmul
 
 
 def run(problem: GemmProblem, stream: Any = None) -> Any:
@@ -131,14 +133,8 @@ def gemm(
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, None)
 
 
-def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None) -> Any:
-    """np.matmul semantics; float32/float64 products run on tunedgemm, other dtypes on NumPy.
-
-    `stream` orders device-array products as for sgemm."""
-    if out is None and stream is None:
-        small = _small_matmul(a, b)
-        if small is not None:
-            return small
+def general_matmul(a: Any, b: Any, out: Any, stream: Any) -> Any:
+    """matmul past its short route: device arrays, batches, vectors, other dtypes, `out`."""
     from ._matmul import matmul as _matmul
 
     streams.handle_of(stream)

@@ -20,6 +20,18 @@ def numpy_backend_forced(monkeypatch):
     monkeypatch.setenv("TUNEDGEMM_BACKEND", "numpy")
 
 
+def short_route(a, b):
+    """matmul's result when its short route takes the call, else None (the general path,
+    stubbed out here, was asked)."""
+    from tunedgemm import api
+
+    asked = object()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api, "general_matmul", lambda *args: asked)
+        result = _small_host.matmul(a, b)
+    return None if result is asked else result
+
+
 def general(alpha, a, b, trans_a, trans_b, dtype):
     problem = normalise(alpha, a, b, 0.0, None, trans_a, trans_b, 0, dtype)
     numpy_backend.gemm_into(problem)
@@ -83,15 +95,15 @@ def test_below_crossover_only(monkeypatch, rng):
     a = rng.uniform(-1, 1, (10, 10)).astype(F32)
     for _ in range(2):  # the first call looks the size up, the second uses what it kept
         assert _small_host.product(1.0, a, a, 0.0, 0, 0, F32) is None
-        assert _small_host.matmul(a, a) is None
+        assert short_route(a, a) is None
         assert _small_host.product(1.0, a[:9, :9], a[:9, :9], 0.0, 0, 0, F32) is not None
-        assert _small_host.matmul(a[:9, :9], a[:9, :9]) is not None
+        assert short_route(a[:9, :9], a[:9, :9]) is not None
     # Skinny products move much data for little work: NumPy's, by intensity, at any size.
     tall = rng.uniform(-1, 1, (4000, 2)).astype(F32)
     assert _small_host.product(1.0, tall, tall, 0.0, 0, 1, F32) is not None
     # A set TUNEDGEMM_BACKEND is honoured at once, whatever was kept.
     monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
-    assert _small_host.matmul(a[:9, :9], a[:9, :9]) is None
+    assert short_route(a[:9, :9], a[:9, :9]) is None
     assert _small_host.product(1.0, a[:9, :9], a[:9, :9], 0.0, 0, 0, F32) is None
 
 
@@ -101,7 +113,7 @@ def test_below_crossover_only(monkeypatch, rng):
 def test_matmul_route_is_numpys_product(rng, dtype, a_order, b_order, size):
     a = np.asarray(rng.uniform(-1, 1, (5 * size, 9 * size)), dtype, order=a_order)
     b = np.asarray(rng.uniform(-1, 1, (9 * size, 7 * size)), dtype, order=b_order)
-    fast = _small_host.matmul(a, b)
+    fast = short_route(a, b)
     assert fast is not None and fast.dtype == dtype and fast.flags.c_contiguous
     np.testing.assert_array_equal(fast, np.matmul(a, b))
     np.testing.assert_array_equal(tg.matmul(a, b), np.matmul(a, b))
@@ -126,7 +138,7 @@ def test_other_matmuls_take_the_general_path(rng, a_form, b_form):
              "int": (base * 10).astype(np.int32), "misaligned": base[:3], "list": base.tolist(),
              "matrix": np.asmatrix(base)}  # fmt: skip
     a, b = forms[a_form], forms[b_form]
-    assert _small_host.matmul(a, b) is None
+    assert short_route(a, b) is None
     if b_form != "misaligned":  # the general path gives NumPy's answer
         np.testing.assert_allclose(tg.matmul(a, b), np.matmul(a, b), rtol=1e-5)
 
