@@ -228,6 +228,18 @@ def _order_of(arr: np.ndarray) -> str:
     return "C" if abs(arr.strides[1]) < abs(arr.strides[0]) else "F"
 
 
+def _stage_up(drv: Any, staged: np.ndarray, src: np.ndarray, buffer: np.ndarray,
+              device_ptr: int, ld: int, stream: Any) -> None:  # fmt: skip
+    """Copy src into staged (its view in pinned `buffer`, leading dimension ld) on the copy
+    threads, queueing each piece's upload to device_ptr on `stream` as soon as it is copied."""
+    line = ld * staged.itemsize  # bytes per unit of the outer dimension
+
+    def upload_piece(lo: int, hi: int) -> None:
+        drv.memcpy_htod_async(device_ptr + lo * line, buffer[lo * line : hi * line], stream)
+
+    host_copy(staged, src, upload_piece)
+
+
 def _download_2d(drv: Any, tile: np.ndarray, c_mat: DeviceMatrix, stream: Any) -> None:
     """Queue the copy of device block c_mat into host tile (a block of a pinned result) as
     one 2-D transfer: the device's padded leading dimension in, the result's out."""
@@ -398,12 +410,8 @@ class _Run:
         up = self.streams.up
         if slot.free is not None:
             up.wait_for_event(slot.free)  # the kernels that read its old contents are done
-        line = ld * self.dtype.itemsize  # bytes per unit of the outer dimension
-
-        def upload_piece(lo: int, hi: int) -> None:
-            self.drv.memcpy_htod_async(target.ptr + lo * line, buffer[lo * line : hi * line], up)
-
-        _traced(f"stage {src.shape}", lambda: host_copy(staged, src, upload_piece))
+        _traced(f"stage {src.shape}",
+                lambda: _stage_up(self.drv, staged, src, buffer, target.ptr, ld, up))  # fmt: skip
         event = self.drv.Event()
         event.record(up)
         self.stage_in.events[index] = event
@@ -519,12 +527,8 @@ def _single_tile(problem: GemmProblem, config: KernelConfig | str | None,
             held.append(host)
             device = cuda.allocate(nbytes)
             held.append(device)
-            line = ld * itemsize
-
-            def upload_piece(lo: int, hi: int) -> None:
-                drv.memcpy_htod_async(int(device) + lo * line, host[lo * line : hi * line], stream)  # noqa: B023
-
-            host_copy(pinned.view(host, src.shape, ld, problem.dtype, order), src, upload_piece)
+            staged = pinned.view(host, src.shape, ld, problem.dtype, order)
+            _stage_up(drv, staged, src, host, int(device), ld, stream)
             strides = (1, ld) if order == "F" else (ld, 1)
             on_device.append(DeviceMatrix(int(device), src.shape, strides, problem.dtype, device))
         if problem.beta == 0.0:
