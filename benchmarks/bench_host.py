@@ -11,7 +11,8 @@ Usage: python benchmarks/bench_host.py [--sizes 1024 2048 4096 8192] [--out DIR]
    NumPy, median per-call time over loops of calls timed in turns (see small_sweep).
 3. Per-call overhead on device arrays at 64^3: tunedgemm on CuPy arrays against
    cublasSgemm through scikit-cuda on the same pointers: calls queued back to back, wall
-   time per call (median over repeats); at this size the host side is the whole cost.
+   time per call (median over rounds timed in turns); at this size the host side is the
+   whole cost.
 """
 
 from __future__ import annotations
@@ -31,26 +32,6 @@ import numpy as np
 from tunedgemm.timing import wall_median_ms
 
 SMALL = (1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 320, 384, 448, 512)
-
-
-def per_call_us(work: Callable[[], Any], sync: Callable[[], Any], target_s: float = 0.02,
-                repeats: int = 7) -> float:  # fmt: skip
-    """Median microseconds per call over loops of calls sized to last about target_s."""
-    work()
-    sync()
-    start = time.perf_counter()
-    work()
-    sync()
-    once = max(time.perf_counter() - start, 1e-7)
-    count = max(1, min(20000, int(target_s / once)))
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(count):
-            work()
-        sync()
-        samples.append((time.perf_counter() - start) / count * 1e6)
-    return statistics.median(samples)
 
 
 def pinned_bandwidth(nbytes: int = 256 << 20) -> tuple[float, float]:
@@ -142,15 +123,18 @@ def host_to_host(sizes: list[int], bandwidth: tuple[float, float]) -> list[dict[
     return rows
 
 
-def interleaved_us(works: dict[str, Callable[[], Any]], rounds: int = 9,
-                   target_s: float = 0.005) -> dict[str, float]:  # fmt: skip
-    """Median microseconds per call of each work, timed in turns (one loop of each per round),
-    so that a drift of the machine's speed falls on all of them alike."""
+def interleaved_us(works: dict[str, Callable[[], Any]], sync: Callable[[], Any] = lambda: None,
+                   rounds: int = 9, target_s: float = 0.005) -> dict[str, float]:  # fmt: skip
+    """Median microseconds per call of each work, in loops of calls sized to last about
+    target_s, timed in turns (one loop of each per round) so that a drift of the machine's
+    speed falls on all of them alike. `sync` waits for queued device work after each loop."""
     counts = {}
     for name, work in works.items():
         work()
+        sync()
         start = time.perf_counter()
         work()
+        sync()
         counts[name] = max(1, min(20000, int(target_s / max(time.perf_counter() - start, 1e-7))))
     samples: dict[str, list[float]] = {name: [] for name in works}
     for _ in range(rounds):
@@ -158,6 +142,7 @@ def interleaved_us(works: dict[str, Callable[[], Any]], rounds: int = 9,
             start = time.perf_counter()
             for _ in range(counts[name]):
                 work()
+            sync()
             samples[name].append((time.perf_counter() - start) / counts[name] * 1e6)
     return {name: statistics.median(times) for name, times in samples.items()}
 
@@ -227,10 +212,12 @@ def device_overhead(size: int = 64) -> dict[str, Any]:
     def into_c() -> None:
         tg.sgemm(1.0, da, db, 0.0, dc, overwrite_c=1)
 
+    # In turns: on the lent machines a call's host cost drifts by 2x within a minute.
+    works = {"skcuda_cublas_us": skcuda_call, "tunedgemm_into_c_us": into_c,
+             "tunedgemm_new_out_us": lambda: tg.sgemm(1.0, da, db)}  # fmt: skip
+    timed = interleaved_us(works, sync)
     result: dict[str, Any] = {
-        "skcuda_cublas_us": per_call_us(skcuda_call, sync),
-        "tunedgemm_into_c_us": per_call_us(into_c, sync),
-        "tunedgemm_new_out_us": per_call_us(lambda: tg.sgemm(1.0, da, db), sync),
+        **timed,
         "choice": str(selection.choose("float32", size, size, size).config),
         # What refinement timed at this shape (per call: GPU, or queueing where longer) and
         # what runs: the table's choice above is only its starting point.
@@ -239,7 +226,7 @@ def device_overhead(size: int = 64) -> dict[str, Any]:
     import os
 
     os.environ[selection.CUBLAS_ENV] = "0"
-    result["tunedgemm_own_kernel_into_c_us"] = per_call_us(into_c, sync)
+    result["tunedgemm_own_kernel_into_c_us"] = interleaved_us({"own": into_c}, sync)["own"]
     del os.environ[selection.CUBLAS_ENV]
     return result
 
