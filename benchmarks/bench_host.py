@@ -250,7 +250,10 @@ def main() -> int:
     record: dict[str, Any] = {"device": cuda.device().name(), "date": date,
                               "command": " ".join(sys.argv), "pinned_gb_s": bandwidth}  # fmt: skip
     record["host_to_host"] = host_to_host(args.sizes, bandwidth)
-    print("small squares, us per call; ratios: matmul / a@b, sgemm / a@b, sgemm / NumPy's "
+    from tunedgemm import _small_host
+
+    record["small_host_route"] = "C" if _small_host.NATIVE else "Python"
+    print(f"small squares (short route in {record['small_host_route']}), us per call; ratios: matmul / a@b, sgemm / a@b, sgemm / NumPy's "
           "F-ordered a@b, sgemm / SciPy's sgemm")  # fmt: skip
     print(f"{'dtype':8} {'n':>6} {'sgemm':>9} {'matmul':>9} {'a@b':>9} {'a@b F':>9} "
           f"{'mm/np':>9} {'sg/np':>9} {'sg/npF':>9} {'sg/scipy':>9} {'ran':>6}")  # fmt: skip

@@ -13,6 +13,9 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 steps=${1:-all}
+# The tests import the working tree (python -m puts it first on sys.path): build the C short
+# route there too, as `pip install -e .` does on a development machine.
+python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || echo "build_ext failed"
 if [[ $steps != bench ]]; then
     cd /tmp && python3 -m tunedgemm info > "$OUT/info.txt" 2>&1; cd - >/dev/null
     threads=tests/gpu/test_host_pipeline.py::test_concurrent_calls_from_threads

@@ -9,13 +9,18 @@ general path, which also gives every error message.
 Each line below was timed (tests/unit/test_small_host.py checks the results, not the time):
 tiny products call BLAS through np.dot (see DOT_LIMIT), the settings are read straight from
 the environment's dict, and the crossover size is kept per dtype, so that `matmul` costs
-about what `a @ b` does and sgemm adds about 0.5 us (its checks and its Fortran-ordered
-result) to NumPy's product."""
+about what `a @ b` does. Still, the checks a Python route needs cost 0.5-1 us, as much as a
+tiny product: where the C extension tunedgemm._short_route is built, each public routine is
+a `Route` (see `routed`) that runs this same screen and product in C, before any Python
+frame, and calls the Python routine for everything else. This module's route stays the
+reference, and serves where the extension is not built."""
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -36,6 +41,18 @@ _found = _env.raw_keys(backend.BACKEND_ENV, TABLE_ENV)
 # decision, which reads os.environ.
 _RAW, (_BACKEND_KEY, _TABLE_KEY) = _found if _found is not None else ({0: 0}, (0, 0))
 
+_native: Any
+try:
+    from . import _short_route as _native
+except ImportError:  # not built (setup.py says when): the Python routes serve
+    _native = None
+if _native is not None:
+    if _found is None:
+        _native = None  # it reads CPython's environment dict, which is missing
+    else:
+        _native.configure(_RAW, (_BACKEND_KEY, _TABLE_KEY), _matmul, float(DOT_LIMIT))
+NATIVE = _native is not None
+
 # (size**3, size) for the crossover size per dtype under the default settings (neither
 # variable above set): crossover.prefer_numpy's test, kept. Filled on first use.
 _limits: dict[np.dtype, tuple[float, float]] = {}
@@ -44,6 +61,8 @@ _limits: dict[np.dtype, tuple[float, float]] = {}
 def forget() -> None:
     """Drop the kept crossover sizes (tests that change the crossover or the GPU's state)."""
     _limits.clear()
+    if _native is not None:
+        _native.forget()
 
 
 def _limits_for(dtype: np.dtype) -> tuple[float, float] | None:
@@ -59,6 +78,8 @@ def _limits_for(dtype: np.dtype) -> tuple[float, float] | None:
         else:
             return None
         _limits[dtype] = found
+        if _native is not None:
+            _native.set_limit(dtype, found[0])
     return found
 
 
@@ -116,14 +137,29 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
     return result
 
 
+_Routine = TypeVar("_Routine", bound=Callable[..., Any])
+_KINDS = ("sgemm", "dgemm", "gemm", "matmul")  # the extension's SGEMM, DGEMM, GEMM, MATMUL
+
+
+def routed(routine: _Routine) -> _Routine:
+    """The public routine with its short route in C in front (a Route, which presents the
+    routine's name, docstring and signature, and pickles by name); the routine itself
+    where the extension is not built."""
+    if _native is None:
+        return routine
+    route = _native.Route(routine, _KINDS.index(routine.__name__))
+    return cast(_Routine, functools.update_wrapper(route, routine))
+
+
+@routed
 def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None) -> Any:
     """np.matmul semantics; float32/float64 products run on tunedgemm, other dtypes on NumPy.
 
     `stream` orders device-array products as for sgemm.
 
-    (tunedgemm.matmul itself: it is defined here so that a small 2-D product of NumPy arrays
-    costs one Python call, as `a @ b` does; a second call level cost 0.1 us, 10% of such a
-    product. Everything else goes to api.general_matmul.)"""
+    (tunedgemm.matmul's Python routine: it is defined here so that, without the C route, a
+    small 2-D product of NumPy arrays costs one Python call, as `a @ b` does; a second call
+    level cost 0.1 us, 10% of such a product. Everything else goes to api.general_matmul.)"""
     if out is None and stream is None and type(a) is _ndarray and type(b) is _ndarray:
         dt = a.dtype
         if a.ndim == 2 and b.ndim == 2 and b.dtype is dt:

@@ -15,8 +15,9 @@ __all__ = ["dgemm", "gemm", "matmul", "sgemm"]
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 # Small plain host calls go straight to NumPy (tunedgemm/_small_host.py). The routines call
 # it before _gemm: at a microsecond a call, one Python call level is worth saving. For the
-# same reason matmul is defined there, with its short route inline.
-_small = _small_host.product
+# same reason matmul is defined there, with its short route inline. Where the C extension is
+# built, the same route runs in C in front of each routine (the decorator _routed).
+_small, _routed = _small_host.product, _small_host.routed
 matmul = _small_host.matmul
 
 
@@ -63,6 +64,7 @@ def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: 
     return problem.result
 
 
+@_routed
 def sgemm(
     alpha: Any,
     a: Any,
@@ -93,6 +95,7 @@ def sgemm(
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F32)
 
 
+@_routed
 def dgemm(
     alpha: Any,
     a: Any,
@@ -113,6 +116,7 @@ def dgemm(
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F64)
 
 
+@_routed
 def gemm(
     alpha: Any,
     a: Any,

@@ -54,6 +54,12 @@ def info() -> dict[str, Any]:
         f"{d} -> {selection.default_config(d)}" for d in ("float32", "float64")
     )
     report["cublas_as_candidate"] = selection.cublas_allowed()
+    from . import _small_host
+
+    report["small_host_route"] = (
+        "in C (tunedgemm._short_route)" if _small_host.NATIVE
+        else "in Python (the C extension is not built: see setup.py)"
+    )  # fmt: skip
     return report
 
 

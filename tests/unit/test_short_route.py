@@ -1,0 +1,277 @@
+"""The short route in C (tunedgemm/_short_route.c): the Python route's results, and the Python
+routine, arguments untouched, for every call it does not plainly own."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import operator
+import os
+import pickle
+import shutil
+import sys
+import sysconfig
+
+import numpy as np
+import pytest
+
+import tunedgemm as tg
+from tunedgemm import _small_host
+
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+
+
+def test_extension_is_built_where_it_can_be():
+    """An install with a C compiler and Python's headers builds the extension (setup.py lets
+    a failed build pass, so that installs without them work: this catches it failing here)."""
+    include = sysconfig.get_paths()["include"]
+    if not (shutil.which("cc") and os.path.exists(os.path.join(include, "Python.h"))):
+        pytest.skip("no C compiler or no Python headers: the Python route serves")
+    assert _small_host.NATIVE, "tunedgemm._short_route was not built (see setup.py's output)"
+
+
+native = pytest.importorskip("tunedgemm._short_route")
+KINDS = {"sgemm": native.SGEMM, "dgemm": native.DGEMM, "gemm": native.GEMM,
+         "matmul": native.MATMUL}  # fmt: skip
+PASSED = object()  # what the stand-in Python routine returns
+
+
+@pytest.fixture
+def route(monkeypatch):
+    """route(name) -> (a Route of that kind whose Python routine records its calls, calls)
+    under a pretend GPU whose crossover size is 40 for either dtype."""
+    from tunedgemm import crossover, cuda
+
+    monkeypatch.delenv("TUNEDGEMM_BACKEND", raising=False)
+    monkeypatch.delenv("TUNEDGEMM_TABLE", raising=False)
+    monkeypatch.setattr(cuda, "status", lambda: (True, "pretend GPU"))
+    monkeypatch.setattr(crossover, "size_for", lambda dtype: 40)
+    for dtype in (F32, F64):  # what the Python route keeps on its first decision
+        assert _small_host._limits_for(dtype) == (40**3, 40)
+    calls = []
+
+    def make(name):
+        def python_routine(*args, **kwargs):
+            calls.append((args, kwargs))
+            return PASSED
+
+        return native.Route(python_routine, KINDS[name]), calls
+
+    return make
+
+
+def operands(rng, m, n, k, dtype, trans_a=0, trans_b=0, orders="CC"):
+    a = rng.uniform(-1, 1, (k, m) if trans_a else (m, k))
+    b = rng.uniform(-1, 1, (n, k) if trans_b else (k, n))
+    return np.asarray(a, dtype, order=orders[0]), np.asarray(b, dtype, order=orders[1])
+
+
+def reference(alpha, a, b, trans_a, trans_b):
+    """alpha op(a) op(b) in float64, and a tolerance for the operands' dtype that grows with k."""
+    op_a = a.T if trans_a else a
+    op_b = b.T if trans_b else b
+    exact = alpha * (op_a.astype(F64) @ op_b.astype(F64))
+    k = op_a.shape[1]
+    return exact, 4 * k * np.finfo(a.dtype).eps * max(1.0, abs(alpha))
+
+
+@pytest.mark.parametrize("name,dtype", [("sgemm", F32), ("dgemm", F64), ("gemm", F32),
+                                        ("gemm", F64)])  # fmt: skip
+@pytest.mark.parametrize("trans_a,trans_b", itertools.product([0, 1, 2], repeat=2))
+@pytest.mark.parametrize("alpha", [1.0, -0.75, 3])
+@pytest.mark.parametrize("m,n,k", [(5, 7, 9), (1, 1, 1), (9, 1, 8), (0, 4, 3)])
+def test_gemm_served_as_the_python_route_would(route, rng, name, dtype, trans_a, trans_b, alpha,
+                                               m, n, k):  # fmt: skip
+    routine, calls = route(name)
+    a, b = operands(rng, m, n, k, dtype, trans_a, trans_b)
+    result = routine(alpha, a, b, trans_a=trans_a, trans_b=trans_b)
+    assert calls == []
+    python_route = _small_host.product(alpha, a, b, 0.0, trans_a, trans_b, dtype)
+    assert result.dtype == dtype and result.shape == (m, n) and result.flags.f_contiguous
+    np.testing.assert_array_equal(result, python_route)
+    exact, tolerance = reference(alpha, a, b, trans_a, trans_b)
+    np.testing.assert_allclose(result, exact, rtol=0, atol=tolerance)
+
+
+@pytest.mark.parametrize("orders", ["CC", "CF", "FC", "FF"])
+def test_strided_and_fortran_operands(route, rng, orders):
+    routine, calls = route("sgemm")
+    a, b = operands(rng, 6, 5, 8, F32, orders=orders)
+    a_view, b_view = a[::2, 1:], b[:7, ::2]  # (3, 7) @ (7, 3), neither contiguous
+    result = routine(2.0, a_view, b_view)
+    assert calls == [] and result.flags.f_contiguous
+    exact, tolerance = reference(2.0, a_view, b_view, 0, 0)
+    np.testing.assert_allclose(result, exact, rtol=0, atol=tolerance)
+
+
+def test_every_spelling_of_a_plain_call(route, rng):
+    routine, calls = route("sgemm")
+    a, b = operands(rng, 3, 4, 5, F32)
+    expected = _small_host.product(1.0, a, b, 0.0, 0, 0, F32)
+    spellings = [
+        ((1.0, a, b), {}),
+        ((1, a, b, 0), {}),
+        ((1.0, a, b, 0.0, None, 0, 0, 0), {}),
+        ((), {"alpha": 1.0, "a": a, "b": b}),
+        ((1.0,), {"b": b, "a": a, "beta": -0.0, "c": None, "stream": None}),
+        ((1.0, a, b), {"overwrite_c": 1, "trans_a": 0}),
+        ((1.0, a, b), {"trans_b": 0, str("".join(["tr", "ans_a"])): 0}),  # a name not interned
+    ]
+    for args, kwargs in spellings:
+        np.testing.assert_array_equal(routine(*args, **kwargs), expected)
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"alpha": 0.0},  # BLAS: a and b unread
+        {"alpha": True},
+        {"alpha": np.float32(1.0)},
+        {"alpha": 2**2000},  # no double holds it
+        {"alpha": 1j},
+        {"beta": 0.5},
+        {"beta": False},
+        {"c": "c"},
+        {"stream": 0},
+        {"trans_a": True},
+        {"trans_a": 3},
+        {"trans_b": -1},
+        {"trans_b": 2**70},
+        {"trans_a": 1.0},
+        {"a": "f64"},  # mixed dtypes: Python casts
+        {"a": "list"},
+        {"a": "3d"},
+        {"a": "matrix"},  # a subclass: Python decides
+        {"b": "misaligned"},
+        {"a": "int"},
+        {"a": "big", "b": "big"},  # above the crossover
+        {"unknown": 1},
+    ],
+)
+def test_other_gemm_calls_go_to_python_untouched(route, rng, change):
+    routine, calls = route("gemm")
+    a, b = operands(rng, 3, 2, 4, F32)
+    forms = {"f64": a.astype(F64), "list": a.tolist(), "3d": a[None], "matrix": np.asmatrix(a),
+             "misaligned": b[:3], "int": (a * 9).astype(np.int32), "c": np.ones((3, 2), F32),
+             "big": np.ones((20, 20), F32)}  # fmt: skip
+    kwargs = {name: forms[value] if isinstance(value, str) else value
+              for name, value in change.items()}  # fmt: skip
+    args = (kwargs.pop("alpha", 1.0), kwargs.pop("a", a), kwargs.pop("b", b))
+    assert routine(*args, **kwargs) is PASSED
+    assert len(calls) == 1
+    ((got_args, got_kwargs),) = calls
+    assert len(got_args) == len(args) and all(map(operator.is_, got_args, args))
+    assert got_kwargs.keys() == kwargs.keys()
+    assert all(got_kwargs[name] is kwargs[name] for name in kwargs)
+
+
+@pytest.mark.parametrize("args,kwargs", [
+    ((1.0, "a", "b", 0.0, None, 0, 0, 0, None), {}),  # stream is keyword-only
+    ((1.0, "a", "b"), {"a": "a"}),  # a twice
+    ((1.0,), {"a": "a"}),  # b missing
+    (("a", "b"), {}),  # alpha missing
+])  # fmt: skip
+def test_malformed_calls_go_to_python(route, rng, args, kwargs):
+    routine, calls = route("sgemm")
+    a, b = operands(rng, 3, 2, 4, F32)
+    named = {"a": a, "b": b}
+    args = tuple(named.get(x, x) if isinstance(x, str) else x for x in args)
+    kwargs = {k: named[v] for k, v in kwargs.items()}
+    assert routine(*args, **kwargs) is PASSED and len(calls) == 1
+
+
+def test_dtype_bound_routines_pass_the_other_dtype(route, rng):
+    sgemm, _ = route("sgemm")
+    dgemm, _ = route("dgemm")
+    a, b = operands(rng, 3, 2, 4, F64)
+    assert sgemm(1.0, a, b) is PASSED
+    assert dgemm(1.0, a.astype(F32), b.astype(F32)) is PASSED
+    assert dgemm(1.0, a, b) is not PASSED
+
+
+def test_settings_and_forgotten_limits_send_calls_to_python(route, rng, monkeypatch):
+    routine, calls = route("sgemm")
+    a, b = operands(rng, 3, 2, 4, F32)
+    assert routine(1.0, a, b) is not PASSED
+    for name in ("TUNEDGEMM_BACKEND", "TUNEDGEMM_TABLE"):
+        with monkeypatch.context() as patch:
+            patch.setenv(name, "numpy")
+            assert routine(1.0, a, b) is PASSED  # honoured at once, whatever was kept
+    assert routine(1.0, a, b) is not PASSED
+    _small_host.forget()
+    assert routine(1.0, a, b) is PASSED  # the limit is Python's to look up again
+    assert len(calls) == 3
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("orders", ["CC", "CF", "FC", "FF"])
+@pytest.mark.parametrize("m,n,k", [(5, 7, 9), (1, 1, 1), (2, 9, 1)])
+def test_matmul_served_as_numpy_would(route, rng, dtype, orders, m, n, k):
+    routine, calls = route("matmul")
+    a, b = operands(rng, m, n, k, dtype, orders=orders)
+    result = routine(a, b)
+    assert calls == [] and result.dtype == dtype and result.flags.c_contiguous
+    np.testing.assert_array_equal(result, np.matmul(a, b))
+    np.testing.assert_array_equal(routine(a=a, b=b, out=None, stream=None), result)
+
+
+@pytest.mark.parametrize("a_form,b_form,kwargs", [
+    ("1d", "2d", {}), ("2d", "1d", {}), ("3d", "2d", {}), ("f64", "2d", {}),
+    ("int", "int", {}), ("2d", "misaligned", {}), ("list", "2d", {}), ("matrix", "2d", {}),
+    ("big", "big", {}), ("2d", "2d", {"out": "out"}), ("2d", "2d", {"stream": 0}),
+    ("2d", "2d", {"order": "C"}),
+])  # fmt: skip
+def test_other_matmuls_go_to_python(route, rng, a_form, b_form, kwargs):
+    routine, calls = route("matmul")
+    base = rng.uniform(-1, 1, (4, 4)).astype(F32)
+    forms = {
+        "2d": base,
+        "1d": base[0],
+        "3d": base[None],
+        "f64": base.astype(F64),
+        "int": (base * 10).astype(np.int32),
+        "misaligned": base[:3],
+        "list": base.tolist(),
+        "matrix": np.asmatrix(base),
+        "big": np.ones((20, 20), F32),
+        "out": np.empty((4, 4)),
+    }
+    kwargs = {k: forms.get(v, v) if isinstance(v, str) else v for k, v in kwargs.items()}
+    assert routine(forms[a_form], forms[b_form], **kwargs) is PASSED and len(calls) == 1
+
+
+def test_operands_keep_their_references(route, rng):
+    """Reference counts come out even (a leak or a double free shows here first)."""
+    sgemm, _ = route("sgemm")
+    matmul, _ = route("matmul")
+    a, b = operands(rng, 4, 4, 4, F32)
+    alpha = 2.5
+    before = [sys.getrefcount(x) for x in (a, b, alpha)]
+    for _ in range(1000):
+        sgemm(alpha, a, b)
+        sgemm(alpha, a, b, trans_a=1, trans_b=2)
+        matmul(a, b)
+    assert [sys.getrefcount(x) for x in (a, b, alpha)] == before
+
+
+def test_public_routines_look_like_their_python_functions():
+    for routine in (tg.sgemm, tg.dgemm, tg.gemm, tg.matmul):
+        assert isinstance(routine, native.Route)
+        python_function = routine.__wrapped__
+        assert inspect.signature(routine) == inspect.signature(python_function)
+        assert routine.__doc__ == python_function.__doc__ and routine.__doc__
+        assert routine.__name__ == python_function.__name__
+        assert pickle.loads(pickle.dumps(routine)) is routine
+        assert python_function.__name__ in repr(routine)
+
+
+def test_public_errors_come_from_python(rng):
+    a = rng.uniform(-1, 1, (3, 4)).astype(F32)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'alhpa'"):
+        tg.sgemm(alhpa=1.0, a=a, b=a.T)
+    with pytest.raises(TypeError, match="multiple values for argument 'a'"):
+        tg.sgemm(1.0, a, a.T, a=a)
+    with pytest.raises(ValueError, match="do not align"):
+        tg.sgemm(1.0, a, a)
