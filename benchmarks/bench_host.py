@@ -126,8 +126,9 @@ def host_to_host(sizes: list[int], bandwidth: tuple[float, float]) -> list[dict[
 def interleaved_us(works: dict[str, Callable[[], Any]], sync: Callable[[], Any] = lambda: None,
                    rounds: int = 9, target_s: float = 0.005) -> dict[str, float]:  # fmt: skip
     """Median microseconds per call of each work, in loops of calls sized to last about
-    target_s, timed in turns (one loop of each per round) so that a drift of the machine's
-    speed falls on all of them alike. `sync` waits for queued device work after each loop."""
+    target_s, timed in turns (one loop of each per round, the order rotated every round) so
+    that a drift of the machine's speed falls on all of them alike and no work always follows
+    the same one. `sync` waits for queued device work after each loop."""
     counts = {}
     for name, work in works.items():
         work()
@@ -137,13 +138,15 @@ def interleaved_us(works: dict[str, Callable[[], Any]], sync: Callable[[], Any] 
         sync()
         counts[name] = max(1, min(20000, int(target_s / max(time.perf_counter() - start, 1e-7))))
     samples: dict[str, list[float]] = {name: [] for name in works}
-    for _ in range(rounds):
-        for name, work in works.items():
+    names = list(works)
+    for turn in range(rounds):
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            work, count = works[name], counts[name]
             start = time.perf_counter()
-            for _ in range(counts[name]):
+            for _ in range(count):
                 work()
             sync()
-            samples[name].append((time.perf_counter() - start) / counts[name] * 1e6)
+            samples[name].append((time.perf_counter() - start) / count * 1e6)
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
@@ -168,9 +171,9 @@ def small_sweep() -> list[dict[str, Any]]:
             "numpy": lambda: a @ b,  # noqa: B023
             "numpy_f_order": lambda: (b.T @ a.T).T,  # noqa: B023
         }
-        # 25 rounds: the medians of 9 moved by 10% from run to run from 64 up (OpenBLAS's
-        # threads), as much as the floor being judged.
-        us = interleaved_us(works, rounds=25)
+        # Many short turns: with 9 rounds of 5 ms loops, the medians from n = 64 up (products
+        # on 16 OpenBLAS threads) moved 10-20% from run to run, more than the floor judged.
+        us = interleaved_us(works, rounds=200, target_s=0.0005)
         if scipy_blas is not None:  # timed apart, then left to settle (see settle())
             scipy_routine = scipy_blas.sgemm if dtype == np.float32 else scipy_blas.dgemm
             us.update(interleaved_us({"scipy": lambda: scipy_routine(1.0, a, b)}))  # noqa: B023
@@ -255,8 +258,10 @@ def main() -> int:
     from tunedgemm import _small_host
 
     record["small_host_route"] = "C" if _small_host.NATIVE else "Python"
-    print(f"small squares (short route in {record['small_host_route']}), us per call; ratios: matmul / a@b, sgemm / a@b, sgemm / NumPy's "
-          "F-ordered a@b, sgemm / SciPy's sgemm")  # fmt: skip
+    print(
+        f"small squares (short route in {record['small_host_route']}), us per call; ratios: "
+        "matmul / a@b, sgemm / a@b, sgemm / NumPy's F-ordered a@b, sgemm / SciPy's sgemm"
+    )
     print(f"{'dtype':8} {'n':>6} {'sgemm':>9} {'matmul':>9} {'a@b':>9} {'a@b F':>9} "
           f"{'mm/np':>9} {'sg/np':>9} {'sg/npF':>9} {'sg/scipy':>9} {'ran':>6}")  # fmt: skip
     record["small"] = small_sweep()
