@@ -9,9 +9,8 @@
  * which decides it and gives every error message. This file never raises an error of its own
  * for a call: what it refuses, Python sees.
  *
- * The Python side (tunedgemm/_small_host.py) hands over what the route reads: the crossover's
- * work limit per dtype once it is known (0 until then: such calls go to Python, which fills
- * it), the process environment's dict and the setting names whose presence sends every call
+ * The Python side (tunedgemm/_small_host.py) hands over what the route reads: the crossover
+ * size per dtype once it is known (0 until then: such calls go to Python, which fills it), the process environment's dict and the setting names whose presence sends every call
  * to Python, np.matmul and the size below which np.dot's core is called instead. */
 
 #define PY_SSIZE_T_CLEAN
@@ -27,8 +26,8 @@ static PyObject *environ_dict = NULL;  /* os.environ._data */
 static PyObject *override_keys = NULL; /* tuple of encoded names */
 static PyObject *matmul_function = NULL;
 static double dot_limit = 0.0;
-/* a.size * b.size below this: NumPy's product. Index 0 float32, 1 float64; 0 = not known. */
-static double work_limit[2] = {0.0, 0.0};
+/* The crossover size per dtype (index 0 float32, 1 float64; 0: not known yet, ask Python). */
+static double crossover_size[2] = {0.0, 0.0};
 static PyArray_Descr *descr_f32 = NULL, *descr_f64 = NULL;
 
 static PyObject *gemm_names[9]; /* alpha a b beta c trans_a trans_b overwrite_c stream */
@@ -127,24 +126,28 @@ matrix(PyObject *value)
     return PyArray_NDIM(array) == 2 ? array : NULL;
 }
 
-/* The crossover's work limit for a descr; 0 where the call is Python's to decide (another
- * dtype, the limit not known yet, or a setting that changes the choice is present). */
-static double
-limit_for(PyArray_Descr *descr)
+/* Whether the crossover sends the product (m, n, k) of this dtype to NumPy: _small_host.py's
+ * _numpy_owns under the default settings (below the crossover's work, or moving much data
+ * for little work). 0 also where Python is to decide: another dtype, the size not known yet,
+ * or a setting that changes the choice is present. */
+static int
+numpy_owns(PyArray_Descr *descr, double m, double n, double k)
 {
-    double limit = descr == descr_f32 ? work_limit[0] : descr == descr_f64 ? work_limit[1] : 0.0;
-    if (limit <= 0.0 || environ_dict == NULL)
-        return 0.0;
-    Py_ssize_t n = PyTuple_GET_SIZE(override_keys);
-    for (Py_ssize_t i = 0; i < n; i++) {
+    double size = descr == descr_f32 ? crossover_size[0]
+                : descr == descr_f64 ? crossover_size[1] : 0.0;
+    if (size <= 0.0 || environ_dict == NULL)
+        return 0;
+    Py_ssize_t settings = PyTuple_GET_SIZE(override_keys);
+    for (Py_ssize_t i = 0; i < settings; i++) {
         int present = PyDict_Contains(environ_dict, PyTuple_GET_ITEM(override_keys, i));
         if (present != 0) {
             if (present < 0)
                 PyErr_Clear();
-            return 0.0;
+            return 0;
         }
     }
-    return limit;
+    double work = m * n * k;
+    return work < size * size * size || 3.0 * work < (m * k + k * n + m * n) * size;
 }
 
 /* left @ right by NumPy: np.dot's core for tiny operands (less dispatch), np.matmul above
@@ -238,12 +241,13 @@ gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     int trans_a = trans_flag(slot[5]), trans_b = trans_flag(slot[6]);
     if (trans_a < 0 || trans_b < 0)
         return NOT_HERE;
-    npy_intp k_a = PyArray_DIM(a, trans_a ? 0 : 1), k_b = PyArray_DIM(b, trans_b ? 1 : 0);
-    if (k_a != k_b) /* Python says why */
+    npy_intp k = PyArray_DIM(a, trans_a ? 0 : 1), k_b = PyArray_DIM(b, trans_b ? 1 : 0);
+    if (k != k_b) /* Python says why */
+        return NOT_HERE;
+    npy_intp m = PyArray_DIM(a, trans_a ? 1 : 0), n = PyArray_DIM(b, trans_b ? 0 : 1);
+    if (!numpy_owns(descr, (double)m, (double)n, (double)k))
         return NOT_HERE;
     double work = (double)PyArray_SIZE(a) * (double)PyArray_SIZE(b);
-    if (!(work < limit_for(descr)))
-        return NOT_HERE;
 
     /* op(b)^T op(a)^T, transposed back: BLAS writes straight into a Fortran-ordered result. */
     PyObject *a_t = trans_a ? (Py_INCREF(a), (PyObject *)a) : transposed(a);
@@ -278,9 +282,10 @@ matmul_product(PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NOT_HERE;
     if (PyArray_DIM(a, 1) != PyArray_DIM(b, 0))
         return NOT_HERE;
-    double work = (double)PyArray_SIZE(a) * (double)PyArray_SIZE(b);
-    if (!(work < limit_for(PyArray_DESCR(a))))
+    double m = (double)PyArray_DIM(a, 0), k = (double)PyArray_DIM(a, 1);
+    if (!numpy_owns(PyArray_DESCR(a), m, (double)PyArray_DIM(b, 1), k))
         return NOT_HERE;
+    double work = (double)PyArray_SIZE(a) * (double)PyArray_SIZE(b);
     return numpy_product((PyObject *)a, (PyObject *)b, work);
 }
 
@@ -411,18 +416,18 @@ configure(PyObject *module, PyObject *args)
 }
 
 static PyObject *
-set_limit(PyObject *module, PyObject *args)
+set_crossover(PyObject *module, PyObject *args)
 {
     PyObject *dtype;
-    double limit;
-    if (!PyArg_ParseTuple(args, "Od:set_limit", &dtype, &limit))
+    double size;
+    if (!PyArg_ParseTuple(args, "Od:set_crossover", &dtype, &size))
         return NULL;
     if (dtype == (PyObject *)descr_f32)
-        work_limit[0] = limit;
+        crossover_size[0] = size;
     else if (dtype == (PyObject *)descr_f64)
-        work_limit[1] = limit;
+        crossover_size[1] = size;
     else {
-        PyErr_SetString(PyExc_ValueError, "set_limit: dtype must be float32 or float64");
+        PyErr_SetString(PyExc_ValueError, "set_crossover: dtype must be float32 or float64");
         return NULL;
     }
     Py_RETURN_NONE;
@@ -431,16 +436,16 @@ set_limit(PyObject *module, PyObject *args)
 static PyObject *
 forget(PyObject *module, PyObject *unused)
 {
-    work_limit[0] = work_limit[1] = 0.0;
+    crossover_size[0] = crossover_size[1] = 0.0;
     Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(environ_dict, override_keys, matmul, dot_limit): what every route reads."},
-    {"set_limit", set_limit, METH_VARARGS,
-     "set_limit(dtype, work_limit): the crossover's a.size * b.size limit for a dtype."},
-    {"forget", forget, METH_NOARGS, "Drop the work limits: calls go to Python until set again."},
+    {"set_crossover", set_crossover, METH_VARARGS,
+     "set_crossover(dtype, size): the CPU/GPU crossover size for a dtype (inf: all NumPy)."},
+    {"forget", forget, METH_NOARGS, "Drop the crossover sizes: calls go to Python until set."},
     {NULL, NULL, 0, NULL},
 };
 

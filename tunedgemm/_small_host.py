@@ -79,7 +79,7 @@ def _limits_for(dtype: np.dtype) -> tuple[float, float] | None:
             return None
         _limits[dtype] = found
         if _native is not None:
-            _native.set_limit(dtype, found[0])
+            _native.set_crossover(dtype, found[1])
     return found
 
 

@@ -146,7 +146,7 @@ def test_every_spelling_of_a_plain_call(route, rng):
         {"a": "matrix"},  # a subclass: Python decides
         {"b": "misaligned"},
         {"a": "int"},
-        {"a": "big", "b": "big"},  # above the crossover
+        {"a": "big", "b": "big"},  # above the crossover (50^3 > 40^3)
         {"unknown": 1},
     ],
 )
@@ -155,7 +155,7 @@ def test_other_gemm_calls_go_to_python_untouched(route, rng, change):
     a, b = operands(rng, 3, 2, 4, F32)
     forms = {"f64": a.astype(F64), "list": a.tolist(), "3d": a[None], "matrix": np.asmatrix(a),
              "misaligned": b[:3], "int": (a * 9).astype(np.int32), "c": np.ones((3, 2), F32),
-             "big": np.ones((20, 20), F32)}  # fmt: skip
+             "big": np.ones((50, 50), F32)}  # fmt: skip
     kwargs = {name: forms[value] if isinstance(value, str) else value
               for name, value in change.items()}  # fmt: skip
     args = (kwargs.pop("alpha", 1.0), kwargs.pop("a", a), kwargs.pop("b", b))
@@ -180,6 +180,24 @@ def test_malformed_calls_go_to_python(route, rng, args, kwargs):
     args = tuple(named.get(x, x) if isinstance(x, str) else x for x in args)
     kwargs = {k: named[v] for k, v in kwargs.items()}
     assert routine(*args, **kwargs) is PASSED and len(calls) == 1
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_served_exactly_where_the_crossover_says_numpy(route, rng, dtype):
+    """Below the crossover's work, and skinny products of little work for their data (the
+    backend's own decision, under the pretend crossover size 40), at any a.size * b.size."""
+    from tunedgemm import backend
+
+    matmul, calls = route("matmul")
+    gemm, _ = route("gemm")
+    sizes = (1, 2, 39, 40, 41, 64, 1500)
+    for m, n, k in itertools.product(sizes, repeat=3):
+        a = np.ones((m, k), dtype)
+        b_t = np.ones((n, k), dtype)
+        owned = backend.quietly_numpy((m, n, k), dtype)
+        assert (matmul(a, b_t.T) is not PASSED) == owned, (m, n, k)
+        assert (gemm(1.0, a, b_t, trans_b=1) is not PASSED) == owned, (m, n, k)
+    assert 0 < len(calls) < len(sizes) ** 3
 
 
 def test_dtype_bound_routines_pass_the_other_dtype(route, rng):
@@ -235,7 +253,7 @@ def test_other_matmuls_go_to_python(route, rng, a_form, b_form, kwargs):
         "misaligned": base[:3],
         "list": base.tolist(),
         "matrix": np.asmatrix(base),
-        "big": np.ones((20, 20), F32),
+        "big": np.ones((50, 50), F32),
         "out": np.empty((4, 4)),
     }
     kwargs = {k: forms.get(v, v) if isinstance(v, str) else v for k, v in kwargs.items()}
