@@ -107,17 +107,21 @@ def plot_host(data: dict, out: Path) -> None:
         rows = [r for r in data["small"] if r["dtype"] == dtype]
         routine = "sgemm" if dtype == "float32" else "dgemm"
         ax.plot([r["n"] for r in rows], [r["ratio"] for r in rows], "o-", ms=3,
-                label=f"{routine} / a @ b")  # fmt: skip
+                label=f"{routine} / a@b")  # fmt: skip
+        if "ratio_same_layout" in rows[0]:
+            ax.plot([r["n"] for r in rows], [r["ratio_same_layout"] for r in rows], "^:", ms=3,
+                    label=f"{routine} / (b.T@a.T).T")  # fmt: skip
         if "matmul_ratio" in rows[0]:
             ax.plot([r["n"] for r in rows], [r["matmul_ratio"] for r in rows], "s--", ms=3,
-                    label=f"matmul / a @ b ({dtype})")  # fmt: skip
+                    label=f"matmul / a@b ({dtype[5:]})")  # fmt: skip
     ax.axhline(1.1, color="grey", ls="--", lw=0.8, label="1.1 (floor)")
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
     ax.set_xlabel("n (square)")
     ax.set_ylabel("tunedgemm time / NumPy time")
-    ax.set_title("small host calls (run on NumPy below the crossover)")
-    ax.legend(fontsize=7)
+    route = data.get("small_host_route")
+    ax.set_title("small host calls, on NumPy" + (f" (route in {route})" if route else ""))
+    ax.set_ylim(top=1.5)  # room for the legend above the lines
+    ax.legend(fontsize=6.5, loc="upper left", ncol=2)
     fig.suptitle(f"{data['device']}, {data['date']}: {data['command']}", fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "host.png", dpi=110)
