@@ -4,6 +4,8 @@ The extension only speeds up small host calls: where it cannot be built (no comp
 Python headers, no NumPy at build time) the install goes on and the same route runs in
 Python (tunedgemm/_small_host.py)."""
 
+import sys
+
 from setuptools import Extension, setup
 
 
@@ -12,9 +14,16 @@ def extensions() -> list[Extension]:
         import numpy
     except ImportError:
         return []
-    source = "tunedgemm/_short_route.c"
-    return [Extension("tunedgemm._short_route", [source], include_dirs=[numpy.get_include()],
-                      optional=True)]  # fmt: skip
+    return [
+        Extension(
+            "tunedgemm._short_route",
+            ["tunedgemm/_short_route.c"],
+            include_dirs=[numpy.get_include()],
+            # feclearexcept/fetestexcept live in libm on glibc (where Python also loads it)
+            libraries=[] if sys.platform == "win32" else ["m"],
+            optional=True,
+        )
+    ]
 
 
 setup(ext_modules=extensions())

@@ -17,6 +17,9 @@
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include <fenv.h>
+#include <float.h>
+#include <math.h>
 #include <stddef.h> /* offsetof */
 
 enum kind { SGEMM, DGEMM, GEMM, MATMUL, KIND_COUNT };
@@ -39,6 +42,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *function; /* the Python routine: every call not served here */
     PyObject *dict;     /* __wrapped__, __doc__, __name__, ... (functools.update_wrapper) */
+    PyObject *weakrefs;
     vectorcallfunc vectorcall;
     int kind;
 } Route;
@@ -60,6 +64,8 @@ sort_arguments(PyObject *const *args, size_t nargsf, PyObject *kwnames, PyObject
     for (Py_ssize_t j = 0; j < nkw; j++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, j);
         int found = -1;
+        if (!PyUnicode_CheckExact(key)) /* a str subclass may compare as it likes */
+            return 0;
         for (int i = 0; i < count && found < 0; i++)
             if (key == names[i])
                 found = i;
@@ -157,7 +163,11 @@ numpy_product(PyObject *left, PyObject *right, double work)
 {
     if (work < dot_limit)
         return PyArray_MatrixProduct2(left, right, NULL);
-    return PyObject_CallFunctionObjArgs(matmul_function, left, right, NULL);
+    PyObject *matmul = matmul_function; /* held: configure() may run while BLAS drops the GIL */
+    Py_INCREF(matmul);
+    PyObject *product = PyObject_CallFunctionObjArgs(matmul, left, right, NULL);
+    Py_DECREF(matmul);
+    return product;
 }
 
 static PyObject *
@@ -188,29 +198,29 @@ scale_doubles(double *data, npy_intp count, double factor)
         data[i] *= factor;
 }
 
+/* The floating-point exceptions np.multiply reports (through np.errstate: warn, raise, ...). */
+#define FP_EXCEPTIONS (FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID | FE_DIVBYZERO)
+
 /* product *= alpha, in the product's dtype, as np.multiply(product, dtype.type(alpha),
- * out=product) rounds, without a ufunc call's microsecond; -1 with an error set on failure.
- * The product is the new array NumPy's product just made, of the operands' dtype; should it
- * ever not be one contiguous block of it, the ufunc does the work. */
+ * out=product) rounds, without a ufunc call's microsecond. 0 when done; 1 when the Python
+ * route must redo the call: the product is not the plain array expected, or the scaling
+ * raised a floating-point exception (overflow, say), which NumPy would report as np.errstate
+ * says. alpha is finite, and within float32's range for a float32 product. */
 static int
-scale(PyObject *product, PyObject *alpha_object, double alpha)
+scale(PyObject *product, double alpha)
 {
     PyArrayObject *array = (PyArrayObject *)product;
     PyArray_Descr *descr = PyArray_DESCR(array);
+    if (!PyArray_CheckExact(product) || !PyArray_ISONESEGMENT(array) ||
+        !PyArray_ISWRITEABLE(array) || (descr != descr_f32 && descr != descr_f64))
+        return 1;
     npy_intp count = PyArray_SIZE(array);
-    if (!PyArray_ISONESEGMENT(array) || !PyArray_ISWRITEABLE(array) ||
-        (descr != descr_f32 && descr != descr_f64)) {
-        PyObject *factor = PyObject_CallOneArg((PyObject *)descr->typeobj, alpha_object);
-        PyObject *scaled = factor == NULL ? NULL : PyNumber_InPlaceMultiply(product, factor);
-        Py_XDECREF(factor);
-        Py_XDECREF(scaled); /* product itself */
-        return scaled == NULL ? -1 : 0;
-    }
+    feclearexcept(FP_EXCEPTIONS);
     if (descr == descr_f32)
         scale_floats((float *)PyArray_DATA(array), count, (float)alpha);
     else
         scale_doubles((double *)PyArray_DATA(array), count, alpha);
-    return 0;
+    return fetestexcept(FP_EXCEPTIONS) != 0;
 }
 
 #define NOT_HERE ((PyObject *)1) /* a call for the Python routine */
@@ -236,6 +246,9 @@ gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     double alpha, beta = 0.0;
     if (!plain_scalar(alpha_object, &alpha) || alpha == 0.0) /* alpha 0 reads neither */
         return NOT_HERE;
+    /* inf or NaN, or beyond float32 (its cast warns): Python applies it, and reports */
+    if (!isfinite(alpha) || (descr == descr_f32 && fabs(alpha) > FLT_MAX))
+        return NOT_HERE;
     if (beta_object != NULL && (!plain_scalar(beta_object, &beta) || beta != 0.0))
         return NOT_HERE;
     int trans_a = trans_flag(slot[5]), trans_b = trans_flag(slot[6]);
@@ -259,9 +272,9 @@ gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     Py_XDECREF(b_t);
     if (product == NULL)
         return NULL;
-    if (alpha != 1.0 && scale(product, alpha_object, alpha) < 0) {
-        Py_DECREF(product);
-        return NULL;
+    if (!PyArray_CheckExact(product) || (alpha != 1.0 && scale(product, alpha) != 0)) {
+        Py_DECREF(product); /* Python redoes the call and reports what it meets */
+        return NOT_HERE;
     }
     result = transposed((PyArrayObject *)product);
     Py_DECREF(product);
@@ -352,8 +365,21 @@ static void
 route_dealloc(Route *route)
 {
     PyObject_GC_UnTrack(route);
+    if (route->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)route);
     route_clear(route);
     Py_TYPE(route)->tp_free((PyObject *)route);
+}
+
+/* Bound as a method where a class holds it, as the Python function it stands for would be. */
+static PyObject *
+route_get(PyObject *self, PyObject *instance, PyObject *owner)
+{
+    if (instance == NULL || instance == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, instance);
 }
 
 static PyObject *
@@ -393,6 +419,8 @@ static PyTypeObject RouteType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Route, vectorcall),
     .tp_dictoffset = offsetof(Route, dict),
+    .tp_weaklistoffset = offsetof(Route, weakrefs),
+    .tp_descr_get = route_get,
     .tp_methods = route_methods,
     .tp_getset = route_getset,
 };

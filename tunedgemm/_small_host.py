@@ -78,8 +78,9 @@ def _limits_for(dtype: np.dtype) -> tuple[float, float] | None:
         else:
             return None
         _limits[dtype] = found
-        if _native is not None:
-            _native.set_crossover(dtype, found[1])
+        if _native is not None:  # it knows the standard dtype objects only (an unpickled
+            # array's float32 is equal to np.dtype(np.float32) but another object)
+            _native.set_crossover(GEMM_DTYPES[GEMM_DTYPES.index(dtype)], found[1])
     return found
 
 

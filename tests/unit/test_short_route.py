@@ -1,16 +1,17 @@
 """The short route in C (tunedgemm/_short_route.c): the Python route's results, and the Python
-routine, arguments untouched, for every call it does not plainly own."""
+routine, arguments untouched, for every call it does not plainly own. (Whether it is built
+where it can be: tests/unit/test_small_host.py.)"""
 
 from __future__ import annotations
 
 import inspect
 import itertools
+import math
 import operator
-import os
 import pickle
-import shutil
 import sys
-import sysconfig
+import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -20,15 +21,6 @@ from tunedgemm import _small_host
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
-
-
-def test_extension_is_built_where_it_can_be():
-    """An install with a C compiler and Python's headers builds the extension (setup.py lets
-    a failed build pass, so that installs without them work: this catches it failing here)."""
-    include = sysconfig.get_paths()["include"]
-    if not (shutil.which("cc") and os.path.exists(os.path.join(include, "Python.h"))):
-        pytest.skip("no C compiler or no Python headers: the Python route serves")
-    assert _small_host.NATIVE, "tunedgemm._short_route was not built (see setup.py's output)"
 
 
 native = pytest.importorskip("tunedgemm._short_route")
@@ -262,21 +254,32 @@ def test_other_matmuls_go_to_python(route, rng, a_form, b_form, kwargs):
 
 def test_operands_keep_their_references(route, rng):
     """Reference counts come out even (a leak or a double free shows here first)."""
-    sgemm, _ = route("sgemm")
+    sgemm, calls = route("sgemm")
     matmul, _ = route("matmul")
     a, b = operands(rng, 4, 4, 4, F32)
-    alpha = 2.5
-    before = [sys.getrefcount(x) for x in (a, b, alpha)]
+    alpha, huge = 2.5, 2**2000
+    name = "".join(["tr", "ans_a"])  # not interned
+    before = [sys.getrefcount(x) for x in (a, b, alpha, huge, name)]
     for _ in range(1000):
         sgemm(alpha, a, b)
         sgemm(alpha, a, b, trans_a=1, trans_b=2)
+        sgemm(alpha=alpha, a=a, b=b, **{name: 0})
         matmul(a, b)
-    assert [sys.getrefcount(x) for x in (a, b, alpha)] == before
+        sgemm(huge, a, b)  # to Python (recorded, then dropped below)
+        sgemm(alpha, a, b, c=a)
+        matmul(a, b, out=None, order="C")
+    calls.clear()
+    assert [sys.getrefcount(x) for x in (a, b, alpha, huge, name)] == before
 
 
 def test_public_routines_look_like_their_python_functions():
+    class Holder:
+        held = tg.sgemm
+
+    assert Holder.held is tg.sgemm and Holder().held.__func__ is tg.sgemm  # binds, as functions
     for routine in (tg.sgemm, tg.dgemm, tg.gemm, tg.matmul):
         assert isinstance(routine, native.Route)
+        assert inspect.isroutine(routine) and weakref.ref(routine)() is routine
         python_function = routine.__wrapped__
         assert inspect.signature(routine) == inspect.signature(python_function)
         assert routine.__doc__ == python_function.__doc__ and routine.__doc__
@@ -293,3 +296,153 @@ def test_public_errors_come_from_python(rng):
         tg.sgemm(1.0, a, a.T, a=a)
     with pytest.raises(ValueError, match="do not align"):
         tg.sgemm(1.0, a, a)
+
+
+def behaviour(call, *args, **kwargs):
+    """What a call did: ("result", array, dtype, F-ordered) or ("raised", type, message),
+    with the warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = call(*args, **kwargs)
+            done = ("result", result, result.dtype, result.flags.f_contiguous)
+        except Exception as exc:
+            done = ("raised", type(exc), str(exc))
+    return done, [(w.category, str(w.message)) for w in caught]
+
+
+def assert_same_behaviour(route_call, python_call, *args, **kwargs):
+    (got, got_warnings), (expected, expected_warnings) = (
+        behaviour(route_call, *args, **kwargs),
+        behaviour(python_call, *args, **kwargs),
+    )
+    assert got_warnings == expected_warnings
+    assert got[0] == expected[0], (got, expected)
+    if got[0] == "raised":
+        assert got[1:] == expected[1:]
+    else:
+        np.testing.assert_array_equal(got[1], expected[1])
+        assert got[2:] == expected[2:]
+
+
+def real_route(name):
+    """A Route in front of the public routine's own Python function."""
+    return native.Route(getattr(tg, name).__wrapped__, KINDS[name])
+
+
+@pytest.mark.parametrize("errors", ["warn", "raise", "ignore"])
+@pytest.mark.parametrize("case", ["overflow", "cast overflow", "inf times zero", "inf", "nan",
+                                  "cast underflow", "underflow"])  # fmt: skip
+def test_floating_point_exceptions_as_numpy_reports_them(route, rng, errors, case):
+    """np.errstate and the warnings filters apply as in the Python route: where scaling
+    raises a floating-point exception, the call is Python's to redo and report."""
+    a, b = operands(rng, 3, 2, 4, F32)
+    alpha = {"overflow": 10.0, "cast overflow": 1e300, "inf times zero": math.inf,
+             "inf": math.inf, "nan": math.nan, "cast underflow": 1e-40,
+             "underflow": 1e-30}[case]  # fmt: skip
+    if case == "overflow":
+        a = np.full((3, 4), 1e38, F32)
+    if case == "inf times zero":
+        a, b = np.ones((3, 0), F32), np.ones((0, 2), F32)
+    if case == "underflow":
+        a = np.full((3, 4), 1e-10, F32)
+    for name in ("sgemm", "gemm"):
+        with np.errstate(all=errors):
+            assert_same_behaviour(real_route(name), getattr(tg, name).__wrapped__, alpha, a, b)
+
+
+def test_equal_but_other_dtype_objects(route, rng):
+    """An unpickled array's float32 equals np.dtype(np.float32) but is another object: the
+    first decision on it must not fail, and must leave the C route serving plain float32."""
+    from tunedgemm import cuda
+
+    _small_host.forget()
+    a, b = operands(rng, 3, 2, 4, F32)
+    a2, b2 = pickle.loads(pickle.dumps((a, b)))
+    if a2.dtype is F32:
+        a2, b2 = a.astype(np.dtype("f4", metadata={"unit": "m"})), b.astype(np.dtype("f4"))
+    assert cuda.status()[0]  # (the fixture's pretend GPU)
+    np.testing.assert_array_equal(tg.matmul(a2, b2), a @ b)
+    np.testing.assert_array_equal(
+        tg.gemm(1.0, a2, b2), _small_host.product(1.0, a, b, 0, 0, 0, F32)
+    )
+    matmul, calls = route("matmul")
+    assert matmul(a, b) is not PASSED and calls == []
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (1, 2)])
+def test_matmul_branch_above_dot_limit(route, rng, dtype, trans_a, trans_b):
+    """Skinny products NumPy owns by intensity, above DOT_LIMIT: np.matmul's branch."""
+    routine, calls = route("gemm")
+    matmul, _ = route("matmul")
+    a, b = operands(rng, 1500, 1400, 2, dtype, trans_a, trans_b)
+    assert a.size * b.size >= _small_host.DOT_LIMIT
+    result = routine(-0.5, a, b, trans_a=trans_a, trans_b=trans_b)
+    assert calls == [] and result.flags.f_contiguous
+    np.testing.assert_array_equal(
+        result, _small_host.product(-0.5, a, b, 0, trans_a, trans_b, None)
+    )
+    exact, tolerance = reference(-0.5, a, b, trans_a, trans_b)
+    np.testing.assert_allclose(result, exact, rtol=0, atol=tolerance)
+    a, b = operands(rng, 1500, 1400, 2, dtype)
+    product = matmul(a, b)
+    assert product.flags.c_contiguous
+    np.testing.assert_array_equal(product, np.matmul(a, b))
+
+
+def operand_forms(rng):
+    """Operands of (3, 4) @ (4, 2) in layouts and dtypes a caller may hand over."""
+    a, b = operands(rng, 3, 2, 4, F32)
+    raw = np.zeros(a.size * 4 + 1, np.uint8)
+    unaligned = raw[1:].view(F32).reshape(3, 4)
+    unaligned[...] = a
+    read_only = a.copy()
+    read_only.flags.writeable = False
+    return {
+        "plain": (a, b),
+        "fortran": (np.asfortranarray(a), np.asfortranarray(b)),
+        "reversed": (a[::-1, ::-1].copy()[::-1, ::-1], b[::-1]),
+        "unaligned": (unaligned, b),
+        "read-only": (read_only, b),
+        "byte-swapped": (a.astype(">f4"), b.astype(">f4")),
+        "metadata": (a.astype(np.dtype("f4", metadata={"k": 1})), b),
+        "float64": (a.astype(F64), b.astype(F64)),
+        "mixed": (a, b.astype(F64)),
+        "int": ((a * 9).astype(np.int64), (b * 9).astype(np.int64)),
+        "0-d": (np.float32(2.0), b),
+        "1-d": (a[0], b),
+        "empty": (np.ones((3, 0), F32), np.ones((0, 2), F32)),
+    }
+
+
+def test_a_random_differential_of_calls(route, rng):
+    """Random calls, each spelt positionally or by keyword: a Route in front of a public
+    routine's Python function behaves as that function does (values, dtype, layout, errors,
+    warnings)."""
+    forms = operand_forms(rng)
+    alphas = [1.0, -0.75, 3, 0.0, True, 2**70, math.nan, np.float32(2.0), 1j]
+    betas = [0.0, 0, -0.0, 0.5, math.nan, 2**2000, None]
+    flags = [0, 1, 2, True, 3, -1, 1.0]
+    names = ["sgemm", "dgemm", "gemm"]
+    for _ in range(400):
+        name = names[rng.integers(len(names))]
+        a, b = forms[list(forms)[rng.integers(len(forms))]]
+        trans_a, trans_b = (flags[i] for i in rng.integers(len(flags), size=2))
+        if trans_a in (1, 2) and not isinstance(trans_a, bool) and np.ndim(a) == 2:
+            a = np.ascontiguousarray(a.T)
+        if trans_b in (1, 2) and not isinstance(trans_b, bool) and np.ndim(b) == 2:
+            b = np.ascontiguousarray(b.T)
+        call = {"alpha": alphas[rng.integers(len(alphas))], "a": a, "b": b,
+                "trans_a": trans_a, "trans_b": trans_b}  # fmt: skip
+        beta = betas[rng.integers(len(betas))]
+        if beta is not None:
+            call["beta"] = beta
+        python_function = getattr(tg, name).__wrapped__
+        if rng.integers(2):
+            assert_same_behaviour(real_route(name), python_function, **call)
+        else:
+            positional = [call.pop(key) for key in ("alpha", "a", "b")]
+            assert_same_behaviour(real_route(name), python_function, *positional, **call)
+    for a, b in forms.values():
+        assert_same_behaviour(real_route("matmul"), tg.matmul.__wrapped__, a, b)

@@ -4,6 +4,9 @@ general path for every call it does not plainly own."""
 from __future__ import annotations
 
 import itertools
+import os
+import shutil
+import sysconfig
 
 import numpy as np
 import pytest
@@ -153,3 +156,12 @@ def test_errors_still_name_the_argument(rng):
         tg.sgemm(1.0, a, a, trans_b=3)
     with pytest.raises(ValueError, match="inner dimensions"):
         tg.matmul(a, a)
+
+
+def test_extension_is_built_where_it_can_be():
+    """An install with a C compiler and Python's headers builds the extension (setup.py lets
+    a failed build pass, so that installs without them work: this catches it failing here)."""
+    include = sysconfig.get_paths()["include"]
+    if not (shutil.which("cc") and os.path.exists(os.path.join(include, "Python.h"))):
+        pytest.skip("no C compiler or no Python headers: the Python route serves")
+    assert _small_host.NATIVE, "tunedgemm._short_route was not built (see setup.py's output)"
