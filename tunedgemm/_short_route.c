@@ -10,8 +10,9 @@
  * for a call: what it refuses, Python sees.
  *
  * The Python side (tunedgemm/_small_host.py) hands over what the route reads: the crossover
- * size per dtype once it is known (0 until then: such calls go to Python, which fills it), the process environment's dict and the setting names whose presence sends every call
- * to Python, np.matmul and the size below which np.dot's core is called instead. */
+ * size per dtype once it is known (0 until then: such calls go to Python, which fills it),
+ * the process environment's dict and the setting names whose presence sends every call to
+ * Python, np.matmul, and the size below which np.dot's core is called instead. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -203,16 +204,15 @@ scale_doubles(double *data, npy_intp count, double factor)
 
 /* product *= alpha, in the product's dtype, as np.multiply(product, dtype.type(alpha),
  * out=product) rounds, without a ufunc call's microsecond. 0 when done; 1 when the Python
- * route must redo the call: the product is not the plain array expected, or the scaling
- * raised a floating-point exception (overflow, say), which NumPy would report as np.errstate
- * says. alpha is finite, and within float32's range for a float32 product. */
+ * route must redo the call: the product (an ndarray) is not the plain array expected, or the
+ * scaling raised a floating-point exception (overflow, say), which NumPy would report as
+ * np.errstate says. alpha is finite, and within float32's range for a float32 product. */
 static int
-scale(PyObject *product, double alpha)
+scale(PyArrayObject *array, double alpha)
 {
-    PyArrayObject *array = (PyArrayObject *)product;
     PyArray_Descr *descr = PyArray_DESCR(array);
-    if (!PyArray_CheckExact(product) || !PyArray_ISONESEGMENT(array) ||
-        !PyArray_ISWRITEABLE(array) || (descr != descr_f32 && descr != descr_f64))
+    if (!PyArray_ISONESEGMENT(array) || !PyArray_ISWRITEABLE(array) ||
+        (descr != descr_f32 && descr != descr_f64))
         return 1;
     npy_intp count = PyArray_SIZE(array);
     feclearexcept(FP_EXCEPTIONS);
@@ -272,7 +272,8 @@ gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     Py_XDECREF(b_t);
     if (product == NULL)
         return NULL;
-    if (!PyArray_CheckExact(product) || (alpha != 1.0 && scale(product, alpha) != 0)) {
+    if (!PyArray_CheckExact(product) ||
+        (alpha != 1.0 && scale((PyArrayObject *)product, alpha) != 0)) {
         Py_DECREF(product); /* Python redoes the call and reports what it meets */
         return NOT_HERE;
     }
