@@ -2,14 +2,12 @@
 downloads overlap on three streams (in the manner of cuBLASXt).
 
 C is cut into row panels x column panels. Row panel i needs the A panel i, column panel j
-the B panel j; B's panels stay on the device once uploaded (when they fit), and so do A's
-where they fit too, else A's live in a ring of two. While tile (i, j) is multiplied on the
-compute stream, the next panels go up on the upload stream and the previous tile comes down
-on the download stream; host threads copy between the caller's arrays and pinned buffers in
-parallel. With every panel kept, tiles go in growing squares (see tile_order), so that the
-GPU starts after one A and one B panel and each panel sent after brings more tiles. When
-the operands do not fit in device memory the tiles shrink and k is cut into slices too (out
-of core), each slice accumulated into the tile with beta = 1.
+the B panel j; B's panels stay on the device once uploaded (when they fit), A's live in a
+ring of two. While tile (i, j) is multiplied on the compute stream, the next panels go up
+on the upload stream and the previous tile comes down on the download stream; host threads
+copy between the caller's arrays and pinned buffers in parallel. When the operands do not
+fit in device memory the tiles shrink and k is cut into slices too (out of core), each
+slice accumulated into the tile with beta = 1.
 
 Device tiles get leading dimensions padded to 16 bytes, so the aligned (vectorised) kernel
 variants run whatever the caller's shapes are.
@@ -37,10 +35,8 @@ SINGLE_TILE_BYTES = 48 << 20  # below this, one tile: overlap would not repay it
 PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
 # Per dimension. More tiles overlap better in theory, but each adds host copies that contend
 # for host memory with the DMA engines: at 8192^3 (float32, H100 machine, 2026-11-22) tiles
-# of 4096 took 58 ms, of 2048 83 ms, of 1024 80 ms (benchmarks/profile_calls.py), in rows
-# of tiles with A's panels in a ring. In growing squares with every panel kept, the GPU
-# waits for two panels of 2048 instead of two of 4096 before it starts.
-MAX_PANELS = 4
+# of 4096 took 58 ms, of 2048 83 ms, of 1024 80 ms (benchmarks/profile_calls.py).
+MAX_PANELS = 2
 QUANTUM = 256  # tile edges are multiples of this: whole kernel block tiles inside
 MIN_EDGE = 256  # the smallest tile edge out of core; below it the problem cannot run
 BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
@@ -66,8 +62,7 @@ def _traced(what: str, work: Callable[[], Any]) -> Any:
 
 @dataclass(frozen=True)
 class Plan:
-    """Tile edges (tm x tn of C, tk of k) and whether every B block (and every A block)
-    stays on the device."""
+    """Tile edges (tm x tn of C, tk of k) and whether every B block stays on the device."""
 
     m: int
     n: int
@@ -77,7 +72,6 @@ class Plan:
     tk: int
     keep_b: bool
     itemsize: int
-    keep_a: bool = False
 
     @property
     def out_of_core(self) -> bool:
@@ -90,7 +84,7 @@ class Plan:
     @property
     def device_bytes(self) -> int:
         return device_bytes(self.m, self.n, self.k, self.tm, self.tn, self.tk, self.keep_b,
-                            self.itemsize, self.keep_a)  # fmt: skip
+                            self.itemsize)  # fmt: skip
 
 
 def padded(extent: int, itemsize: int) -> int:
@@ -109,12 +103,10 @@ def block_elements(rows: int, cols: int, itemsize: int) -> int:
 
 
 def device_bytes(m: int, n: int, k: int, tm: int, tn: int, tk: int, keep_b: bool,
-                 itemsize: int, keep_a: bool = False) -> int:  # fmt: skip
-    """Device memory a plan holds: the A blocks (all, or two), the B blocks (all, or two),
-    two C tiles."""
-    a_slots = len(ranges(m, tm)) * len(ranges(k, tk)) if keep_a else 2
+                 itemsize: int) -> int:  # fmt: skip
+    """Device memory a plan holds: two A blocks, the B blocks (all, or two), two C tiles."""
     b_slots = len(ranges(n, tn)) * len(ranges(k, tk)) if keep_b else 2
-    return itemsize * (a_slots * block_elements(tm, tk, itemsize)
+    return itemsize * (2 * block_elements(tm, tk, itemsize)
                        + b_slots * block_elements(tk, tn, itemsize)
                        + 2 * block_elements(tm, tn, itemsize))  # fmt: skip
 
@@ -133,24 +125,6 @@ def _halve(edge: int) -> int:
     return max(MIN_EDGE, _round_up(edge // 2, QUANTUM))
 
 
-def tile_order(rows: int, cols: int, growing: bool) -> list[tuple[int, int]]:
-    """The order of a rows x cols grid of C tiles. Row by row; or, growing (every panel
-    kept), in growing squares: column panel s against the row panels already there, then row
-    panel s against column panels 0..s. Panels go up in the order the tiles first need them
-    (A0, B0, B1, A1, B2, A2, ...), and each panel sent after the first two brings as many
-    tiles as the square's edge, so the GPU's work grows while the copies go on. (For 2 x 2 the
-    two orders are the same.)"""
-    if not growing:
-        return [(i, j) for i in range(rows) for j in range(cols)]
-    order = []
-    for s in range(max(rows, cols)):
-        if s < cols:
-            order += [(i, s) for i in range(min(s, rows))]
-        if s < rows:
-            order += [(s, j) for j in range(min(s + 1, cols))]
-    return order
-
-
 def plan(m: int, n: int, k: int, itemsize: int, budget: int) -> Plan:
     """Tile edges for a host problem within `budget` bytes of device memory.
 
@@ -160,9 +134,9 @@ def plan(m: int, n: int, k: int, itemsize: int, budget: int) -> Plan:
     else:
         tm, tn, tk = _edge(m), _edge(n), k
     while True:
-        for keep_a, keep_b in ((True, True), (False, True), (False, False)):
-            if device_bytes(m, n, k, tm, tn, tk, keep_b, itemsize, keep_a) <= budget:
-                return Plan(m, n, k, tm, tn, tk, keep_b, itemsize, keep_a and tk == k)
+        for keep_b in (True, False):
+            if device_bytes(m, n, k, tm, tn, tk, keep_b, itemsize) <= budget:
+                return Plan(m, n, k, tm, tn, tk, keep_b, itemsize)
         edges = {"tm": tm, "tn": tn, "tk": tk}
         # Smaller C tiles first, down to half a panel: cutting k (out of core) uploads every
         # panel once per tile instead of once.
@@ -402,9 +376,8 @@ class _Run:
         a_bytes = s * block_elements(plan.tm, plan.tk, s)
         b_bytes = s * block_elements(plan.tk, plan.tn, s)
         c_bytes = s * block_elements(plan.tm, plan.tn, s)
-        a_slots = len(ranges(plan.m, plan.tm)) * len(ranges(plan.k, plan.tk))
         b_slots = len(ranges(plan.n, plan.tn)) * len(ranges(plan.k, plan.tk))
-        self.ring_a = _Ring(a_slots if plan.keep_a else 2, a_bytes)
+        self.ring_a = _Ring(2, a_bytes)
         self.ring_b = _Ring(b_slots if plan.keep_b else 2, b_bytes)
         self.ring_c = _Ring(2, c_bytes)
         # Pinned buffers stage any block on the way up, and C tiles on the way down.
@@ -465,31 +438,30 @@ class _Run:
         assert isinstance(out, np.ndarray)
         compute = self.streams.compute
         out_order = _order_of(out)
-        rows, cols = ranges(p.m, p.tm), ranges(p.n, p.tn)
-        for ti, tj in tile_order(len(rows), len(cols), p.keep_a and p.keep_b):
-            (i0, i1), (j0, j1) = rows[ti], cols[tj]
-            c_slot = self.ring_c.next()
-            if c_slot.free is not None:
-                compute.wait_for_event(c_slot.free)  # its last tile has been downloaded
-            tile = out[i0:i1, j0:j1]
-            if problem.beta != 0.0:
-                c_mat = self._upload(tile, self.ring_c, c_slot, out_order)
-            else:
-                c_mat = self._device_block(self.ring_c, c_slot, tile.shape, out_order)
-            beta = problem.beta
-            for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
-                a_mat = self._operand(self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1])  # noqa: B023
-                b_mat = self._operand(self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
-                run(blas_form(a_mat, b_mat, c_mat), self.dtype, problem.alpha, beta,
-                    self.config, compute)  # fmt: skip
-                beta = 1.0  # later k slices accumulate
-                used = self.drv.Event()
-                used.record(compute)
-                for ring, key in ((self.ring_a, (ti, kc)), (self.ring_b, (kc, tj))):
-                    slot = ring.find(key)
-                    assert slot is not None
-                    slot.free = used
-            self._download(c_mat, tile, c_slot)
+        for ti, (i0, i1) in enumerate(ranges(p.m, p.tm)):
+            for tj, (j0, j1) in enumerate(ranges(p.n, p.tn)):
+                c_slot = self.ring_c.next()
+                if c_slot.free is not None:
+                    compute.wait_for_event(c_slot.free)  # its last tile has been downloaded
+                tile = out[i0:i1, j0:j1]
+                if problem.beta != 0.0:
+                    c_mat = self._upload(tile, self.ring_c, c_slot, out_order)
+                else:
+                    c_mat = self._device_block(self.ring_c, c_slot, tile.shape, out_order)
+                beta = problem.beta
+                for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
+                    a_mat = self._operand(self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1])  # noqa: B023
+                    b_mat = self._operand(self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
+                    run(blas_form(a_mat, b_mat, c_mat), self.dtype, problem.alpha, beta,
+                        self.config, compute)  # fmt: skip
+                    beta = 1.0  # later k slices accumulate
+                    used = self.drv.Event()
+                    used.record(compute)
+                    for ring, key in ((self.ring_a, (ti, kc)), (self.ring_b, (kc, tj))):
+                        slot = ring.find(key)
+                        assert slot is not None
+                        slot.free = used
+                self._download(c_mat, tile, c_slot)
 
     def _download(self, c_mat: DeviceMatrix, tile: np.ndarray, c_slot: _Slot) -> None:
         from . import pinned
