@@ -6,14 +6,13 @@ no c or out, beta 0, int flags) that the backend choice sends to NumPy anyway ar
 here with the BLAS call the NumPy backend makes; every other call returns None and takes the
 general path, which also gives every error message.
 
-Each line below was timed (tests/unit/test_small_host.py checks the results, not the time):
-tiny products call BLAS through np.dot (see DOT_LIMIT), the settings are read straight from
-the environment's dict, and the crossover size is kept per dtype, so that `matmul` costs
-about what `a @ b` does. Still, the checks a Python route needs cost 0.5-1 us, as much as a
-tiny product: where the C extension tunedgemm._short_route is built, each public routine is
-a `Route` (see `routed`) that runs this same screen and product in C, before any Python
-frame, and calls the Python routine for everything else. This module's route stays the
-reference, and serves where the extension is not built."""
+Tiny products call BLAS through np.dot (see DOT_LIMIT), the settings are read straight from
+the environment's dict, and the crossover size is kept per dtype. Still, the checks a Python
+route needs cost 0.5-1 us, as much as a tiny product: where the C extension
+tunedgemm._short_route is built, each public routine is a `Route` (see `routed`) that runs
+this same decision and product in C, before any Python frame, and calls the Python routine
+for everything else. This module's route stays the reference, and serves where the
+extension is not built (and for the calls the C route passes on)."""
 
 from __future__ import annotations
 
@@ -87,9 +86,13 @@ def _limits_for(dtype: np.dtype) -> tuple[float, float] | None:
 def _numpy_owns(a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> bool:
     """Whether the backend choice sends the 2-D product a @ b to NumPy without a word.
 
-    Both routes first try a cheaper screen inline: under the default settings, a.size * b.size
-    (which is at least m*n*k) below the crossover's work limit means NumPy's, without
-    unpacking shapes."""
+    First a cheaper screen: under the default settings, a.size * b.size (which is at least
+    m*n*k) below the crossover's work limit means NumPy's, without unpacking shapes (nor
+    checking them: NumPy's product says when they do not align)."""
+    limits = _limits.get(dtype)
+    if (limits is not None and _BACKEND_KEY not in _RAW and _TABLE_KEY not in _RAW
+            and a.size * b.size < limits[0]):  # fmt: skip
+        return True
     if dtype not in GEMM_DTYPES:
         return False
     (m, k), (k_b, n) = a.shape, b.shape
@@ -124,10 +127,7 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
     # op(b)^T op(a)^T, transposed back: BLAS writes straight into a Fortran-ordered result.
     a_t = a if trans_a else a.T
     b_t = b if trans_b else b.T
-    limits = _limits.get(dt)
-    screened = (limits is not None and _BACKEND_KEY not in _RAW and _TABLE_KEY not in _RAW
-                and a.size * b.size < limits[0])  # fmt: skip
-    if not (screened or _numpy_owns(b_t, a_t, dt)):
+    if not _numpy_owns(b_t, a_t, dt):
         return None
     try:
         result = (_dot if a.size * b.size < DOT_LIMIT else _matmul)(b_t, a_t).T
@@ -158,22 +158,16 @@ def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None) -> Any:
 
     `stream` orders device-array products as for sgemm.
 
-    (tunedgemm.matmul's Python routine: it is defined here so that, without the C route, a
-    small 2-D product of NumPy arrays costs one Python call, as `a @ b` does; a second call
-    level cost 0.1 us, 10% of such a product. Everything else goes to api.general_matmul.)"""
+    (tunedgemm.matmul's Python routine, defined beside its short route; where the C route is
+    built it runs only for the calls that route passes on. Everything else goes to
+    api.general_matmul.)"""
     if out is None and stream is None and type(a) is _ndarray and type(b) is _ndarray:
         dt = a.dtype
-        if a.ndim == 2 and b.ndim == 2 and b.dtype is dt:
-            # product's screen, written out again: a shared helper's call would cost about
-            # 0.1 us here too.
-            limits = _limits.get(dt)
-            screened = (limits is not None and _BACKEND_KEY not in _RAW and _TABLE_KEY not in _RAW
-                        and a.size * b.size < limits[0])  # fmt: skip
-            if screened or _numpy_owns(a, b, dt):
-                try:
-                    return (_dot if a.size * b.size < DOT_LIMIT else _matmul)(a, b)
-                except ValueError:
-                    pass  # inner dimensions differ: the general path says so
+        if a.ndim == 2 and b.ndim == 2 and b.dtype is dt and _numpy_owns(a, b, dt):
+            try:
+                return (_dot if a.size * b.size < DOT_LIMIT else _matmul)(a, b)
+            except ValueError:
+                pass  # inner dimensions differ: the general path says so
     from .api import general_matmul
 
     return general_matmul(a, b, out, stream)

@@ -15,7 +15,7 @@ __all__ = ["dgemm", "gemm", "matmul", "sgemm"]
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 # Small plain host calls go straight to NumPy (tunedgemm/_small_host.py). The routines call
 # it before _gemm: at a microsecond a call, one Python call level is worth saving. For the
-# same reason matmul is defined there, with its short route inline. Where the C extension is
+# same reason matmul is defined there, beside its short route. Where the C extension is
 # built, the same route runs in C in front of each routine (the decorator _routed).
 _small, _routed = _small_host.product, _small_host.routed
 matmul = _small_host.matmul
