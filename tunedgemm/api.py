@@ -13,10 +13,9 @@ from ._layout import DeviceMatrix
 __all__ = ["dgemm", "gemm", "matmul", "sgemm"]
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-# Small plain host calls go straight to NumPy (tunedgemm/_small_host.py). The routines call
-# it before _gemm: at a microsecond a call, one Python call level is worth saving. For the
-# same reason matmul is defined there, beside its short route. Where the C extension is
-# built, the same route runs in C in front of each routine (the decorator _routed).
+# Small plain host calls go straight to NumPy (tunedgemm/_small_host.py, where matmul is
+# defined beside its route). Where the C extension is built, the same route runs in C in
+# front of each routine (the decorator _routed), and the Python one sees only what it passes.
 _small, _routed = _small_host.product, _small_host.routed
 matmul = _small_host.matmul
 
@@ -39,13 +38,17 @@ def _compute(problem: GemmProblem, stream: Any) -> gpu_backend.Launch | None:
 
 def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: Any,
           overwrite_c: Any, stream: Any, dtype: np.dtype | None) -> Any:  # fmt: skip
-    """sgemm, dgemm or gemm (dtype None) after the small host route (_small): device calls
-    (in place, or into a new result) that repeat an earlier one repeat its launch
-    (tunedgemm/_repeat.py)."""
+    """sgemm, dgemm or gemm (dtype None). Two short routes: small plain host calls go straight
+    to NumPy (_small), and device calls (in place, or into a new result) that repeat an
+    earlier one repeat its launch (tunedgemm/_repeat.py)."""
     memo_key = None
     if stream is None:
         if c is None:
-            if type(a) is not np.ndarray:
+            if type(a) is np.ndarray:
+                small = _small(alpha, a, b, beta, trans_a, trans_b, dtype)
+                if small is not None:
+                    return small
+            else:
                 memo_key = _repeat.key(alpha, a, b, beta, None, trans_a, trans_b, dtype)
         elif overwrite_c and type(c) is not np.ndarray:
             memo_key = _repeat.key(alpha, a, b, beta, c, trans_a, trans_b, dtype)
@@ -88,10 +91,6 @@ def sgemm(
     queued there and on the streams the operands name. Calls on host arrays are complete
     when they return.
     """
-    if c is None and stream is None:
-        small = _small(alpha, a, b, beta, trans_a, trans_b, _F32)
-        if small is not None:
-            return small
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F32)
 
 
@@ -109,10 +108,6 @@ def dgemm(
     stream: Any = None,
 ) -> Any:
     """alpha * op(a) @ op(b) + beta * c in float64, as scipy.linalg.blas.dgemm (see sgemm)."""
-    if c is None and stream is None:
-        small = _small(alpha, a, b, beta, trans_a, trans_b, _F64)
-        if small is not None:
-            return small
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F64)
 
 
@@ -130,10 +125,6 @@ def gemm(
     stream: Any = None,
 ) -> Any:
     """sgemm or dgemm, by the inputs' dtype: float64 if either is float64, else float32."""
-    if c is None and stream is None:
-        small = _small(alpha, a, b, beta, trans_a, trans_b, None)
-        if small is not None:
-            return small
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, None)
 
 
