@@ -199,7 +199,7 @@ def device_overhead(size: int = 64) -> dict[str, Any]:
     import cupy
 
     import tunedgemm as tg
-    from tunedgemm import reference, refine, selection
+    from tunedgemm import autotune, reference, selection
 
     rng = np.random.default_rng()
     da = cupy.asarray(rng.uniform(-1, 1, (size, size)).astype(np.float32), order="F")
@@ -226,7 +226,7 @@ def device_overhead(size: int = 64) -> dict[str, Any]:
         "choice": str(selection.choose("float32", size, size, size).config),
         # What refinement timed at this shape (per call: GPU, or queueing where longer) and
         # what runs: the table's choice above is only its starting point.
-        "refined": [r for r in refine.history() if r["shape"][1:4] == (size, size, size)],
+        "refined": [r for r in autotune.history() if r["shape"][1:4] == (size, size, size)],
     }
     import os
 

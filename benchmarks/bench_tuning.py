@@ -8,7 +8,7 @@ as given). Random shapes are log-uniform in [128, 8192] per dimension (seeded; w
 at 2 * 4096^3 flops). The fixed-config pool is each family's default plus the configs the
 table uses most; the best single fixed config is the one with the best geometric mean over
 the random shapes. "tuned" is what a call runs: the table's candidates for the shape timed
-once there (tunedgemm/refine.py); "pred" is the table's predicted choice alone.
+once there (tunedgemm/autotune.py); "pred" is the table's predicted choice alone.
 Every time is per call in a run of calls (tunedgemm.timing.call_ms): the GPU's time by CUDA
 events, or the host's time to queue the call where that is longer (launch-bound calls); the
 least of MEASUREMENTS such medians, since on the lent machines one median in a few comes out
@@ -66,7 +66,7 @@ def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
 
 def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
     """Median ms of the tuned choice (own kernels only), each pool config and cuBLAS."""
-    from tunedgemm import gpu_backend, gpu_problem, reference, refine, selection, table
+    from tunedgemm import gpu_backend, gpu_problem, reference, autotune, selection, table
     from tunedgemm.timing import call_ms
 
     problem = gpu_problem.make(*shape, dtype, padded=PADDED)
@@ -84,15 +84,15 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
 
     times["tuned"] = timed(tuned.config)
     times["tuned_choice"] = str(tuned.config)  # type: ignore[assignment]
-    # What a call runs: the table's candidates timed once at this shape (tunedgemm/refine.py).
+    # What a call runs: the table's candidates timed once at this shape (tunedgemm/autotune.py).
     start = time.perf_counter()
-    refined = refine.choose(problem.form, problem.dtype, tuned.candidates or (tuned.config,))
+    refined = autotune.choose(problem.form, problem.dtype, tuned.candidates or (tuned.config,))
     times["refine_once_ms"] = (time.perf_counter() - start) * 1e3
     times["refined"] = timed(refined)
     times["refined_choice"] = str(refined)  # type: ignore[assignment]
     # The same with cuBLAS allowed: cuBLAS competes among the candidates.
     allowed = _choice_with_cublas(dtype, shape)
-    final = refine.choose(problem.form, problem.dtype, allowed.candidates or (allowed.config,))
+    final = autotune.choose(problem.form, problem.dtype, allowed.candidates or (allowed.config,))
     times["table_choice"] = str(final)  # type: ignore[assignment]
     for config in configs:
         times[str(config)] = timed(config)

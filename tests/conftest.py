@@ -47,7 +47,7 @@ def _precompiled(request: pytest.FixtureRequest) -> None:
     import os
 
     from tunedgemm.families import FAMILIES
-    from tunedgemm.tuning.runner import precompile
+    from tunedgemm.compiler import precompile
 
     by_dtype: dict[str, list] = {}
     for dtype, config in table_configs():

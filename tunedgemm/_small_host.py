@@ -23,7 +23,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from . import _env, backend, crossover, cuda
+from . import backend, crossover, cuda, settings
 from ._args import GEMM_DTYPES
 from .table import TABLE_ENV
 
@@ -35,7 +35,7 @@ _dot, _matmul, _multiply = np.dot, np.matmul, np.multiply
 # take np.dot, larger ones np.matmul.
 DOT_LIMIT = 48**4
 _SCALARS = (float, int)
-_found = _env.raw_keys(backend.BACKEND_ENV, TABLE_ENV)
+_found = settings.raw_keys(backend.BACKEND_ENV, TABLE_ENV)
 # Where CPython's dict is missing, a key that is always there sends every call to the general
 # decision, which reads os.environ.
 _RAW, (_BACKEND_KEY, _TABLE_KEY) = _found if _found is not None else ({0: 0}, (0, 0))
@@ -152,22 +152,15 @@ def routed(routine: _Routine) -> _Routine:
     return cast(_Routine, functools.update_wrapper(route, routine))
 
 
-@routed
-def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None) -> Any:
-    """np.matmul semantics; float32/float64 products run on tunedgemm, other dtypes on NumPy.
-
-    `stream` orders device-array products as for sgemm.
-
-    (tunedgemm.matmul's Python routine, defined beside its short route; where the C route is
-    built it runs only for the calls that route passes on. Everything else goes to
-    api.general_matmul.)"""
-    if out is None and stream is None and type(a) is _ndarray and type(b) is _ndarray:
-        dt = a.dtype
-        if a.ndim == 2 and b.ndim == 2 and b.dtype is dt and _numpy_owns(a, b, dt):
-            try:
-                return (_dot if a.size * b.size < DOT_LIMIT else _matmul)(a, b)
-            except ValueError:
-                pass  # inner dimensions differ: the general path says so
-    from .api import general_matmul
-
-    return general_matmul(a, b, out, stream)
+def small_matmul(a: Any, b: Any) -> np.ndarray | None:
+    """a @ b for two 2-D NumPy arrays of one GEMM dtype that NumPy owns (the crossover), or
+    None for the general path (which also gives every error message)."""
+    if type(b) is not _ndarray:
+        return None
+    dt = a.dtype
+    if a.ndim == 2 and b.ndim == 2 and b.dtype is dt and _numpy_owns(a, b, dt):
+        try:
+            return (_dot if a.size * b.size < DOT_LIMIT else _matmul)(a, b)
+        except ValueError:
+            pass  # inner dimensions differ: the general path says so
+    return None

@@ -1,4 +1,12 @@
-"""The public routines: sgemm, dgemm, gemm and matmul; each chains normalise -> backend."""
+"""The public routines: sgemm, dgemm, gemm and matmul; each chains route -> plan -> backend.
+
+A call takes the first of three roads that serves it:
+1. small plain host calls: NumPy's product, through the short route (tunedgemm/_small_host.py,
+   in C where built) that costs less than NumPy's own dispatch;
+2. device calls of a kind planned before: the plan's launch (tunedgemm/plans.py);
+3. everything else: normalise (tunedgemm/_args.py), decide the backend, and run; a device
+   call that can be planned leaves its plan for the next call of its kind.
+"""
 
 from __future__ import annotations
 
@@ -6,65 +14,55 @@ from typing import Any
 
 import numpy as np
 
-from . import _repeat, _small_host, backend, gpu_backend, numpy_backend, streams
+from . import _matmul, _small_host, backend, gpu_backend, numpy_backend, plans, streams
 from ._args import GemmProblem, normalise
 from ._layout import DeviceMatrix
+from .precision import IEEE, resolve
 
 __all__ = ["dgemm", "gemm", "matmul", "sgemm"]
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-# Small plain host calls go straight to NumPy (tunedgemm/_small_host.py, where matmul is
-# defined beside its route). Where the C extension is built, the same route runs in C in
-# front of each routine (the decorator _routed), and the Python one sees only what it passes.
 _small, _routed = _small_host.product, _small_host.routed
-matmul = _small_host.matmul
+_ndarray = np.ndarray
 
 
-def run(problem: GemmProblem, stream: Any = None) -> Any:
+def run(problem: GemmProblem, stream: Any = None, precision: str = IEEE) -> Any:
     """Compute a normalised problem on the backend chosen for it and return its result."""
-    _compute(problem, stream)
-    return problem.result
-
-
-def _compute(problem: GemmProblem, stream: Any) -> gpu_backend.Launch | None:
-    """Compute problem.out; returns the launch when the GPU ran it as one launch on the
-    caller's memory (see gpu_backend.gemm_into)."""
     on_device = problem.on_device or _has_device_operand(problem)
     if backend.for_call(on_device, problem.shape, problem.dtype) == "gpu":
-        return gpu_backend.gemm_into(problem, stream=stream)
-    numpy_backend.gemm_into(problem)
-    return None
+        gpu_backend.gemm_into(problem, stream=stream, precision=precision)
+    else:
+        numpy_backend.gemm_into(problem)
+    return problem.result
 
 
 def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: Any,
-          overwrite_c: Any, stream: Any, dtype: np.dtype | None) -> Any:  # fmt: skip
-    """sgemm, dgemm or gemm (dtype None). Two short routes: small plain host calls go straight
-    to NumPy (_small), and device calls (in place, or into a new result) that repeat an
-    earlier one repeat its launch (tunedgemm/_repeat.py)."""
-    memo_key = None
-    if stream is None:
-        if c is None:
-            if type(a) is np.ndarray:
-                small = _small(alpha, a, b, beta, trans_a, trans_b, dtype)
-                if small is not None:
-                    return small
-            else:
-                memo_key = _repeat.key(alpha, a, b, beta, None, trans_a, trans_b, dtype)
-        elif overwrite_c and type(c) is not np.ndarray:
-            memo_key = _repeat.key(alpha, a, b, beta, c, trans_a, trans_b, dtype)
-        if memo_key is not None:
-            repeated = _repeat.run(memo_key, a)
-            if repeated is not None:
-                return c if c is not None else repeated
+          overwrite_c: Any, stream: Any, dtype: np.dtype | None,
+          precision: Any) -> Any:  # fmt: skip
+    """sgemm, dgemm or gemm (dtype None)."""
+    if type(a) is _ndarray:
+        if c is None and stream is None and precision is None:
+            small = _small(alpha, a, b, beta, trans_a, trans_b, dtype)
+            if small is not None:
+                return small
+        signature = None
+    else:
+        signature = plans.gemm_signature(dtype, alpha, a, b, beta, c, trans_a, trans_b,
+                                         overwrite_c, precision)  # fmt: skip
+        if signature is not None:
+            plans.current()
+            call = plans.call_plans.get(signature)
+            if call is not None:
+                return call.run(alpha, a, b, c, beta, stream)
     streams.handle_of(stream)  # checked before anything is touched
     problem = normalise(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, dtype)
-    launch = _compute(problem, stream)
-    if memo_key is not None:
-        if c is None:
-            _repeat.record(memo_key, launch, problem.result)
-        elif problem.result is c:
-            _repeat.record(memo_key, launch)
-    return problem.result
+    mode = resolve(precision, problem.dtype.name)
+    if signature is not None:
+        call = plans.plan_call(problem, mode, a, b, c)
+        if call is not None:
+            plans.call_plans.put(signature, call)
+            return call.run(alpha, a, b, c, beta, stream)
+    return run(problem, stream, mode)
 
 
 @_routed
@@ -79,6 +77,7 @@ def sgemm(
     overwrite_c: int = 0,
     *,
     stream: Any = None,
+    precision: str | None = None,
 ) -> Any:
     """alpha * op(a) @ op(b) + beta * c in float32, as scipy.linalg.blas.sgemm.
 
@@ -86,12 +85,15 @@ def sgemm(
     beta == 0, c's values are ignored. With overwrite_c and a float32 writeable c, the
     result is written into c and c is returned; otherwise a new Fortran-ordered array
     is returned. Device arrays (PyCUDA, CuPy, PyTorch, any __cuda_array_interface__)
-    are used in place and give a device result, queued on `stream` (a PyCUDA, CuPy or
-    PyTorch stream, or a raw handle; default: the legacy default stream) after the work
-    queued there and on the streams the operands name. Calls on host arrays are complete
-    when they return.
+    are used in place and give a device result of the same library, queued on `stream` (a
+    PyCUDA, CuPy or PyTorch stream, or a raw handle; default: the stream the operands'
+    library queues on now, as CuPy's and PyTorch's own products do). Calls on host arrays
+    are complete when they return.
+
+    `precision`: "ieee" (float32 arithmetic), "tf32" or "3xtf32" (tensor cores; see
+    tunedgemm.precision); default: the current setting (tunedgemm.set_precision).
     """
-    return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F32)
+    return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F32, precision)
 
 
 @_routed
@@ -106,9 +108,10 @@ def dgemm(
     overwrite_c: int = 0,
     *,
     stream: Any = None,
+    precision: str | None = None,
 ) -> Any:
     """alpha * op(a) @ op(b) + beta * c in float64, as scipy.linalg.blas.dgemm (see sgemm)."""
-    return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F64)
+    return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F64, precision)
 
 
 @_routed
@@ -123,17 +126,33 @@ def gemm(
     overwrite_c: int = 0,
     *,
     stream: Any = None,
+    precision: str | None = None,
 ) -> Any:
     """sgemm or dgemm, by the inputs' dtype: float64 if either is float64, else float32."""
-    return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, None)
+    return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, None, precision)
 
 
-def general_matmul(a: Any, b: Any, out: Any, stream: Any) -> Any:
-    """matmul past its short route: device arrays, batches, vectors, other dtypes, `out`."""
-    from ._matmul import matmul as _matmul
+@_routed
+def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None,
+           precision: str | None = None) -> Any:  # fmt: skip
+    """np.matmul(a, b, out=out): 1-D operands promoted, batch dimensions broadcast.
 
+    float32 and float64 products run on tunedgemm (other dtypes on NumPy, exactly as
+    np.matmul). Device arrays give a C-ordered device result of their library, queued on
+    `stream` as for sgemm. `precision` as for sgemm."""
+    if out is None and stream is None and precision is None and type(a) is _ndarray:
+        small = _small_host.small_matmul(a, b)
+        if small is not None:
+            return small
+    elif type(a) is not _ndarray and out is None:
+        signature = plans.matmul_signature(a, b, precision)
+        if signature is not None:
+            plans.current()
+            call = plans.call_plans.get(signature)
+            if call is not None:
+                return call.run(1.0, a, b, None, 0.0, stream)
     streams.handle_of(stream)
-    return _matmul(a, b, out, stream)
+    return _matmul.matmul(a, b, out, stream, precision)
 
 
 def _has_device_operand(problem: GemmProblem) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _env, crossover, cuda
+from . import crossover, cuda, settings
 
 BACKEND_ENV = "TUNEDGEMM_BACKEND"  # auto (default), gpu or numpy
 _warned = False
@@ -18,13 +18,7 @@ class GpuUnavailableError(RuntimeError):
 
 
 def requested() -> str:
-    raw = _env.get(BACKEND_ENV)
-    if raw is None:  # the common case, spared the string work
-        return "auto"
-    value = raw.strip().lower() or "auto"
-    if value not in ("auto", "gpu", "numpy"):
-        raise ValueError(f"{BACKEND_ENV} must be auto, gpu or numpy, got {value!r}")
-    return value
+    return str(settings.get(BACKEND_ENV))
 
 
 def selected() -> tuple[str, str]:
@@ -47,10 +41,10 @@ def has_warned() -> bool:
 
 def quietly_numpy(shape: tuple[int, int, int], dtype: np.dtype) -> bool:
     """Whether for_call would send this host call to NumPy without a word (no warning due)."""
-    wish = _env.get(BACKEND_ENV)
+    wish = requested()
     if wish == "numpy":
         return True
-    if wish is not None:  # "gpu", or a value for_call should normalise or reject
+    if wish != "auto":
         return False
     if not cuda.status()[0]:
         return _warned

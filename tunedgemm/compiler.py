@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -56,3 +58,47 @@ def module(source: str, defines: Mapping[str, Any]) -> Any:
 
 def function(source: str, defines: Mapping[str, Any], name: str) -> Any:
     return module(source, defines).get_function(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cubin(source: str, defines: tuple[tuple[str, Any], ...], arch: str) -> bytes:
+    from pycuda.compiler import compile as compile_cubin
+
+    # The same compilation SourceModule makes (and its disk cache entry), kept as bytes.
+    return bytes(compile_cubin(source_text(source), options=options(dict(defines)),
+                               no_extern_c=True, arch=arch))  # fmt: skip
+
+
+_raw: dict[tuple[Any, ...], int] = {}
+
+
+def raw_function(source: str, defines: Mapping[str, Any], name: str, smem_bytes: int = 0) -> int:
+    """The CUfunction handle of `name`, for launches on any stream (tunedgemm/_driver.py):
+    compiled by PyCUDA as `module` compiles, loaded once per context."""
+    from . import _driver
+
+    ctx = cuda.context()
+    frozen = tuple(sorted(defines.items()))
+    key = (id(ctx), source, frozen, name)
+    handle = _raw.get(key)
+    if handle is None:
+        handle = _driver.load_function(_cubin(source, frozen, cuda.arch()), name, smem_bytes)
+        _raw[key] = handle
+    return handle
+
+
+def precompile(configs: Iterable[Any], dtype: str, trans_a: bool, trans_b: bool, aligned: bool,
+               jobs: int = 16) -> None:  # fmt: skip
+    """Compile these configs' variants with nvcc running in parallel (into PyCUDA's disk cache
+    and this process's memo). A failure here shows again when the config is launched."""
+    from . import launch
+
+    arch = cuda.arch()
+
+    def one(config: Any) -> None:
+        p = launch.plan(config, dtype, trans_a, trans_b, aligned)
+        with contextlib.suppress(Exception):
+            _cubin(p.source, p.defines, arch)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, configs))

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _env, cuda
+from . import cuda, settings
 from ._args import dtype_name
 from .table import TABLE_ENV
 
@@ -63,7 +63,7 @@ _sizes_cache: dict[tuple[str, str], tuple[dict[str, int], str]] = {}
 
 def sizes(gpu: str) -> tuple[dict[str, int], str]:
     """Crossover size per dtype for this GPU, and where it came from."""
-    key = (_env.get(TABLE_ENV) or "", gpu)
+    key = (settings.raw(TABLE_ENV) or "", gpu)
     found = _sizes_cache.get(key)
     if found is None:
         path = current_path()

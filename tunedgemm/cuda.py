@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import collections
 import functools
 import os
 import threading
@@ -36,6 +37,15 @@ def device() -> Any:
     import pycuda.autoprimaryctx
 
     return pycuda.autoprimaryctx.device
+
+
+@functools.lru_cache(maxsize=1)
+def ordinal() -> int:
+    """The ordinal of the device in use, as CuPy and PyTorch number it."""
+    import pycuda.driver as drv
+
+    bus = device().pci_bus_id()
+    return next((i for i in range(drv.Device.count()) if drv.Device(i).pci_bus_id() == bus), 0)
 
 
 @functools.lru_cache(maxsize=1)
@@ -174,6 +184,8 @@ class _ScratchPool:
     def take(self, nbytes: int) -> ScratchBuffer:
         import pycuda.driver as drv
 
+        if _pending:
+            _reap()
         size = self.size_class(nbytes)
         with self.lock:
             if not self.exit_hook:
@@ -203,6 +215,33 @@ class _ScratchPool:
 
 
 _scratch = _ScratchPool()
+# Scratch whose last users are queued on a stream: (event recorded after them, the buffers),
+# oldest first. Dropped (back to the pool) once the event has passed: no host wait.
+_pending: collections.deque[tuple[int, list[Any]]] = collections.deque()
+_pending_lock = threading.Lock()
+
+
+def release_after(buffers: list[Any], stream: Any) -> None:
+    """Give these buffers back to the pool once the work queued so far on `stream` (None, a
+    PyCUDA stream or a raw handle) has run; the host does not wait. Empties `buffers`."""
+    from . import _driver
+
+    event = _driver.record(_driver.stream_handle(stream))
+    with _pending_lock:
+        _pending.append((event, list(buffers)))
+    buffers.clear()
+    _reap()
+
+
+def _reap() -> None:
+    from . import _driver
+
+    done = []
+    with _pending_lock:
+        while _pending and _driver.done(_pending[0][0]):
+            done.append(_pending.popleft())
+    for event, _held in done:
+        _driver.events.give(event)  # the buffers go back to the pool as `done` is dropped
 
 
 def allocate(nbytes: int) -> ScratchBuffer:

@@ -1,28 +1,130 @@
-"""New device arrays of the caller's kind (PyCUDA GPUArray, CuPy, PyTorch) for results."""
+"""The device-array libraries tunedgemm serves (CuPy, PyTorch, PyCUDA): how to read and make theirs.
+
+Each library gets a `Kind`: a signature of an array (shape, strides, dtype, device: all a plan
+depends on, cheap to read), its address, the stream its library queues work on now, and a
+new array from the library's own allocator (CuPy's memory pool, PyTorch's caching allocator,
+and for PyCUDA tunedgemm's pool, whose blocks go back when the array is dropped, in any
+thread). A call never pays cudaMalloc or cudaFree, and never waits for the device.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 
-def empty_like_kind(like: Any, shape: tuple[int, int], dtype: np.dtype, order: str) -> Any:
-    """An uninitialised (rows, cols) device array of the same library as `like`."""
-    module = type(like).__module__.split(".")[0]
-    if module == "cupy":
-        import cupy
+@dataclass(frozen=True)
+class Kind:
+    """How tunedgemm reads and makes one library's device arrays."""
 
-        return cupy.empty(shape, dtype=dtype, order=order)
-    if module == "torch":
-        import torch
+    name: str
+    signature: Callable[[Any], tuple[Any, ...]]
+    ptr: Callable[[Any], int]
+    stream: Callable[[Any], int]  # raw handle of the stream the library queues on now
+    empty: Callable[[Any, tuple[int, ...], np.dtype, str], Any]  # (like, shape, dtype, order)
 
-        torch_dtype = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
-        strides = (1, shape[0]) if order == "F" else (shape[1], 1)
-        return torch.empty_strided(
-            shape, strides, dtype=torch_dtype[np.dtype(dtype)], device=like.device
-        )
+
+def _cupy_kind() -> Kind:
+    import cupy
+
+    current = cupy.cuda.get_current_stream
+
+    def empty(like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str) -> Any:
+        with like.device:
+            return cupy.empty(shape, dtype=dtype, order=order)
+
+    return Kind(
+        "cupy",
+        lambda x: (x.shape, x.strides, x.dtype, x.data.device_id),
+        lambda x: x.data.ptr,
+        lambda x: current().ptr,
+        empty,
+    )
+
+
+_TORCH_DTYPES: dict[Any, Any] = {}
+
+
+def _torch_kind() -> Kind:
+    import torch
+
+    _TORCH_DTYPES.update({np.dtype(np.float32): torch.float32,
+                          np.dtype(np.float64): torch.float64})  # fmt: skip
+    raw_stream = torch._C._cuda_getCurrentRawStream
+
+    def empty(like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str) -> Any:
+        strides = _strides(shape, order)
+        return torch.empty_strided(shape, strides, dtype=_TORCH_DTYPES[dtype], device=like.device)
+
+    return Kind(
+        "torch",
+        lambda x: (tuple(x.shape), x.stride(), x.dtype, x.get_device(), x.is_cuda),
+        lambda x: x.data_ptr(),
+        lambda x: raw_stream(x.get_device()),
+        empty,
+    )
+
+
+def _pycuda_kind() -> Kind:
     import pycuda.gpuarray as gpuarray
 
-    # A plain allocation, not pool scratch: the caller owns it and may drop it in any thread.
-    return gpuarray.empty(shape, dtype, order=order)
+    from . import cuda
+
+    def empty(like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str) -> Any:
+        # From tunedgemm's pool: the block goes back when the array is dropped (any thread).
+        return gpuarray.GPUArray(shape, dtype, allocator=cuda.allocate, order=order)
+
+    return Kind(
+        "pycuda",
+        lambda x: (x.shape, x.strides, x.dtype),
+        lambda x: x.ptr,
+        lambda x: 0,  # GPUArrays name no stream: the legacy default stream
+        empty,
+    )
+
+
+def _strides(shape: tuple[int, ...], order: str) -> tuple[int, ...]:
+    """Element strides of a dense array of this shape and order."""
+    strides = []
+    step = 1
+    dims = range(len(shape)) if order == "F" else reversed(range(len(shape)))
+    for i in dims:
+        strides.append(step)
+        step *= max(shape[i], 1)
+    return tuple(strides) if order == "F" else tuple(reversed(strides))
+
+
+_MAKERS = {"cupy": ("ndarray", _cupy_kind), "torch": ("Tensor", _torch_kind),
+           "pycuda": ("GPUArray", _pycuda_kind)}  # fmt: skip
+_kinds: dict[type, Kind | None] = {}
+
+
+def kind_of(array: Any) -> Kind | None:
+    """The Kind of a device array's exact type (None: served through the general path)."""
+    cls = type(array)
+    try:
+        return _kinds[cls]
+    except KeyError:
+        pass
+    found = None
+    library = cls.__module__.split(".")[0]
+    maker = _MAKERS.get(library)
+    if maker is not None and cls.__name__ == maker[0] and library in sys.modules:
+        try:
+            found = maker[1]()
+        except Exception:  # a library too old or too new for these accessors: general path
+            found = None
+    _kinds[cls] = found
+    return found
+
+
+def empty_like_kind(like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str) -> Any:
+    """An uninitialised device array of the same library as `like`, from its allocator."""
+    kind = kind_of(like)
+    if kind is None:
+        kind = _pycuda_kind()
+    return kind.empty(like, tuple(int(d) for d in shape), np.dtype(dtype), order)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import json
+import functools
 from typing import Any
 
 import numpy as np
 
-from . import _env, cuda, launch, reference, refine, selection, streams, table
+from . import cuda, launch, plans, reference, selection, streams, table
 from ._args import GemmProblem, Matrix, dtype_name
 from ._layout import BlasForm, DeviceMatrix, blas_form
 from .params import KernelConfig
+from .precision import IEEE
 
 
 def upload(arr: np.ndarray, keep: list[Any]) -> DeviceMatrix:
@@ -46,39 +47,40 @@ def on_device(mat: Matrix, dtype: np.dtype, keep: list[Any], stream: Any = None)
     return dense
 
 
-# One launch on the caller's device memory: the layout, dtype and what ran (a config or cuBLAS).
-Launch = tuple[BlasForm, np.dtype, "KernelConfig | str"]
-
-
-def gemm_into(problem: GemmProblem, config: KernelConfig | None = None, stream: Any = None
-              ) -> Launch | None:  # fmt: skip
+def gemm_into(problem: GemmProblem, config: KernelConfig | None = None, stream: Any = None,
+              precision: str = IEEE) -> None:  # fmt: skip
     """Compute problem.out on the GPU. Host problems go through the pinned, overlapped
     pipeline and are complete on return; device problems are queued on `stream` (the
-    caller's, bridged if foreign; default: the legacy default stream).
-
-    Returns the launch when the call was exactly one launch on the caller's memory on the
-    legacy default stream with nothing to wait for (a repeat of it may launch the same)."""
+    caller's, bridged if foreign; default: the legacy default stream)."""
     cuda.context()
     m, n, k = problem.shape
     if m == 0 or n == 0:
-        return None
+        return
     operands = (problem.a, problem.b, problem.out)
     if all(isinstance(x, np.ndarray) for x in operands) and problem.alpha != 0.0 and k > 0:
         from . import pipeline
 
-        pipeline.gemm(problem, config)
-        return None
+        dtype = problem.dtype
+        pipeline.gemm(problem, functools.partial(_tile, dtype=dtype, config=config,
+                                                 precision=precision))  # fmt: skip
+        return
     producers = _producer_streams(problem)
     if stream is None and not producers:
         # The legacy default stream, after nothing: no bridging to set up or hand back.
-        return _gemm_on_device(problem, config, None)
+        _gemm_on_device(problem, config, None, precision)
+        return
     call = streams.for_call(stream)
     call.after(producers)
     try:
-        _gemm_on_device(problem, config, call.pycuda)
+        _gemm_on_device(problem, config, call.pycuda, precision)
     finally:
         call.finish()
-    return None
+
+
+def _tile(form: BlasForm, alpha: float, beta: float, stream: Any, dtype: np.dtype,
+          config: KernelConfig | None, precision: str) -> None:  # fmt: skip
+    """The pipeline's launcher: one tile's product, decided through the plans."""
+    run(form, dtype, alpha, beta, config, stream, precision)
 
 
 def _producer_streams(problem: GemmProblem) -> set[int]:
@@ -90,10 +92,9 @@ def _producer_streams(problem: GemmProblem) -> set[int]:
     return named
 
 
-def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: Any
-                    ) -> Launch | None:  # fmt: skip
-    """The direct path: operands to the device as they are, one launch, result back. Returns
-    the launch when it was the only work, on the caller's memory."""
+def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: Any,
+                    precision: str = IEEE) -> None:  # fmt: skip
+    """The direct path: operands to the device as they are, one launch, result back."""
     dtype = problem.dtype
     keep: list[Any] = []
     a = on_device(problem.a, dtype, keep, stream)
@@ -111,9 +112,7 @@ def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: A
     if target is not c and problem.beta != 0.0:
         launch.copy(c, target, stream)
     form = blas_form(a, b, target)
-    ran = run(form, dtype, problem.alpha, problem.beta, config, stream)
-    if not keep and host_out is None and problem.c_init is None:
-        return form, dtype, ran
+    run(form, dtype, problem.alpha, problem.beta, config, stream, precision)
     if target is not c:
         launch.copy(target, c, stream)
     if host_out is not None:
@@ -125,14 +124,9 @@ def _gemm_on_device(problem: GemmProblem, config: KernelConfig | None, stream: A
         drv.memcpy_dtoh(staged.ravel(order="K"), c.ptr)
         np.copyto(host_out, staged)
     elif keep:
-        import pycuda.driver as drv
-
-        # Scratch buffers go back to the pool on return: let the kernels finish first.
-        if stream is None:
-            drv.Context.synchronize()
-        else:
-            stream.synchronize()
-    return None
+        # Scratch goes back to the pool for reuse once the work queued so far has run (an
+        # event on the stream; the host does not wait).
+        cuda.release_after(keep, stream)
 
 
 def run(
@@ -142,42 +136,34 @@ def run(
     beta: float,
     config: KernelConfig | str | None = None,
     stream: Any = None,
+    precision: str = IEEE,
 ) -> KernelConfig | str:
-    """Run one column-major call with the given (or the chosen) config, or cuBLAS.
+    """Run one column-major call with the given config (or cuBLAS), or with what the plan of
+    its key chose (tunedgemm/plans.py). Returns what ran: a KernelConfig or table.CUBLAS."""
+    from ._driver import stream_handle
 
-    Returns what ran: a KernelConfig, or table.CUBLAS."""
-    if alpha == 0.0:
-        # BLAS: with alpha == 0, A and B are not read (NaN there must not reach C).
-        form = dataclasses.replace(form, k=0)
+    if alpha == 0.0 or form.k == 0:
+        # BLAS: with alpha == 0 (or k == 0) A and B are not read (NaN there, or an infinite
+        # alpha times an empty sum, must not reach C): C = beta C.
+        form, alpha = dataclasses.replace(form, k=0), 0.0
     dtype = np.dtype(dtype)
+    handle = stream_handle(stream)
     if config is None:
-        choice = selection.choose(dtype, form.m, form.n, form.k, form.trans_a, form.trans_b)
-        config = choice.config
-        if len(choice.candidates) > 1 and form.k > 0 and refine.enabled():
-            config = refine.choose(form, dtype, choice.candidates, stream)
-        _log_shape(form, dtype)
+        plans.current()
+        plan = plans.device_plan(plans.GemmKey.of(form, dtype_name(dtype), precision), form,
+                                 handle)  # fmt: skip
+        plan.run(form.a, form.b, form.c, alpha, beta, handle)
+        return plan.choice
     if config == table.CUBLAS:
         ok, why = reference.status()
         if ok:
-            reference.gemm(form, dtype, alpha, beta, stream)
+            reference.gemm(form, dtype, alpha, beta, stream, precision)
             return config
         table.warn_once(f"the table chose cuBLAS, which is unavailable ({why}); own kernel used")
-        config = selection.default_config(dtype_name(dtype))
+        config = selection.default_config(dtype_name(dtype), precision)
     assert isinstance(config, KernelConfig)
     launch.gemm(form, dtype, alpha, beta, config, stream)
     return config
-
-
-LOG_SHAPES_ENV = "TUNEDGEMM_LOG_SHAPES"  # append each call's shape to this file, for the tuner
-
-
-def _log_shape(form: BlasForm, dtype: np.dtype) -> None:
-    path = _env.get(LOG_SHAPES_ENV)
-    if path:
-        record = {"dtype": dtype_name(dtype), "m": form.m, "n": form.n, "k": form.k,
-                  "trans_a": form.trans_a, "trans_b": form.trans_b}  # fmt: skip
-        with open(path, "a") as f:
-            f.write(json.dumps(record) + "\n")
 
 
 def _buffer_like(arr: np.ndarray, keep: list[Any]) -> DeviceMatrix:

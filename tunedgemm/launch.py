@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -65,32 +66,41 @@ def plan(config: KernelConfig, dtype: str, trans_a: bool, trans_b: bool, aligned
                 geometry.smem_bytes)  # fmt: skip
 
 
-@functools.cache
-def _prepared(
-    source: str, defines: tuple[tuple[str, int], ...], scalar: str, smem_bytes: int, ctx_id: int
-) -> tuple[Any, Any]:
-    from pycuda.driver import function_attribute
+class GemmLauncher:
+    """One variant's kernel (and its split-K pre-pass) ready to launch on any raw stream, with
+    its argument buffers built once (tunedgemm/_driver.py)."""
 
-    mod = compiler.module(source, dict(defines))
-    gemm = mod.get_function("gemm")
-    if smem_bytes > 48 * 1024:
-        gemm.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes)
-    gemm.prepare(f"iii{scalar}PiPi{scalar}Pi")
-    scale = mod.get_function("scale_c")
-    scale.prepare(f"ii{scalar}Pi")
-    return gemm, scale
+    __slots__ = ("gemm", "plan", "scale")
+
+    def __init__(self, p: Plan) -> None:
+        from . import _driver
+
+        defines = dict(p.defines)
+        real = ctypes.c_float if p.scalar == "f" else ctypes.c_double
+        i, ptr = ctypes.c_int, ctypes.c_void_p
+        self.plan = p
+        self.gemm = _driver.Launcher(
+            compiler.raw_function(p.source, defines, "gemm", p.smem_bytes),
+            (i, i, i, real, ptr, i, ptr, i, real, ptr, i), p.block, p.smem_bytes)  # fmt: skip
+        self.scale = None
+        if p.split_k > 1:
+            self.scale = _driver.Launcher(compiler.raw_function(p.source, defines, "scale_c"),
+                                          (i, i, real, ptr, i), (256, 1, 1), 0)  # fmt: skip
+
+    def __call__(self, form: BlasForm, alpha: float, beta: float, stream: int) -> None:
+        m, n = form.m, form.n
+        if self.scale is not None:
+            self.scale.launch(((m + 255) // 256, min(n, 65535), 1), stream,
+                              (m, n, beta, form.c, form.ldc))  # fmt: skip
+        self.gemm.launch(self.plan.grid(m, n), stream, (m, n, form.k, alpha, form.a, form.lda,
+                         form.b, form.ldb, beta, form.c, form.ldc))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1024)
-def _variant(
-    config: KernelConfig, dtype: np.dtype, trans_a: bool, trans_b: bool, aligned: bool,
-    ctx_id: int,
-) -> tuple[Plan, Any, Any]:  # fmt: skip
-    """(plan, prepared gemm, prepared scale_c) of one variant in one context, so that a
-    launch costs one cache lookup."""
-    p = plan(config, dtype_name(dtype), trans_a, trans_b, aligned)
-    gemm, scale = _prepared(p.source, p.defines, p.scalar, p.smem_bytes, ctx_id)
-    return p, gemm, scale
+def launcher(config: KernelConfig, dtype: np.dtype, trans_a: bool, trans_b: bool, aligned: bool,
+             ctx_id: int) -> GemmLauncher:  # fmt: skip
+    """The shared launcher of one variant in one context (a plan makes its own)."""
+    return GemmLauncher(plan(config, dtype_name(dtype), trans_a, trans_b, aligned))
 
 
 def gemm(
@@ -101,42 +111,15 @@ def gemm(
     config: KernelConfig,
     stream: Any = None,
 ) -> None:
-    """C = alpha op(A) op(B) + beta C for one column-major call, with one kernel config."""
+    """C = alpha op(A) op(B) + beta C for one column-major call, with one kernel config, on
+    `stream` (None: the legacy default stream; a PyCUDA stream; or a raw handle)."""
     if form.m == 0 or form.n == 0:
         return
-    dtype = np.dtype(dtype)
-    p, kernel, scale = _variant(
-        config, dtype, form.trans_a, form.trans_b, form.aligned(), id(cuda.context())
-    )
-    real = dtype.type
-    if p.split_k > 1:
-        scale.prepared_async_call(
-            ((form.m + 255) // 256, min(form.n, 65535), 1),
-            (256, 1, 1),
-            stream,
-            form.m,
-            form.n,
-            real(beta),
-            form.c,
-            form.ldc,
-        )
-    kernel.prepared_async_call(
-        p.grid(form.m, form.n),
-        p.block,
-        stream,
-        form.m,
-        form.n,
-        form.k,
-        real(alpha),
-        form.a,
-        form.lda,
-        form.b,
-        form.ldb,
-        real(beta),
-        form.c,
-        form.ldc,
-        shared_size=p.smem_bytes,
-    )
+    from ._driver import stream_handle
+
+    run = launcher(config, np.dtype(dtype), form.trans_a, form.trans_b, form.aligned(),
+                   id(cuda.context()))  # fmt: skip
+    run(form, alpha, beta, stream_handle(stream))
 
 
 _C_TYPES = {

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _env
+from . import settings
 
 MIN_CLASS = 1 << 16  # 64 KiB: smaller buffers are not worth pooling separately
 MAX_POOLED_BYTES = 4 << 30  # pinned memory kept for reuse; more is freed on return
@@ -121,7 +121,7 @@ def result_array(shape: tuple[int, ...], dtype: Any, order: Literal["C", "F"]
     MAX_RESULT_BYTES, no pinned memory is to be had, or TUNEDGEMM_PINNED_RESULTS=0. Find
     its buffer with `lease_of`."""
     global _leased_bytes
-    if (_env.get(PINNED_RESULTS_ENV) or "").strip() == "0":
+    if not settings.get(PINNED_RESULTS_ENV):
         return None
     dtype = np.dtype(dtype)
     nbytes = max(1, math.prod(shape) * dtype.itemsize)

@@ -26,10 +26,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _env
+from . import settings
 from ._args import GemmProblem
-from ._layout import DeviceMatrix, blas_form
-from .params import KernelConfig
+from ._layout import BlasForm, DeviceMatrix, blas_form
 
 SINGLE_TILE_BYTES = 48 << 20  # below this, one tile: overlap would not repay its extra steps
 PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
@@ -46,6 +45,9 @@ DEVICE_MEMORY_ENV = "TUNEDGEMM_DEVICE_MEMORY"  # bytes (suffix K, M or G) a call
 _host_calls = threading.Lock()
 UNQUERIED_BYTES = 256 << 20  # operands this small skip the free-memory query (unless capped)
 _ALIGN_BYTES = 16
+# The product of one tile: launch(form, alpha, beta, stream), given by the caller (the GPU
+# backend decides what runs, through its plans); the pipeline only moves data.
+Launch = Callable[[BlasForm, float, float, Any], Any]
 # A list to append (what, start, end) perf_counter spans of host work to; None: no tracing.
 # benchmarks/profile_calls.py sets it to see where a large call's time goes.
 TRACE: list[tuple[str, float, float]] | None = None
@@ -155,25 +157,11 @@ def plan(m: int, n: int, k: int, itemsize: int, budget: int) -> Plan:
                       for (e, v), extent in zip(edges.items(), (m, n, k), strict=True))  # fmt: skip
 
 
-def parse_bytes(text: str) -> int:
-    """'512M', '2G', '1048576' -> bytes; ValueError naming the variable otherwise."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    value = text.strip().upper().removesuffix("B")
-    try:
-        if value and value[-1] in units:
-            return int(float(value[:-1]) * units[value[-1]])
-        return int(value)
-    except ValueError:
-        raise ValueError(
-            f"{DEVICE_MEMORY_ENV} must be bytes like 512M or 2G, got {text!r}"
-        ) from None
-
-
 def device_budget(release_pool: bool = False) -> int:
     """Bytes a call may plan to use: TUNEDGEMM_DEVICE_MEMORY, else a share of free memory."""
-    env = os.environ.get(DEVICE_MEMORY_ENV)
-    if env:
-        return parse_bytes(env)
+    cap = settings.get(DEVICE_MEMORY_ENV)
+    if cap is not None:
+        return int(cap)
     from . import cuda
 
     return int(cuda.free_bytes(release_pool) * BUDGET_FRACTION)
@@ -361,14 +349,14 @@ class _Staging:
 class _Run:
     """One host problem through the pipeline (see the module docstring)."""
 
-    def __init__(self, problem: GemmProblem, plan: Plan, config: KernelConfig | str | None,
+    def __init__(self, problem: GemmProblem, plan: Plan, launch: Launch,
                  direct_out: bool = False):  # fmt: skip
         import pycuda.driver as drv
 
         from . import cuda
 
         self.drv = drv
-        self.problem, self.plan, self.config = problem, plan, config
+        self.problem, self.plan, self.launch = problem, plan, launch
         self.direct_out = direct_out  # out is pinned: tiles come down straight into it
         self.dtype = problem.dtype
         self.streams = _streams()
@@ -430,8 +418,6 @@ class _Run:
         return slot.matrix
 
     def execute(self) -> None:
-        from .gpu_backend import run
-
         p, problem = self.plan, self.problem
         a, b, out = problem.a, problem.b, problem.out
         assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
@@ -452,8 +438,7 @@ class _Run:
                 for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
                     a_mat = self._operand(self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1])  # noqa: B023
                     b_mat = self._operand(self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
-                    run(blas_form(a_mat, b_mat, c_mat), self.dtype, problem.alpha, beta,
-                        self.config, compute)  # fmt: skip
+                    self.launch(blas_form(a_mat, b_mat, c_mat), problem.alpha, beta, compute)
                     beta = 1.0  # later k slices accumulate
                     used = self.drv.Event()
                     used.record(compute)
@@ -500,7 +485,7 @@ class _Run:
         self.keep.clear()
 
 
-def _single_tile(problem: GemmProblem, config: KernelConfig | str | None,
+def _single_tile(problem: GemmProblem, launch: Launch,
                  direct_out: bool = False) -> None:  # fmt: skip
     """A problem of one tile, in order on one stream: stage and upload A, B (and C), multiply,
     download, copy out. Nothing to overlap, so none of the pipeline's bookkeeping, whose
@@ -508,7 +493,6 @@ def _single_tile(problem: GemmProblem, config: KernelConfig | str | None,
     import pycuda.driver as drv
 
     from . import cuda, pinned
-    from .gpu_backend import run
 
     a, b, out = problem.a, problem.b, problem.out
     assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
@@ -540,8 +524,7 @@ def _single_tile(problem: GemmProblem, config: KernelConfig | str | None,
             strides = (1, ld) if order == "F" else (ld, 1)
             on_device.append(DeviceMatrix(int(device), out.shape, strides, problem.dtype, device))
         c = on_device[2]
-        run(blas_form(on_device[0], on_device[1], c), problem.dtype, problem.alpha,
-            problem.beta, config, stream)  # fmt: skip
+        launch(blas_form(on_device[0], on_device[1], c), problem.alpha, problem.beta, stream)
         if direct_out:
             _download_2d(drv, out, c, stream)
             stream.synchronize()
@@ -561,27 +544,27 @@ def _single_tile(problem: GemmProblem, config: KernelConfig | str | None,
                 pinned.give(item)
 
 
-def gemm(problem: GemmProblem, config: KernelConfig | str | None = None,
+def gemm(problem: GemmProblem, launch: Launch,
          budget: int | None = None) -> Plan:  # fmt: skip
     """problem.out = alpha a @ b + beta out for host a, b, out (alpha != 0, k > 0)."""
     m, n, k = problem.shape
     itemsize = problem.dtype.itemsize
     small = itemsize * (m * k + k * n + m * n) <= UNQUERIED_BYTES
-    if budget is None and small and not _env.get(DEVICE_MEMORY_ENV):
+    if budget is None and small and settings.get(DEVICE_MEMORY_ENV) is None:
         budget = UNQUERIED_BYTES * 4  # fits on any GPU we build for: skip asking the driver
     if budget is not None:
         chosen = plan(m, n, k, itemsize, budget)
     else:
         chosen = plan(m, n, k, itemsize, device_budget())
-        if chosen.out_of_core and not _env.get(DEVICE_MEMORY_ENV):
+        if chosen.out_of_core and settings.get(DEVICE_MEMORY_ENV) is None:
             # Memory the pool holds for reuse counts as free once handed back.
             chosen = plan(m, n, k, itemsize, device_budget(release_pool=True))
     with _host_calls:
         direct_out = _straight_down(problem)
         if chosen.tiles == 1 and not chosen.out_of_core:
-            _single_tile(problem, config, direct_out)
+            _single_tile(problem, launch, direct_out)
             return chosen
-        run = _Run(problem, chosen, config, direct_out)
+        run = _Run(problem, chosen, launch, direct_out)
         try:
             run.execute()
         finally:

@@ -81,16 +81,20 @@ def _handle() -> int:
     return int(_cublas().cublasCreate())
 
 
-_stream_in_use: list[Any] = [None]
+_stream_in_use: list[int] = [0]
 # The handle's stream is state shared by every thread: setting it and launching go together.
 _handle_lock = threading.Lock()
 
 
 def set_stream(stream: Any) -> None:
-    """Run later cuBLAS calls on this PyCUDA stream (None: the default stream)."""
-    if stream is not _stream_in_use[0]:
-        _cublas().cublasSetStream(_handle(), 0 if stream is None else stream.handle)
-        _stream_in_use[0] = stream
+    """Run later cuBLAS calls on this stream: None (the legacy default stream), a PyCUDA
+    stream or a raw handle. The caller holds _handle_lock."""
+    from ._driver import stream_handle
+
+    handle = stream_handle(stream)
+    if handle != _stream_in_use[0]:
+        _cublas().cublasSetStream(_handle(), handle)
+        _stream_in_use[0] = handle
 
 
 class CublasError(RuntimeError):
@@ -185,11 +189,124 @@ def _gemm_call(dtype: np.dtype) -> _DirectGemm | _WrappedGemm:
     return _DirectGemm(function, ctypes.c_float if single else ctypes.c_double, name)
 
 
-def gemm(form: BlasForm, dtype: np.dtype, alpha: float, beta: float, stream: Any = None) -> None:
-    """cublasSgemm / cublasDgemm on the same device operands as tunedgemm's own kernel."""
-    call = _gemm_call(dtype)
+def gemm(form: BlasForm, dtype: np.dtype, alpha: float, beta: float, stream: Any = None,
+         precision: str = "ieee") -> None:  # fmt: skip
+    """cublasSgemm / cublasDgemm on the same device operands as tunedgemm's own kernel (in
+    "tf32" mode cuBLAS's TF32 GEMM; every other mode runs the IEEE routine, which is at least
+    as accurate)."""
     if form.m == 0 or form.n == 0:
         return
+    if precision == "tf32":
+        _gemm_tf32(form, alpha, beta, stream)
+        return
+    call = _gemm_call(dtype)
     with _handle_lock:
         set_stream(stream)
         call(_handle(), form, alpha, beta)
+
+
+def direct(dtype: np.dtype, precision: str = "ieee") -> Any:
+    """call(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream): one
+    cuBLAS GEMM on raw addresses and a raw stream handle, for plans (tunedgemm/plans.py)."""
+    if precision == "tf32":
+
+        def tf32(ta: bool, tb: bool, m: int, n: int, k: int, alpha: float, a: int, lda: int,
+                 b: int, ldb: int, beta: float, c: int, ldc: int, stream: int) -> None:  # fmt: skip
+            _gemm_tf32(BlasForm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, 4), alpha, beta, stream)
+
+        return tf32
+    call = _gemm_call(dtype)
+    if not isinstance(call, _DirectGemm):
+        size = np.dtype(dtype).itemsize
+
+        def wrapped(ta: bool, tb: bool, m: int, n: int, k: int, alpha: float, a: int,
+                    lda: int, b: int, ldb: int, beta: float, c: int, ldc: int,
+                    stream: int) -> None:  # fmt: skip
+            gemm(BlasForm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, size), dtype, alpha, beta,
+                 stream)  # fmt: skip
+
+        return wrapped
+    function, alpha_ref, beta_ref, name = call.function, call.alpha_ref, call.beta_ref, call.name
+    alpha_box, beta_box = call.alpha, call.beta
+    handle = _handle()
+
+    def run(ta: bool, tb: bool, m: int, n: int, k: int, alpha: float, a: int, lda: int, b: int,
+            ldb: int, beta: float, c: int, ldc: int, stream: int) -> None:  # fmt: skip
+        with _handle_lock:
+            if stream != _stream_in_use[0]:
+                _cublas().cublasSetStream(handle, stream)
+                _stream_in_use[0] = stream
+            alpha_box.value = alpha
+            beta_box.value = beta
+            status = function(handle, _OP_T if ta else _OP_N, _OP_T if tb else _OP_N, m, n, k,
+                              alpha_ref, a, max(1, lda), b, max(1, ldb), beta_ref, c,
+                              max(1, ldc))  # fmt: skip
+        if status:
+            check_status(status, name)
+
+    return run
+
+
+# cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32: cuBLAS's own TF32 GEMM (scikit-cuda has no
+# binding for it). Arguments: handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype,
+# ldb, beta, C, Ctype, ldc, computeType, algo.
+_CUDA_R_32F = 0
+_CUBLAS_COMPUTE_32F_FAST_TF32 = 77
+_CUBLAS_GEMM_DEFAULT = -1
+_GEMM_EX_ARGTYPES = (_P, _I, _I, _I, _I, _I, _P, _P, _I, _I, _P, _I, _I, _P, _P, _I, _I, _I, _I)
+
+
+@functools.lru_cache(maxsize=1)
+def _gemm_ex() -> Any:
+    function = _cublas()._libcublas.cublasGemmEx
+    function.argtypes = _GEMM_EX_ARGTYPES
+    function.restype = ctypes.c_int
+    return function
+
+
+def _gemm_tf32(form: BlasForm, alpha: float, beta: float, stream: Any) -> None:
+    """cuBLAS's TF32 tensor-core GEMM (float32 in and out, TF32 products)."""
+    function = _gemm_ex()
+    alpha_c, beta_c = ctypes.c_float(alpha), ctypes.c_float(beta)
+    with _handle_lock:
+        set_stream(stream)
+        status = function(
+            _handle(), _OP_T if form.trans_a else _OP_N, _OP_T if form.trans_b else _OP_N,
+            form.m, form.n, form.k, ctypes.byref(alpha_c), form.a, _CUDA_R_32F, max(1, form.lda),
+            form.b, _CUDA_R_32F, max(1, form.ldb), ctypes.byref(beta_c), form.c, _CUDA_R_32F,
+            max(1, form.ldc), _CUBLAS_COMPUTE_32F_FAST_TF32, _CUBLAS_GEMM_DEFAULT)  # fmt: skip
+    check_status(status, "cublasGemmEx (TF32)")
+
+
+# cublas<t>gemmStridedBatched: (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb,
+# strideB, beta, C, ldc, strideC, batchCount), strides in elements (long long).
+_L = ctypes.c_longlong
+_BATCHED_ARGTYPES = (_P, _I, _I, _I, _I, _I, _P, _P, _I, _L, _P, _I, _L, _P, _P, _I, _L, _I)
+
+
+@functools.lru_cache(maxsize=4)
+def _batched_call(dtype: np.dtype) -> tuple[Any, Any]:
+    """(cublas<t>gemmStridedBatched from the libcublas scikit-cuda loaded, its scalar type)."""
+    single = np.dtype(dtype) == np.float32
+    name = "cublasSgemmStridedBatched" if single else "cublasDgemmStridedBatched"
+    function = getattr(_cublas()._libcublas, name)
+    function.argtypes = _BATCHED_ARGTYPES
+    function.restype = ctypes.c_int
+    return function, ctypes.c_float if single else ctypes.c_double
+
+
+def gemm_batched(form: BlasForm, strides: tuple[int, int, int], batch: int, dtype: np.dtype,
+                 alpha: float, beta: float, stream: Any = None) -> None:  # fmt: skip
+    """`batch` products of the form's shape, operand i at form's address + i * strides
+    (elements; a stride of 0 broadcasts the operand), in one cuBLAS call."""
+    if form.m == 0 or form.n == 0 or batch == 0:
+        return
+    function, real = _batched_call(dtype)
+    with _handle_lock:
+        set_stream(stream)
+        status = function(
+            _handle(), _OP_T if form.trans_a else _OP_N, _OP_T if form.trans_b else _OP_N,
+            form.m, form.n, form.k, ctypes.byref(real(alpha)), form.a, max(1, form.lda),
+            strides[0], form.b, max(1, form.ldb), strides[1], ctypes.byref(real(beta)),
+            form.c, max(1, form.ldc), strides[2], batch)  # fmt: skip
+    check_status(status, "cublasGemmStridedBatched")

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _env, model, table
+from . import model, settings, table
 from ._args import dtype_name
 from .families import FAMILIES
 from .params import KernelConfig
+from .precision import IEEE
 
-# Families in order of preference per dtype when no table entry applies.
-PREFERENCE = {"float32": ("simt", "tiled"), "float64": ("dmma", "tiled")}
+# Families in order of preference per (dtype, precision) when no table entry applies.
+PREFERENCE = {("float32", IEEE): ("simt", "tiled"), ("float64", IEEE): ("dmma", "tiled")}
 FAMILY_ENV = "TUNEDGEMM_FAMILY"  # force one family's default config (benchmarks, tests)
 CUBLAS_ENV = "TUNEDGEMM_CUBLAS"  # "0" keeps cuBLAS out of the choices: own kernels only
 REFINE_CANDIDATES = 4  # the model's picks offered to run-time refinement, best first
@@ -28,7 +29,7 @@ FILL_CANDIDATES = 2  # split-K variants offered where the picks' tiles leave SMs
 @dataclass(frozen=True)
 class Choice:
     """A kernel config or table.CUBLAS, and why it was chosen. `candidates` are what run-time
-    refinement (tunedgemm/refine.py) may time at the call's shape: the model's best own
+    refinement (tunedgemm/autotune.py) may time at the call's shape: the model's best own
     configs, best first, and cuBLAS where it may compete (empty: nothing to refine)."""
 
     config: KernelConfig | str
@@ -46,45 +47,47 @@ class Prediction:
     predicted_ms: float
 
 
-def default_config(dtype: str) -> KernelConfig:
-    for family_name in PREFERENCE[dtype]:
+def default_config(dtype: str, precision: str = IEEE) -> KernelConfig:
+    for family_name in PREFERENCE.get((dtype, precision), ()):
         family = FAMILIES.get(family_name)
         if family is not None:
             return family.default_config(dtype)
-    raise LookupError(f"no kernel family for {dtype}")
+    raise LookupError(f"no kernel family for {dtype} in precision {precision}")
 
 
 def cublas_allowed() -> bool:
-    return _allows_cublas(_env.get(CUBLAS_ENV) or "1")
+    return bool(settings.get(CUBLAS_ENV))
 
 
-def _allows_cublas(value: str) -> bool:
-    """Whether a TUNEDGEMM_CUBLAS value lets cuBLAS compete."""
-    return value.strip() not in ("0", "no", "false", "off")
+def forget() -> None:
+    """Drop memoised choices (a setting, table or GPU changed; tunedgemm.plans.clear)."""
+    _choose.cache_clear()
 
 
 def choose(
     dtype: np.dtype | str, m: int, n: int, k: int, trans_a: bool = False,
     trans_b: bool = False, gpu: str | None = None, cc: str | None = None, warn: bool = True,
+    precision: str = IEEE,
 ) -> Choice:  # fmt: skip
     """What runs for a column-major call of this shape on this GPU (default: the current one)."""
     name = dtype_name(dtype)
     if gpu is None or cc is None:
         gpu, cc = _current_gpu()
-    # Each variable is read once per call. The table's variable enters the key as it is (not
-    # as the path it names, which costs microseconds to build): _choose reads the table itself.
-    get = _env.get
-    state = (get(FAMILY_ENV) or "", _allows_cublas(get(CUBLAS_ENV) or "1"),
-             get(table.TABLE_ENV) or "")  # fmt: skip
-    return _choose(name, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, state, warn)
+    # The table's variable enters the key as it is (not as the path it names, which costs
+    # microseconds to build): _choose reads the table itself.
+    state = (settings.get(FAMILY_ENV) or "", cublas_allowed(),
+             settings.raw(table.TABLE_ENV) or "")  # fmt: skip
+    return _choose(name, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, state, warn, precision)
 
 
 @functools.lru_cache(maxsize=4096)
 def _choose(
     dtype: str, m: int, n: int, k: int, trans_a: bool, trans_b: bool, gpu: str, cc: str,
-    state: tuple[str, bool, str], warn: bool,
+    state: tuple[str, bool, str], warn: bool, precision: str = IEEE,
 ) -> Choice:  # fmt: skip
     forced, allow_cublas, _ = state
+    if precision != IEEE:
+        return _choose_mode(dtype, m, n, k, trans_a, trans_b, gpu, cc, allow_cublas, precision)
     if forced:
         family = FAMILIES.get(forced)
         if family is None or dtype not in family.dtypes:
@@ -131,9 +134,8 @@ def _filling_variants(offered: list[KernelConfig], bases: list[KernelConfig], dt
     of all measured nearby (in the model's order). The model extrapolates split-K poorly
     there, and the offered configs' tiles are often too large to fill the GPU at any split,
     so refinement times these too."""
-    from .tuning.space import Shape, filling_split
-
-    variants = (filling_split(c, Shape(*shape), _sm_count()) for c in [*offered, *bases])
+    variants = (model.filling_split(c, model.Shape(*shape), _sm_count())
+                for c in [*offered, *bases])  # fmt: skip
     fresh = [v for v in dict.fromkeys(variants) if v is not None and v not in offered
              and not _violations(v, dtype)]  # fmt: skip
     fresh.sort(key=lambda v: v["BM"] * v["BN"])  # stable: the model's order among equals
@@ -144,12 +146,11 @@ def _filling_variants(offered: list[KernelConfig], bases: list[KernelConfig], dt
 def _sm_count() -> int:
     """Multiprocessors of the GPU in use (without one: the H100's, as the tuner assumes)."""
     from . import cuda
-    from .tuning.space import NUM_SMS
 
     try:
-        return cuda.sm_count() if cuda.status()[0] else NUM_SMS
+        return cuda.sm_count() if cuda.status()[0] else model.NUM_SMS
     except Exception:  # a driver that cannot say: the count the tuner assumes
-        return NUM_SMS
+        return model.NUM_SMS
 
 
 def _measured_nearest(
@@ -210,15 +211,43 @@ def _current_gpu() -> tuple[str, str]:
     return cuda.device_name(), ".".join(map(str, cuda.device().compute_capability()))
 
 
+def _choose_mode(dtype: str, m: int, n: int, k: int, trans_a: bool, trans_b: bool, gpu: str,
+                 cc: str, allow_cublas: bool, precision: str) -> Choice:  # fmt: skip
+    """A tensor-core precision mode: its family's tuned or default config; cuBLAS competes
+    where it is at least as accurate (its TF32 GEMM for "tf32", SGEMM for "3xtf32")."""
+    found = table.lookup(table.current(), gpu, cc, dtype, trans_a, trans_b, m, n, k, precision)
+    measured = _valid(_measured_nearest(found.neighbours), dtype, False) if found.entry else {}
+    ranked = sorted(predictions(measured, dtype, (m, n, k)), key=lambda p: p.predicted_ms)
+    own = tuple(dict.fromkeys([p.config for p in ranked[:REFINE_CANDIDATES]]))
+    if not own:
+        try:
+            own = (default_config(dtype, precision),)
+        except LookupError:
+            own = ()
+    rivals = (table.CUBLAS,) if allow_cublas else ()
+    if not own:
+        if not rivals:
+            raise LookupError(f"no kernel for precision {precision} and cuBLAS is switched off")
+        return Choice(table.CUBLAS, f"cuBLAS in {precision} mode (no own kernel for it)")
+    where = f"tuned at {found.reason}" if measured else "built-in default"
+    return Choice(own[0], f"{precision} mode, {where}", own + rivals)
+
+
 def explain(
     m: int, n: int, k: int, dtype: str = "float32", trans_a: int = 0, trans_b: int = 0,
-    gpu: str | None = None, cc: str | None = None,
+    gpu: str | None = None, cc: str | None = None, precision: str | None = None,
 ) -> str:  # fmt: skip
     """Which table entry and config would run for sgemm/dgemm of this shape, and why.
 
     Shapes and flags are those of the call (row-major operands are explained as the
-    column-major call they become)."""
-    choice = choose(dtype, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, warn=False)
+    column-major call they become). `precision` None is the mode a call of dtype would
+    run in now (tunedgemm.precision)."""
+    from .precision import dtype_info, resolve
+
+    name = dtype_info(dtype).name
+    mode = resolve(precision, name)
+    choice = choose(name, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, warn=False,
+                    precision=mode)  # fmt: skip
     what = "cuBLAS (through scikit-cuda)" if choice.config == table.CUBLAS else str(choice.config)
-    shape = f"{np.dtype(dtype).name} {m}x{n}x{k} trans=({trans_a},{trans_b})"
+    shape = f"{name} {m}x{n}x{k} trans=({trans_a},{trans_b}) precision={mode}"
     return f"{shape}: {what}; {choice.reason}"

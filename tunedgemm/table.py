@@ -20,7 +20,6 @@ import functools
 import hashlib
 import json
 import math
-import os
 import warnings
 from dataclasses import dataclass
 from importlib import resources
@@ -97,8 +96,13 @@ class Table:
         return str(self.header.get("kernel_hash", ""))
 
 
-def key(dtype: str, trans_a: bool, trans_b: bool) -> str:
-    return f"{dtype}/{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}"
+def key(dtype: str, trans_a: bool, trans_b: bool, precision: str = "ieee") -> str:
+    """An entry key: "float32/NT"; precision modes other than IEEE as "float32@tf32/NT"."""
+    return f"{_kind(dtype, precision)}/{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}"
+
+
+def _kind(dtype: str, precision: str) -> str:
+    return dtype if precision == "ieee" else f"{dtype}@{precision}"
 
 
 def kernel_hash() -> str:
@@ -186,7 +190,9 @@ def shipped_path() -> Path:
 
 
 def table_path() -> Path:
-    return Path(os.environ.get(TABLE_ENV) or shipped_path())
+    from . import settings
+
+    return Path(settings.get(TABLE_ENV) or shipped_path())
 
 
 @functools.lru_cache(maxsize=8)
@@ -231,14 +237,16 @@ def _distance(entry: Entry, m: int, n: int, k: int) -> float:
 
 
 def nearest(
-    device: DeviceTable, dtype: str, trans_a: bool, trans_b: bool, m: int, n: int, k: int
+    device: DeviceTable, dtype: str, trans_a: bool, trans_b: bool, m: int, n: int, k: int,
+    precision: str = "ieee",
 ) -> tuple[Entry, float, str] | None:
-    """(entry, distance, its key): nearest in log2 (m, n, k) with the same dtype; entries of
-    another transpose pair pay TRANS_PENALTY."""
+    """(entry, distance, its key): nearest in log2 (m, n, k) with the same dtype and
+    precision; entries of another transpose pair pay TRANS_PENALTY."""
     best: tuple[Entry, float, str] | None = None
-    wanted = key(dtype, trans_a, trans_b)
+    wanted = key(dtype, trans_a, trans_b, precision)
+    prefix = f"{_kind(dtype, precision)}/"
     for entry_key, entries in device.entries.items():
-        if not entry_key.startswith(f"{dtype}/"):
+        if not entry_key.startswith(prefix):
             continue
         penalty = 0.0 if entry_key == wanted else TRANS_PENALTY
         for entry in entries:
@@ -267,7 +275,7 @@ def generalists(device: DeviceTable, entry_key: str, count: int = GENERALISTS
 
 def lookup(
     table: Table | str, gpu: str, cc: str, dtype: str, trans_a: bool, trans_b: bool,
-    m: int, n: int, k: int,
+    m: int, n: int, k: int, precision: str = "ieee",
 ) -> Lookup:  # fmt: skip
     """Fallback chain: this GPU's entries -> same compute capability -> built-in default.
 
@@ -281,7 +289,7 @@ def lookup(
     ]
     for level, devices in levels:
         for device in devices:
-            found = nearest(device, dtype, trans_a, trans_b, m, n, k)
+            found = nearest(device, dtype, trans_a, trans_b, m, n, k, precision)
             if found is not None:
                 entry, dist, entry_key = found
                 return Lookup(entry, level, (
@@ -289,7 +297,8 @@ def lookup(
                     f"{entry.m}x{entry.n}x{entry.k} (log2 distance {dist:.2f})"),
                     neighbours(device, entry_key, m, n, k),
                     generalists(device, entry_key))  # fmt: skip
-    return Lookup(None, "default", f"{table.path} has no {dtype} entries for {gpu} (sm {cc})")
+    return Lookup(None, "default",
+                  f"{table.path} has no {_kind(dtype, precision)} entries for {gpu} (sm {cc})")
 
 
 _warned: set[str] = set()

@@ -83,13 +83,18 @@ def test_padded_leading_dimensions_are_16_byte_multiples(itemsize):
 @pytest.mark.parametrize(
     "text,expected", [("1048576", 1 << 20), ("512M", 512 << 20), ("2G", 2 << 30), ("64k", 64 << 10)]
 )
-def test_parse_bytes(text, expected):
-    assert pipeline.parse_bytes(text) == expected
+def test_device_memory_setting_parses_sizes(text, expected):
+    from tunedgemm import settings
+
+    assert settings.check(pipeline.DEVICE_MEMORY_ENV, text) == expected
 
 
-def test_parse_bytes_names_the_variable():
+@pytest.mark.parametrize("bad", ["lots", "infG", "-1", "0", "nanM", ""])
+def test_device_memory_setting_names_the_variable(bad):
+    from tunedgemm import settings
+
     with pytest.raises(ValueError, match=pipeline.DEVICE_MEMORY_ENV):
-        pipeline.parse_bytes("lots")
+        settings.check(pipeline.DEVICE_MEMORY_ENV, bad)
 
 
 @pytest.mark.parametrize("order", ["C", "F"])

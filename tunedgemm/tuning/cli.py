@@ -90,10 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     import pycuda.driver as drv
 
+    from ..compiler import precompile
     from ..reference import status as cublas_status
     from .checkpoint import Checkpoint
     from .driver import tune
-    from .runner import Runner, precompile
+    from .runner import Runner
     from .writer import write
 
     dev = cuda.device()

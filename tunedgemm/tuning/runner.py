@@ -3,17 +3,14 @@ rotated operand sets (so L2 does not flatter small shapes), and verification of 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from .. import checks, compiler, cuda, gpu_backend, gpu_problem, reference
-from ..families import family_of
+from .. import checks, gpu_backend, gpu_problem, reference
 from ..params import KernelConfig
 from .space import Shape
 
@@ -91,33 +88,3 @@ class Runner:
         return (error if ok else math.inf), vs_cublas
 
 
-def precompile(configs: list[KernelConfig], dtype: str, trans_a: bool, trans_b: bool,
-               aligned: bool, jobs: int = 16) -> None:  # fmt: skip
-    """Fill PyCUDA's disk cache for these configs with nvcc running in parallel."""
-    from pycuda.compiler import compile as nvcc_compile
-
-    from ..launch import gemm_defines
-
-    arch = cuda.arch()
-
-    def one(config: KernelConfig) -> None:
-        family = family_of(config)
-        form = _FormFlags(trans_a, trans_b, aligned)
-        defines = gemm_defines(config, np.dtype(dtype), form)  # type: ignore[arg-type]
-        # A failure here shows again when the config is timed, which records it as infinity.
-        with contextlib.suppress(Exception):
-            nvcc_compile(compiler.source_text(family.source), options=compiler.options(defines),
-                         no_extern_c=True, arch=arch)  # fmt: skip
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, configs))
-
-
-class _FormFlags:
-    """Just the call-time facts gemm_defines reads from a BlasForm."""
-
-    def __init__(self, trans_a: bool, trans_b: bool, aligned: bool) -> None:
-        self.trans_a, self.trans_b, self._aligned = trans_a, trans_b, aligned
-
-    def aligned(self) -> bool:
-        return self._aligned

@@ -4,28 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..families import FAMILIES
+from ..model import NUM_SMS, Shape, prune_reason
 from ..params import KernelConfig
-
-NUM_SMS = 132  # H100 SXM; the runner passes the real count of the GPU at hand
-
-
-@dataclass(frozen=True, order=True)
-class Shape:
-    m: int
-    n: int
-    k: int
-
-    def __str__(self) -> str:
-        return f"{self.m}x{self.n}x{self.k}"
-
-    @property
-    def flops(self) -> float:
-        return 2.0 * self.m * self.n * self.k
-
 
 # Work cap of both grids: one pass over all four transpose pairs and both dtypes of the
 # default grid fits the 30-minute budget on an H100.
@@ -93,50 +76,6 @@ def shapes_from_log(path: str | Path) -> dict[tuple[str, bool, bool], list[Shape
             key = (rec["dtype"], bool(rec["trans_a"]), bool(rec["trans_b"]))
             grouped.setdefault(key, set()).add(Shape(rec["m"], rec["n"], rec["k"]))
     return {key: sorted(shapes) for key, shapes in grouped.items()}
-
-
-def prune_reason(config: KernelConfig, shape: Shape, num_sms: int = NUM_SMS) -> str | None:
-    """Why a valid config is not worth timing at this shape (None: time it)."""
-    p = config.as_dict()
-    bm, bn = p.get("BM", 1), p.get("BN", 1)
-    tiles = -(-shape.m // bm) * -(-shape.n // bn)
-    split = p.get("SPLIT_K", 1)
-    if split > 1:
-        if tiles >= 2 * num_sms:
-            return "split-K with two or more waves of tiles already"
-        if shape.k < 4 * split * p.get("BK", 1):
-            return "split-K slices shorter than four k-tiles"
-    if bm >= 2 * _ceil_pow2(shape.m) and bm > 64:
-        return "block tile more than twice the rows of C"
-    if bn >= 2 * _ceil_pow2(shape.n) and bn > 64:
-        return "block tile more than twice the columns of C"
-    return None
-
-
-def filling_split(config: KernelConfig, shape: Shape, num_sms: int = NUM_SMS,
-                  ) -> KernelConfig | None:  # fmt: skip
-    """The config with the SPLIT_K that comes nearest to filling the GPU at this shape, where
-    its output tiles alone leave SMs idle (None: they do not, or no other split is better).
-
-    The largest declared split whose blocks stay within two waves and that prune_reason
-    accepts: slices long enough to pay for their atomic adds."""
-    family = FAMILIES.get(config.family)
-    p = config.as_dict()
-    if family is None or "SPLIT_K" not in p:
-        return None
-    tiles = -(-shape.m // p["BM"]) * -(-shape.n // p["BN"])
-    if tiles >= num_sms:
-        return None
-    splits = next(t.values for t in family.tunables if t.name == "SPLIT_K")
-    for split in sorted(splits, reverse=True):
-        variant = KernelConfig.make(config.family, {**p, "SPLIT_K": split})
-        if tiles * split <= 2 * num_sms and prune_reason(variant, shape, num_sms) is None:
-            return None if variant == config else variant
-    return None
-
-
-def _ceil_pow2(x: int) -> int:
-    return 1 << max(0, (x - 1).bit_length())
 
 
 def candidates(dtype: str, shape: Shape, num_sms: int = NUM_SMS) -> list[KernelConfig]:

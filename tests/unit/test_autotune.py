@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from tunedgemm import gpu_backend, refine, selection, table
+from tunedgemm import autotune, gpu_backend, selection, table
 from tunedgemm._layout import BlasForm
 
 H100 = ("NVIDIA H100 80GB HBM3", "9.0")
@@ -29,10 +29,10 @@ def timings(monkeypatch):
         requests.append(candidates)
         return [table_ms.get(c, math.inf) for c in candidates]
 
-    monkeypatch.setattr(refine, "time_candidates", fake)
-    refine.clear()
+    monkeypatch.setattr(autotune, "time_candidates", fake)
+    autotune.clear()
     yield table_ms, requests
-    refine.clear()
+    autotune.clear()
 
 
 def test_fastest_candidate_wins_and_each_shape_is_timed_once(timings):
@@ -40,23 +40,23 @@ def test_fastest_candidate_wins_and_each_shape_is_timed_once(timings):
     table_ms.update({"x": 2.0, "y": 1.0, table.CUBLAS: 1.5})
     candidates = ("x", "y", table.CUBLAS)
     f32 = np.dtype(np.float32)
-    assert refine.choose(form(), f32, candidates) == "y"
-    assert refine.choose(form(), f32, candidates) == "y"
-    assert requests == [candidates, (table.CUBLAS, "y") * refine.CONFIRM_ROUNDS]
-    assert refine.choose(form(k=701), f32, candidates) == "y"  # another shape: timed again
+    assert autotune.choose(form(), f32, candidates) == "y"
+    assert autotune.choose(form(), f32, candidates) == "y"
+    assert requests == [candidates, (table.CUBLAS, "y") * autotune.CONFIRM_ROUNDS]
+    assert autotune.choose(form(k=701), f32, candidates) == "y"  # another shape: timed again
     assert len(requests) == 4
 
 
 def test_incumbent_is_cublas_where_it_competes_else_the_first_pick():
-    assert refine.incumbent(("a", "b", table.CUBLAS)) == table.CUBLAS
-    assert refine.incumbent(("a", "b")) == "a"
+    assert autotune.incumbent(("a", "b", table.CUBLAS)) == table.CUBLAS
+    assert autotune.incumbent(("a", "b")) == "a"
 
 
 @pytest.mark.parametrize("challenger_ms", [1.0, 0.99, 1.2])
 def test_incumbent_stays_unless_beaten_by_the_margin(timings, challenger_ms):
     table_ms, requests = timings
     table_ms.update({"first": 1.0, "other": challenger_ms})
-    chosen = refine.choose(form(), np.dtype(np.float32), ("first", "other"))
+    chosen = autotune.choose(form(), np.dtype(np.float32), ("first", "other"))
     assert chosen == "first"  # a tie, 1% faster (noise) or slower: no switch
     assert len(requests) == (2 if challenger_ms < 1.0 else 1)  # confirmed only when it led
 
@@ -71,24 +71,24 @@ def test_a_lead_that_does_not_hold_up_on_retiming_keeps_the_incumbent(monkeypatc
             return [1.0, 0.8]
         return [1.0 if c == "first" else 1.01 for c in candidates]
 
-    monkeypatch.setattr(refine, "time_candidates", drifting)
-    refine.clear()
-    assert refine.choose(form(), np.dtype(np.float32), ("first", "other")) == "first"
-    assert passes[1] == ("first", "other") * refine.CONFIRM_ROUNDS
-    refine.clear()
+    monkeypatch.setattr(autotune, "time_candidates", drifting)
+    autotune.clear()
+    assert autotune.choose(form(), np.dtype(np.float32), ("first", "other")) == "first"
+    assert passes[1] == ("first", "other") * autotune.CONFIRM_ROUNDS
+    autotune.clear()
 
 
 def test_failing_candidates_keep_the_best_predicted(timings):
     """No stand-in times: every candidate fails (costs infinity)."""
-    assert refine.choose(form(), np.dtype(np.float64), ("first", "second")) == "first"
+    assert autotune.choose(form(), np.dtype(np.float64), ("first", "second")) == "first"
 
 
 def test_switch(monkeypatch):
-    monkeypatch.delenv(refine.REFINE_ENV, raising=False)
-    assert refine.enabled()
+    monkeypatch.delenv(autotune.REFINE_ENV, raising=False)
+    assert autotune.enabled()
     for off in ("0", "off", "False"):
-        monkeypatch.setenv(refine.REFINE_ENV, off)
-        assert not refine.enabled()
+        monkeypatch.setenv(autotune.REFINE_ENV, off)
+        assert not autotune.enabled()
 
 
 @pytest.mark.parametrize("allow_cublas", [True, False])
@@ -120,8 +120,8 @@ def test_run_refines_only_when_enabled(monkeypatch, timings):
         config))  # fmt: skip
     monkeypatch.setattr(gpu_backend, "KernelConfig", str)  # stand-in configs are strings
     table_ms.update({"predicted": 2.0, "faster": 1.0})
-    monkeypatch.setenv(refine.REFINE_ENV, "0")
+    monkeypatch.setenv(autotune.REFINE_ENV, "0")
     gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0)
-    monkeypatch.setenv(refine.REFINE_ENV, "1")
+    monkeypatch.setenv(autotune.REFINE_ENV, "1")
     gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0)
     assert ran == ["predicted", "faster"] and len(requests) == 2  # a pass and its confirmation

@@ -1,4 +1,4 @@
-"""Run-time refinement: the few configs the model ranks best, timed once at the call's shape.
+"""Run-time autotuning: the few configs the model ranks best, timed once at the call's shape.
 
 The wave model (tunedgemm/model.py) predicts each candidate's time from measurements at the
 nearest tuned shapes; between grid points its ranking is often right about the field but
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _env, table
+from . import settings, table
 from ._args import dtype_name
 from ._layout import BlasForm
 from .params import KernelConfig
@@ -58,16 +58,16 @@ def history() -> list[dict[str, Any]]:
 
 
 def enabled() -> bool:
-    return (_env.get(REFINE_ENV) or "1").strip().lower() not in ("0", "no", "false", "off")
+    return bool(settings.get(REFINE_ENV))
 
 
 def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
-           stream: Any = None) -> Config:  # fmt: skip
+           precision: str = "ieee", stream: Any = None) -> Config:  # fmt: skip
     """The fastest of `candidates` at this form's shape (timed on first use, then remembered).
 
     Candidates come best-predicted first; a tie, or one that fails, keeps the incumbent."""
     shape = (dtype_name(dtype), form.m, form.n, form.k, form.trans_a, form.trans_b,
-             form.aligned())  # fmt: skip
+             form.aligned(), precision)  # fmt: skip
     hit = _by_identity.get((id(candidates), *shape))
     if hit is not None and hit[0] is candidates:
         return hit[1]
@@ -75,7 +75,7 @@ def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
     with _lock:  # one thread times a shape; the others then find its result
         found = _best.get(key)
         if found is None:
-            found = _fastest(form, dtype, candidates, stream, shape)
+            found = _fastest(form, dtype, candidates, stream, shape, precision)
             _best[key] = found
         _by_identity[(id(candidates), *shape)] = (candidates, found)
     return found
@@ -88,9 +88,9 @@ def incumbent(candidates: tuple[Config, ...]) -> Config:
 
 
 def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], stream: Any,
-             shape: tuple[Any, ...]) -> Config:  # fmt: skip
+             shape: tuple[Any, ...], precision: str = "ieee") -> Config:  # fmt: skip
     holder = incumbent(candidates)
-    times = time_candidates(form, dtype, candidates, stream)
+    times = time_candidates(form, dtype, candidates, stream, precision)
     record: dict[str, Any] = {"shape": shape, "candidates": [str(c) for c in candidates],
                               "ms": times, "confirm": None}  # fmt: skip
     _history.append(record)
@@ -98,7 +98,7 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
     chosen = holder
     if challenger != holder and math.isfinite(times[candidates.index(challenger)]):
         pair = (holder, challenger) * CONFIRM_ROUNDS
-        again = time_candidates(form, dtype, pair, stream)
+        again = time_candidates(form, dtype, pair, stream, precision)
         holder_ms, challenger_ms = (float(np.median(again[i::2])) for i in (0, 1))
         record["confirm"] = (holder_ms, challenger_ms)
         if challenger_ms < holder_ms * (1 - MARGIN):
@@ -108,17 +108,16 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
 
 
 def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
-                    stream: Any = None) -> list[float]:  # fmt: skip
+                    stream: Any = None, precision: str = "ieee") -> list[float]:  # fmt: skip
     """Median ms per call of each candidate (timing.call_ms) on the form's operands, writing
     scratch memory instead of C (alpha 1, beta 0); one that fails to compile or run costs
     infinity."""
     from . import cuda, launch, reference
+    from .compiler import precompile
     from .timing import call_ms
 
     own = [c for c in candidates if isinstance(c, KernelConfig)]
     if len(own) > 1:  # nvcc in parallel for those not yet in the disk cache
-        from .tuning.runner import precompile
-
         precompile(own, dtype_name(dtype), form.trans_a, form.trans_b, form.aligned(),
                    jobs=len(own))  # fmt: skip
     itemsize = np.dtype(dtype).itemsize
@@ -129,7 +128,7 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
 
         def work(config: Config = config) -> None:
             if config == table.CUBLAS:
-                reference.gemm(trial, dtype, 1.0, 0.0, stream)
+                reference.gemm(trial, dtype, 1.0, 0.0, stream, precision)
             else:
                 assert isinstance(config, KernelConfig)
                 launch.gemm(trial, dtype, 1.0, 0.0, config, stream)

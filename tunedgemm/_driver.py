@@ -1,0 +1,157 @@
+"""The few CUDA driver calls made through ctypes: kernel launches on any stream, and events.
+
+PyCUDA launches only on its own Stream objects and hides the CUfunction handle, so a call on
+a CuPy or PyTorch stream had to be bridged through a PyCUDA stream with two event waits.
+Kernels compiled through PyCUDA (tunedgemm/compiler.py) are also loaded here from the same
+cubin, and launched with cuLaunchKernel on the caller's raw stream handle: no bridging, and
+about half of PyCUDA's per-launch cost, since a plan fills its argument buffers once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from typing import Any
+
+_P, _U, _I = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
+CU_EVENT_DISABLE_TIMING = 2
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CUDA_ERROR_NOT_READY = 600
+
+
+class DriverError(RuntimeError):
+    """A CUDA driver call returned an error."""
+
+
+@functools.lru_cache(maxsize=1)
+def lib() -> Any:
+    """libcuda with the signatures of the calls used here declared (pointers stay 64-bit)."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    for name, args in (
+        ("cuModuleLoadData", [ctypes.POINTER(_P), ctypes.c_char_p]),
+        ("cuModuleGetFunction", [ctypes.POINTER(_P), _P, ctypes.c_char_p]),
+        ("cuFuncSetAttribute", [_P, _I, _I]),
+        ("cuLaunchKernel", [_P, _U, _U, _U, _U, _U, _U, _U, _P, _P, _P]),
+        ("cuEventCreate", [ctypes.POINTER(_P), _U]),
+        ("cuEventRecord", [_P, _P]),
+        ("cuEventQuery", [_P]),
+        ("cuEventDestroy_v2", [_P]),
+        ("cuStreamWaitEvent", [_P, _P, _U]),
+        ("cuGetErrorName", [_I, ctypes.POINTER(ctypes.c_char_p)]),
+    ):
+        function = getattr(cuda, name)
+        function.argtypes = args
+        function.restype = _I
+    return cuda
+
+
+def check(code: int, what: str) -> None:
+    if code != 0:
+        name = ctypes.c_char_p()
+        lib().cuGetErrorName(code, ctypes.byref(name))
+        label = name.value.decode() if name.value else "unknown error"
+        raise DriverError(f"tunedgemm: {what} failed with {label} ({code})")
+
+
+def load_function(cubin: bytes, name: str, smem_bytes: int = 0) -> int:
+    """The CUfunction `name` of a cubin loaded into the current context (kept for the
+    process: modules are few and small)."""
+    module, function = _P(), _P()
+    check(lib().cuModuleLoadData(ctypes.byref(module), cubin), "cuModuleLoadData")
+    check(lib().cuModuleGetFunction(ctypes.byref(function), module, name.encode()),
+          f"cuModuleGetFunction({name})")  # fmt: skip
+    if smem_bytes > 48 * 1024:
+        check(lib().cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       smem_bytes), "cuFuncSetAttribute")  # fmt: skip
+    return int(function.value or 0)
+
+
+class Launcher:
+    """One kernel with its argument buffers built once (ctypes objects and the pointer array
+    cuLaunchKernel reads). A call sets the arguments that change and launches, under a lock:
+    the buffers are shared, and the driver copies them before cuLaunchKernel returns."""
+
+    __slots__ = ("args", "block", "function", "lock", "params", "smem")
+
+    def __init__(self, function: int, types: tuple[Any, ...], block: tuple[int, int, int],
+                 smem: int) -> None:  # fmt: skip
+        self.function = function
+        self.args = tuple(t() for t in types)
+        self.params = (_P * len(types))(*(ctypes.addressof(a) for a in self.args))
+        self.block = block
+        self.smem = smem
+        self.lock = threading.Lock()
+
+    def launch(self, grid: tuple[int, int, int], stream: int, values: tuple[Any, ...],
+               first: int = 0) -> None:  # fmt: skip
+        """Set args[first:first + len(values)] and launch on the raw stream handle."""
+        with self.lock:
+            args = self.args
+            for i, value in enumerate(values, first):
+                args[i].value = value
+            code = lib().cuLaunchKernel(self.function, grid[0], grid[1], grid[2], self.block[0],
+                                        self.block[1], self.block[2], self.smem, stream,
+                                        self.params, None)  # fmt: skip
+        if code:
+            check(code, "cuLaunchKernel")
+
+
+def stream_handle(stream: Any) -> int:
+    """The raw handle of None (the legacy default stream), an int, or a PyCUDA stream."""
+    if stream is None:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    return int(stream.handle)
+
+
+class _Events:
+    """Events without timing, reused: a pool, since creating one costs a driver call."""
+
+    def __init__(self) -> None:
+        self.free: list[int] = []
+        self.lock = threading.Lock()
+
+    def take(self) -> int:
+        with self.lock:
+            if self.free:
+                return self.free.pop()
+        handle = _P()
+        check(lib().cuEventCreate(ctypes.byref(handle), CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+        return int(handle.value or 0)
+
+    def give(self, event: int) -> None:
+        with self.lock:
+            self.free.append(event)
+
+
+events = _Events()
+
+
+def record(stream: int) -> int:
+    """An event recorded now on the stream (give it back with events.give when done)."""
+    event = events.take()
+    check(lib().cuEventRecord(event, stream), "cuEventRecord")
+    return event
+
+
+def done(event: int) -> bool:
+    """Whether the work before the event has finished (never waits)."""
+    code = lib().cuEventQuery(event)
+    if code == CUDA_ERROR_NOT_READY:
+        return False
+    check(code, "cuEventQuery")
+    return True
+
+
+def wait(waiter: int, producer: int) -> None:
+    """Stream `waiter` waits for the work queued so far on stream `producer`."""
+    if waiter == producer:
+        return
+    event = record(producer)
+    try:
+        check(lib().cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent")
+    finally:
+        # cuStreamWaitEvent captured the event's state: it may be recorded again at once.
+        events.give(event)

@@ -1,0 +1,452 @@
+"""Plans: what a GEMM call runs, decided once per call shape and kept (decide once, run many).
+
+    call -> signature -> plan cache hit?  yes: plan.run -> launch -> result
+                                          no:  normalise, decide (precision, table or
+                                               cuBLAS, autotune, geometry) -> plan
+
+A `GemmKey` names one column-major product: dtype, precision, shape, transposes, leading
+dimensions, alignment and batch. A `DevicePlan` is what was decided for a key: an own kernel
+config (with its launcher and argument buffers) or cuBLAS. A `CallPlan` maps one kind of
+public call (its operands' library, shapes, strides and dtypes, flags, result layout) onto a
+DevicePlan: reading the operands' addresses, making the result from the caller's allocator
+and launching on the caller's stream is all a repeated call costs.
+
+Plans are kept in bounded caches and dropped when a setting that decides changes
+(tunedgemm/settings.py) or `clear()` is called. They are safe to use from several threads:
+launch buffers are locked while they are filled, and building a plan twice is harmless.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import cuda, settings
+from ._layout import BlasForm
+from .device_arrays import kind_of
+from .precision import get_precision
+
+MAX_PLANS = 1024  # per cache; the least recently used go first
+
+# What a call plan needs of a device call that a plan cannot take (the general path runs).
+MISS = object()
+
+
+@dataclass(frozen=True, slots=True)
+class GemmKey:
+    """One column-major product C(m,n) = alpha op(A) op(B) + beta C, as the GPU runs it."""
+
+    dtype: str
+    precision: str
+    m: int
+    n: int
+    k: int
+    trans_a: bool
+    trans_b: bool
+    lda: int
+    ldb: int
+    ldc: int
+    aligned: bool
+    batch: int = 1
+    batch_strides: tuple[int, int, int] = (0, 0, 0)  # elements between products of A, B, C
+
+    @classmethod
+    def of(cls, form: BlasForm, dtype: str, precision: str, batch: int = 1,
+           batch_strides: tuple[int, int, int] = (0, 0, 0)) -> GemmKey:  # fmt: skip
+        return cls(dtype, precision, form.m, form.n, form.k, form.trans_a, form.trans_b,
+                   form.lda, form.ldb, form.ldc, form.aligned(), batch, batch_strides)  # fmt: skip
+
+    def __str__(self) -> str:
+        batch = f" x{self.batch}" if self.batch > 1 else ""
+        return (f"{self.dtype}/{self.precision} {self.m}x{self.n}x{self.k}{batch} "
+                f"{'T' if self.trans_a else 'N'}{'T' if self.trans_b else 'N'}"
+                f"{' aligned' if self.aligned else ''}")  # fmt: skip
+
+
+class _Cache:
+    """A bounded, thread-safe LRU map that empties when a deciding setting changes."""
+
+    def __init__(self, size: int = MAX_PLANS) -> None:
+        self.size = size
+        self.items: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        item = self.items.get(key)  # a plain read: dict reads are atomic under the GIL
+        if item is not None and len(self.items) > self.size // 2:
+            with self.lock:  # recency only matters once the cache may evict
+                if key in self.items:
+                    self.items.move_to_end(key)
+        return item
+
+    def put(self, key: Any, value: Any) -> None:
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+
+
+device_plans = _Cache()  # GemmKey -> DevicePlan
+call_plans = _Cache()  # call signature -> CallPlan
+_state: list[Any] = [None]
+
+
+def current() -> None:
+    """Drop every plan if a setting that decides changed since the last call (one dict read
+    per setting)."""
+    state = settings.decision_state()
+    if state != _state[0]:
+        clear()
+        _state[0] = state
+
+
+def clear() -> None:
+    """Forget every plan and every memoised decision (a setting, table or GPU changed)."""
+    from . import autotune, selection
+
+    device_plans.clear()
+    call_plans.clear()
+    selection.forget()
+    autotune.clear()
+
+
+class DevicePlan:
+    """What runs for one GemmKey: an own kernel config with its launcher, or cuBLAS."""
+
+    __slots__ = ("choice", "key", "reason", "run")
+
+    def __init__(self, key: GemmKey, form: BlasForm, stream: int) -> None:
+        from . import autotune, selection, table
+
+        self.key = key
+        choice = selection.choose(key.dtype, key.m, key.n, key.k, key.trans_a, key.trans_b,
+                                  precision=key.precision)  # fmt: skip
+        config, reason = choice.config, choice.reason
+        if len(choice.candidates) > 1 and key.k > 0 and key.batch == 1 and autotune.enabled():
+            tuned = autotune.choose(form, np.dtype(key.dtype), choice.candidates, key.precision)
+            if tuned != config:
+                reason = f"{tuned}: fastest when timed at this shape; table: {reason}"
+            config = tuned
+        if config == table.CUBLAS and not _cublas_usable():
+            table.warn_once("the table chose cuBLAS, which is unavailable; own kernel used")
+            config = selection.default_config(key.dtype, key.precision)
+            reason = f"{config}: built-in default (cuBLAS unavailable)"
+        if key.batch > 1 and config != table.CUBLAS and _cublas_usable() and \
+                selection.cublas_allowed():  # fmt: skip
+            config, reason = table.CUBLAS, "cuBLAS strided-batched (own kernels run one product)"
+        self.choice, self.reason = config, reason
+        self.run = _runner(key, config)
+        _log_shape(key)
+
+    def __repr__(self) -> str:
+        return f"DevicePlan({self.key}: {self.choice})"
+
+
+def _log_shape(key: GemmKey) -> None:
+    """Append the key's shape to TUNEDGEMM_LOG_SHAPES's file (once per plan: the tuner reads
+    distinct shapes); a file that cannot be written warns once and never fails the call."""
+    path = settings.get("TUNEDGEMM_LOG_SHAPES")
+    if not path:
+        return
+    import json
+
+    record = {"dtype": key.dtype, "precision": key.precision, "m": key.m, "n": key.n,
+              "k": key.k, "trans_a": key.trans_a, "trans_b": key.trans_b}  # fmt: skip
+    try:
+        with open(path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+    except OSError as exc:
+        from . import table
+
+        table.warn_once(f"TUNEDGEMM_LOG_SHAPES={path!r} cannot be written ({exc}); shapes "
+                        "are not logged")  # fmt: skip
+
+
+def _cublas_usable() -> bool:
+    from . import reference
+
+    return reference.status()[0]
+
+
+def _runner(key: GemmKey, config: Any) -> Any:
+    """run(a, b, c, alpha, beta, stream): the launch of key's product at these addresses."""
+    from . import launch, reference, table
+
+    m, n, k, lda, ldb, ldc = key.m, key.n, key.k, key.lda, key.ldb, key.ldc
+    ta, tb, dtype = key.trans_a, key.trans_b, np.dtype(key.dtype)
+    if config == table.CUBLAS:
+        if key.batch > 1:
+
+            def run_batched(a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+                form = BlasForm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, dtype.itemsize)
+                reference.gemm_batched(form, key.batch_strides, key.batch, dtype, alpha, beta, s)
+
+            return run_batched
+        call = reference.direct(dtype, key.precision)
+
+        def run_cublas(a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+            call(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, s)
+
+        return run_cublas
+    own = launch.GemmLauncher(launch.plan(config, key.dtype, ta, tb, key.aligned))
+    sa, sb, sc = key.batch_strides
+    size = dtype.itemsize
+
+    def run_own(a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+        for i in range(key.batch):  # batches of own kernels: one launch each (see DevicePlan)
+            own(BlasForm(ta, tb, m, n, k, a + i * sa * size, lda, b + i * sb * size, ldb,
+                         c + i * sc * size, ldc, size), alpha, beta, s)  # fmt: skip
+
+    return run_own
+
+
+def device_plan(key: GemmKey, form: BlasForm, stream: int) -> DevicePlan:
+    """The plan of key (built on first use; `form` holds the first call's operands, which
+    autotuning reads)."""
+    found = device_plans.get(key)
+    if found is None:
+        found = DevicePlan(key, form, stream)
+        device_plans.put(key, found)
+    return found
+
+
+class CallPlan:
+    """One kind of device call of a public routine, mapped onto its product: the operands'
+    order in the column-major form (`swap`: C is row-major, so C^T = B^T A^T), the result
+    to make (None: c in place), and the DevicePlans by alignment."""
+
+    __slots__ = (
+        "batch",
+        "dtype",
+        "kind",
+        "ld_aligned",
+        "lds",
+        "new",
+        "plans",
+        "precision",
+        "shape",
+        "swap",
+        "template",
+    )  # fmt: skip
+
+    def __init__(self, kind: Any, form: BlasForm, swap: bool, dtype: np.dtype, precision: str,
+                 new: tuple[tuple[int, ...], str] | None, batch: int = 1,
+                 batch_strides: tuple[int, int, int] = (0, 0, 0)) -> None:  # fmt: skip
+        self.kind, self.swap, self.dtype, self.precision = kind, swap, dtype, precision
+        self.new = new
+        self.template = form
+        self.batch = (batch, batch_strides)
+        size = dtype.itemsize
+        self.ld_aligned = all((ld * size) % 16 == 0 for ld in (form.lda, form.ldb, form.ldc))
+        self.plans: dict[bool, DevicePlan] = {}
+
+    def run(self, alpha: float, a: Any, b: Any, c: Any, beta: float, stream: Any) -> Any:
+        cuda.context()
+        kind = self.kind
+        pa, pb = kind.ptr(a), kind.ptr(b)
+        if self.new is not None:
+            result = kind.empty(a, self.new[0], self.dtype, self.new[1])
+            beta = 0.0  # SciPy's c=None: zeros, which a new result does not hold
+        else:
+            result = c
+        pc = kind.ptr(result)
+        if self.swap:
+            pa, pb = pb, pa
+        handle = kind.stream(a)
+        if stream is not None:
+            from . import _driver, streams
+
+            call = streams.handle_of(stream) or 0
+            if handle and handle != call:  # the operands' producer queued on another stream
+                _driver.wait(call, handle)
+            handle = call
+        aligned = self.ld_aligned and not (pa | pb | pc) & 15
+        plan = self.plans.get(aligned)
+        if plan is None:
+            plan = self._plan(aligned, pa, pb, pc, handle)
+        plan.run(pa, pb, pc, alpha, beta, handle)
+        return result
+
+    def _plan(self, aligned: bool, pa: int, pb: int, pc: int, stream: int) -> DevicePlan:
+        t = self.template
+        form = BlasForm(t.trans_a, t.trans_b, t.m, t.n, t.k, pa, t.lda, pb, t.ldb, pc, t.ldc,
+                        t.itemsize)  # fmt: skip
+        key = GemmKey.of(form, self.dtype.name, self.precision, *self.batch)
+        plan = self.plans[aligned] = device_plan(key, form, stream)
+        return plan
+
+
+# --- the front door: a call's signature, and the plan of a call seen for the first time ---
+
+_SCALARS = (float, int)
+_INT_FLAGS = (int, bool)
+
+
+def gemm_signature(dtype: Any, alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any,
+                   trans_b: Any, overwrite_c: Any,
+                   precision: Any) -> tuple[Any, ...] | None:  # fmt: skip
+    """What fixes the plan of an sgemm/dgemm/gemm call on device arrays, read without
+    normalising; None for calls a plan does not take (they run the general path each time):
+    scalars and flags of other types, alpha zero or extreme (BLAS rules the general path
+    keeps), operands of two libraries, a c that is not overwritten, beta with no c."""
+    if type(alpha) not in _SCALARS or type(beta) not in _SCALARS:
+        return None
+    if not 1e-30 < abs(alpha) < 1e30 or type(trans_a) is not int or type(trans_b) is not int:
+        return None
+    kind = kind_of(a)
+    if kind is None or type(b) is not type(a) or not (0 <= trans_a <= 2 and 0 <= trans_b <= 2):
+        return None
+    if c is None:
+        if beta != 0:
+            return None
+        c_signature = None
+    elif type(c) is type(a) and type(overwrite_c) in _INT_FLAGS and overwrite_c:
+        c_signature = kind.signature(c)
+    else:
+        return None
+    return (dtype, kind.signature(a), kind.signature(b), c_signature, trans_a != 0,
+            trans_b != 0, precision, get_precision())  # fmt: skip
+
+
+def matmul_signature(a: Any, b: Any, precision: Any) -> tuple[Any, ...] | None:
+    """What fixes the plan of matmul(a, b) on device arrays of one library (no `out`)."""
+    kind = kind_of(a)
+    if kind is None or type(b) is not type(a):
+        return None
+    return ("matmul", kind.signature(a), kind.signature(b), precision, get_precision())
+
+
+def plan_call(problem: Any, precision: str, a: Any, b: Any, c: Any = None,
+              order: str = "F") -> CallPlan | None:  # fmt: skip
+    """The plan of a normalised device call, when it is one launch on the caller's memory:
+    operands of one library on this GPU, in the routine's dtype, with BLAS layouts, and the
+    result either c in place or a new array (None: the general path serves it)."""
+    from ._layout import DeviceMatrix, blas_form
+
+    out = problem.out
+    if not all(isinstance(x, DeviceMatrix) for x in (problem.a, problem.b, out)):
+        return None
+    kind = kind_of(a)
+    m, n, k = problem.shape
+    if kind is None or kind_of(b) is not kind or problem.c_init is not None or 0 in (m, n, k):
+        return None
+    dtype = problem.dtype
+    if problem.a.dtype != dtype or problem.b.dtype != dtype or problem.alpha == 0.0:
+        return None
+    if not _on_this_device(a, kind) or out.layout() is None:
+        return None
+    if c is not None and problem.result is not c:
+        return None
+    try:
+        form = blas_form(problem.a, problem.b, out)
+    except ValueError:  # an operand with no unit stride: copies needed
+        return None
+    swap = bool(out.layout()[0])
+    new = None if c is not None else ((m, n), order)  # as normalise made it: `order`
+    return CallPlan(kind, form, swap, np.dtype(dtype), precision, new)
+
+
+def _on_this_device(array: Any, kind: Any) -> bool:
+    device = kind.signature(array)[3] if kind.name in ("cupy", "torch") else 0
+    return bool(device == cuda.ordinal())
+
+
+# --- the plan users hold ----------------------------------------------------------------
+
+
+class Gemm:
+    """A planned GEMM: alpha op(a) op(b) + beta c for one kind of call, decided once.
+
+        p = tunedgemm.plan(a, b)                     # decides: backend, precision, kernel
+        c = p.run(a, b)                              # a new result (F-ordered, as sgemm)
+        p.run(a2, b2, c, alpha=2.0, beta=1.0, stream=s)   # into c, on a stream
+
+    The operands given to `plan` fix the call's kind: library, dtype, shapes, strides and
+    transposes (and c's, when the plan writes into c); `run` takes any arrays of that kind,
+    and a different kind is a ValueError. On device arrays `run` costs reading the
+    addresses, making the result from the library's allocator and one launch; the first
+    decision (and any autotuning, TUNEDGEMM_REFINE) happens in `plan`. On host arrays `run`
+    is sgemm/dgemm's host path (small products on NumPy, large ones through the pipeline).
+    """
+
+    def __init__(self, a: Any, b: Any, c: Any = None, *, trans_a: int = 0, trans_b: int = 0,
+                 dtype: Any = None, precision: str | None = None) -> None:  # fmt: skip
+        from . import api
+        from ._args import normalise
+        from .precision import resolve
+
+        problem = normalise(1.0, a, b, 0.0, c, trans_a, trans_b, 1, dtype)
+        if c is not None and problem.result is not c:
+            raise ValueError("c must be an array the result can be written into (the plan's "
+                             "dtype, writeable, no overlapping elements)")  # fmt: skip
+        self.dtype = problem.dtype
+        self.precision = resolve(precision, self.dtype.name)
+        self.trans = (trans_a, trans_b)
+        self.into_c = c is not None
+        self.shape = problem.shape
+        kind = kind_of(a)
+        self._signature = (kind.signature(a), kind.signature(b),
+                           None if c is None else kind.signature(c)) if kind else None  # fmt: skip
+        self._call = None
+        if kind is not None and problem.on_device:
+            self._call = plan_call(problem, self.precision, a, b, c)
+        self._routine = api.sgemm if self.dtype == np.float32 else api.dgemm
+        self._device_plan: DevicePlan | None = None
+        if self._call is not None:
+            call = self._call
+            pa, pb = kind.ptr(a), kind.ptr(b)  # type: ignore[union-attr]
+            pc = kind.ptr(c) if c is not None else 0  # type: ignore[union-attr]
+            if call.swap:
+                pa, pb = pb, pa
+            cuda.context()
+            aligned = call.ld_aligned and not (pa | pb | pc) & 15
+            stream = kind.stream(a)  # type: ignore[union-attr]
+            self._device_plan = call._plan(aligned, pa, pb, pc, stream)
+
+    def run(self, a: Any, b: Any, c: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+            stream: Any = None) -> Any:  # fmt: skip
+        """alpha op(a) op(b) + beta c; into c when the plan was made with one."""
+        if (c is not None) != self.into_c:
+            raise ValueError("this plan writes " + ("into c: pass c" if self.into_c else
+                                                    "a new result: pass no c"))  # fmt: skip
+        if self._call is not None:
+            kind = self._call.kind
+            same = type(b) is type(a) and kind_of(a) is kind and self._signature == (
+                kind.signature(a), kind.signature(b), None if c is None else kind.signature(c))
+            if not same:
+                raise ValueError("the operands are not of the plan's kind (library, dtype, "
+                                 "shape, strides); make a plan for them")  # fmt: skip
+            if c is None and beta != 0:
+                raise ValueError("beta must be 0 for a plan that makes a new result")
+            return self._call.run(float(alpha), a, b, c, float(beta), stream)
+        return self._routine(alpha, a, b, beta, c, *self.trans, overwrite_c=1, stream=stream,
+                             precision=self.precision)  # fmt: skip
+
+    def explain(self) -> str:
+        """What the plan runs and why."""
+        m, n, k = self.shape
+        head = f"{self.dtype.name} {m}x{n}x{k} precision={self.precision}"
+        if self._device_plan is not None:
+            return f"{head}: {self._device_plan.choice}; {self._device_plan.reason}"
+        from .selection import explain
+
+        return (f"{head}: not a single launch on the operands' memory (host operands, "
+                f"copies or casts); each run takes sgemm's general path. "
+                f"{explain(m, n, k, self.dtype.name, *self.trans, precision=self.precision)}")  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"<tunedgemm.Gemm {self.explain()}>"
+
+
+def plan(a: Any, b: Any, c: Any = None, *, trans_a: int = 0, trans_b: int = 0,
+         dtype: Any = None, precision: str | None = None) -> Gemm:  # fmt: skip
+    """A Gemm plan for calls like sgemm(alpha, a, b, beta, c, trans_a, trans_b): see Gemm."""
+    return Gemm(a, b, c, trans_a=trans_a, trans_b=trans_b, dtype=dtype, precision=precision)
