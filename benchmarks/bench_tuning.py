@@ -66,7 +66,7 @@ def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
 
 def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
     """Median ms of the tuned choice (own kernels only), each pool config and cuBLAS."""
-    from tunedgemm import gpu_backend, gpu_problem, reference, autotune, selection, table
+    from tunedgemm import autotune, gpu_backend, gpu_problem, reference, selection, table
     from tunedgemm.timing import call_ms
 
     problem = gpu_problem.make(*shape, dtype, padded=PADDED)

@@ -103,8 +103,11 @@ def small_breakdown() -> None:
     timed("normalise", lambda: normalise(1.0, a, a, 0.0, None, 0, 0, 0, np.float32))
     timed("np.empty F + touch", lambda: np.empty((384, 384), np.float32, order="F").fill(0))
     problem = normalise(1.0, a, a, 0.0, None, 0, 0, 0, np.float32)
-    timed("pipeline.gemm, budget given", lambda: pipeline.gemm(problem, budget=1 << 34))
-    timed("pipeline.gemm, budget queried", lambda: pipeline.gemm(problem))
+    from tunedgemm.gpu_backend import tile_launcher
+
+    launcher = tile_launcher(problem.dtype)
+    timed("pipeline.gemm, budget given", lambda: pipeline.gemm(problem, launcher, budget=1 << 34))
+    timed("pipeline.gemm, budget queried", lambda: pipeline.gemm(problem, launcher))
     stream = drv.Stream()
     timed("stream.synchronize (idle)", stream.synchronize)
     timed("Event()+record+synchronize", lambda: drv.Event().record(stream).synchronize())

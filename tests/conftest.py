@@ -46,8 +46,8 @@ def _precompiled(request: pytest.FixtureRequest) -> None:
     import itertools
     import os
 
-    from tunedgemm.families import FAMILIES
     from tunedgemm.compiler import precompile
+    from tunedgemm.families import FAMILIES
 
     by_dtype: dict[str, list] = {}
     for dtype, config in table_configs():

@@ -60,9 +60,7 @@ def gemm_into(problem: GemmProblem, config: KernelConfig | None = None, stream: 
     if all(isinstance(x, np.ndarray) for x in operands) and problem.alpha != 0.0 and k > 0:
         from . import pipeline
 
-        dtype = problem.dtype
-        pipeline.gemm(problem, functools.partial(_tile, dtype=dtype, config=config,
-                                                 precision=precision))  # fmt: skip
+        pipeline.gemm(problem, tile_launcher(problem.dtype, config, precision))
         return
     producers = _producer_streams(problem)
     if stream is None and not producers:
@@ -77,9 +75,15 @@ def gemm_into(problem: GemmProblem, config: KernelConfig | None = None, stream: 
         call.finish()
 
 
+def tile_launcher(dtype: np.dtype, config: KernelConfig | None = None,
+                  precision: str = IEEE) -> Any:  # fmt: skip
+    """The host pipeline's launcher: launch(form, alpha, beta, stream) runs one tile's
+    product, decided through the plans (or with `config`)."""
+    return functools.partial(_tile, dtype=dtype, config=config, precision=precision)
+
+
 def _tile(form: BlasForm, alpha: float, beta: float, stream: Any, dtype: np.dtype,
           config: KernelConfig | None, precision: str) -> None:  # fmt: skip
-    """The pipeline's launcher: one tile's product, decided through the plans."""
     run(form, dtype, alpha, beta, config, stream, precision)
 
 

@@ -418,9 +418,9 @@ class Gemm:
             raise ValueError("this plan writes " + ("into c: pass c" if self.into_c else
                                                     "a new result: pass no c"))  # fmt: skip
         if self._call is not None:
-            kind = self._call.kind
-            same = type(b) is type(a) and kind_of(a) is kind and self._signature == (
-                kind.signature(a), kind.signature(b), None if c is None else kind.signature(c))
+            lib = self._call.kind
+            same = type(b) is type(a) and kind_of(a) is lib and self._signature == (
+                lib.signature(a), lib.signature(b), None if c is None else lib.signature(c))
             if not same:
                 raise ValueError("the operands are not of the plan's kind (library, dtype, "
                                  "shape, strides); make a plan for them")  # fmt: skip
@@ -438,9 +438,9 @@ class Gemm:
             return f"{head}: {self._device_plan.choice}; {self._device_plan.reason}"
         from .selection import explain
 
+        general = explain(m, n, k, self.dtype.name, *self.trans, precision=self.precision)
         return (f"{head}: not a single launch on the operands' memory (host operands, "
-                f"copies or casts); each run takes sgemm's general path. "
-                f"{explain(m, n, k, self.dtype.name, *self.trans, precision=self.precision)}")  # fmt: skip
+                f"copies or casts); each run takes sgemm's general path. {general}")
 
     def __repr__(self) -> str:
         return f"<tunedgemm.Gemm {self.explain()}>"

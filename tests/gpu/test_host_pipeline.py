@@ -36,7 +36,9 @@ def run_pipeline(rng, dtype, shape, trans, order_ab, out_order, beta, budget):
         c[...] = np.nan  # unwritten elements show; beta == 0 must never read them
     problem = normalise(0.75, a, b, beta, c, trans[0], trans[1], 1, dtype)
     assert problem.result is c
-    plan = pipeline.gemm(problem, budget=budget)
+    from tunedgemm.gpu_backend import tile_launcher
+
+    plan = pipeline.gemm(problem, tile_launcher(problem.dtype), budget=budget)
     op_a = a.T if trans[0] else a
     op_b = b.T if trans[1] else b
     assert_gemm(c, 0.75, op_a, op_b, beta, c0 if beta else None, dtype)

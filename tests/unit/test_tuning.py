@@ -12,19 +12,12 @@ import pytest
 
 from tunedgemm import model, selection, table
 from tunedgemm.families import FAMILIES
+from tunedgemm.model import Shape, filling_split, prune_reason
 from tunedgemm.params import KernelConfig
 from tunedgemm.tuning import strategies
 from tunedgemm.tuning.checkpoint import Checkpoint
 from tunedgemm.tuning.driver import Task, tasks_for, tune
-from tunedgemm.tuning.space import (
-    Shape,
-    candidates,
-    default_grid,
-    filling_split,
-    mid_grid,
-    parse_shapes,
-    prune_reason,
-)
+from tunedgemm.tuning.space import candidates, default_grid, mid_grid, parse_shapes
 from tunedgemm.tuning.writer import TOP_COUNT, config_from_text, top_configs, write
 
 GPU, CC = "NVIDIA H100 80GB HBM3", "9.0"

@@ -1,0 +1,133 @@
+"""Planned device calls on the GPU: right results, reuse, no host waits, N-d batched matmul."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import assert_gemm, uniform
+
+import tunedgemm as tg
+from tunedgemm import plans
+
+pytestmark = pytest.mark.gpu
+
+
+def _lib(name):
+    if name == "cupy":
+        return pytest.importorskip("cupy")
+    return pytest.importorskip("torch")
+
+
+def _to(lib, name, host):
+    if name == "cupy":
+        return lib.asarray(host)
+    return lib.from_numpy(np.ascontiguousarray(host)).cuda()
+
+
+def _host(x):
+    return x.get() if hasattr(x, "get") else x.cpu().numpy()
+
+
+@pytest.mark.parametrize("name", ["cupy", "torch"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("trans", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_repeated_device_calls_reuse_one_plan_and_stay_right(rng, name, dtype, trans):
+    lib = _lib(name)
+    m, n, k = 97, 130, 61
+    routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+    ha = uniform(rng, (k, m) if trans[0] else (m, k), dtype)
+    hb = uniform(rng, (n, k) if trans[1] else (k, n), dtype)
+    a, b = _to(lib, name, ha), _to(lib, name, hb)
+    op_a, op_b = (ha.T if trans[0] else ha), (hb.T if trans[1] else hb)
+    first = routine(1.5, a, b, trans_a=trans[0], trans_b=trans[1])
+    plans_after_first = len(plans.call_plans.items)
+    results = [routine(1.5, a, b, trans_a=trans[0], trans_b=trans[1]) for _ in range(3)]
+    assert len(plans.call_plans.items) == plans_after_first  # no new plan for repeats
+    assert len({id(r) for r in [first, *results]}) == 4  # each call its own result
+    for r in [first, *results]:
+        assert type(r) is type(a)
+        assert_gemm(_host(r), 1.5, op_a, op_b, 0.0, None, dtype)
+    # In place: c filled with NaN shows any element the launch did not write.
+    hc = np.full((m, n), np.nan, dtype, order="F")
+    c = _to(lib, name, hc) if name == "cupy" else _to(lib, name, hc).T.contiguous().T
+    for _ in range(2):
+        out = routine(1.5, a, b, 0.0, c, trans[0], trans[1], overwrite_c=1)
+        assert out is c
+    assert_gemm(_host(c), 1.5, op_a, op_b, 0.0, None, dtype)
+
+
+@pytest.mark.parametrize("name", ["cupy", "torch"])
+@pytest.mark.parametrize(
+    "a_shape,b_shape",
+    [((8, 33, 17), (8, 17, 25)), ((8, 33, 17), (17, 25)), ((33, 17), (4, 17, 25)),
+     ((2, 3, 33, 17), (3, 17, 25)), ((2, 1, 33, 17), (1, 5, 17, 25)), ((17,), (3, 17, 25)),
+     ((3, 33, 17), (17,)), ((64, 128, 128), (64, 128, 128))],
+)  # fmt: skip
+def test_batched_device_matmul_is_np_matmul(rng, name, a_shape, b_shape):
+    lib = _lib(name)
+    for dtype in (np.float32, np.float64):
+        ha, hb = uniform(rng, a_shape, dtype), uniform(rng, b_shape, dtype)
+        got = tg.matmul(_to(lib, name, ha), _to(lib, name, hb))
+        want = np.matmul(ha.astype(np.float64), hb.astype(np.float64))
+        assert tuple(got.shape) == want.shape
+        tol = 20 * np.finfo(dtype).eps * ha.shape[-1]
+        assert np.abs(_host(got) - want).max() <= tol * max(1.0, np.abs(want).max())
+        if name == "cupy":
+            assert got.flags.c_contiguous
+
+
+def test_device_call_does_not_wait_for_the_device(rng):
+    """A planned call on a stream busy with a long kernel returns before the stream is done."""
+    cupy = pytest.importorskip("cupy")
+    spin = cupy.RawKernel(r"""
+        extern "C" __global__ void spin(long long cycles) {
+            long long start = clock64();
+            while (clock64() - start < cycles) { }
+        }""", "spin")  # fmt: skip
+    m = n = k = 512
+    ha, hb = uniform(rng, (m, k), np.float32), uniform(rng, (k, n), np.float32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        a, b = cupy.asarray(ha), cupy.asarray(hb)
+        tg.sgemm(1.0, a, b)  # plan made (autotuning may wait), then every call is a launch
+        tg.matmul(a, b)
+        stream.synchronize()
+        spin((1,), (1,), (np.int64(2_000_000_000),))  # about a second at 1.98 GHz
+        out = tg.sgemm(1.0, a, b)
+        out2 = tg.matmul(a, b)
+        assert not stream.done, "the call waited for the stream"
+    stream.synchronize()
+    assert_gemm(out.get(), 1.0, ha, hb, 0.0, None, np.float32)
+    assert_gemm(out2.get(), 1.0, ha, hb, 0.0, None, np.float32)
+
+
+def test_user_plan_runs_new_and_in_place(rng):
+    cupy = pytest.importorskip("cupy")
+    m, n, k = 300, 200, 100
+    ha, hb = uniform(rng, (m, k), np.float32), uniform(rng, (k, n), np.float32)
+    a, b = cupy.asarray(ha), cupy.asarray(hb)
+    plan = tg.plan(a, b)
+    assert "precision=ieee" in plan.explain()
+    assert_gemm(plan.run(a, b).get(), 1.0, ha, hb, 0.0, None, np.float32)
+    c = cupy.full((m, n), np.nan, np.float32, order="F")
+    into = tg.plan(a, b, c)
+    hc = uniform(rng, (m, n), np.float32)
+    c[...] = cupy.asarray(hc)
+    assert into.run(a, b, c, alpha=2.0, beta=0.5) is c
+    assert_gemm(c.get(), 2.0, ha, hb, 0.5, hc, np.float32)
+    with pytest.raises(ValueError, match="plan's kind"):
+        plan.run(cupy.asarray(hb), cupy.asarray(ha))
+
+
+def test_pycuda_results_come_from_the_pool_and_go_back(rng):
+    import pycuda.gpuarray as gpuarray
+
+    from tunedgemm import cuda
+
+    a = gpuarray.to_gpu(uniform(rng, (256, 256), np.float32))
+    first = tg.sgemm(1.0, a, a)
+    address = first.ptr
+    del first  # back to the pool: the next result of that size reuses the block
+    second = tg.sgemm(1.0, a, a)
+    assert isinstance(second.gpudata, cuda.ScratchBuffer)
+    assert second.ptr == address
