@@ -144,14 +144,23 @@ def _core(cai: dict[str, Any], dtype: np.dtype) -> tuple[tuple[int, ...], tuple[
     return shape, tuple(int(s) // size for s in strides)
 
 
+def _steps(batch: tuple[int, ...], shape: tuple[int, ...], strides: tuple[int, ...]
+           ) -> list[int]:  # fmt: skip
+    """An operand's element step along each broadcast batch dimension (0 where broadcast)."""
+    own = len(shape) - 2
+    own_steps = [s if d != 1 else 0 for d, s in zip(shape[:own], strides[:own], strict=True)]
+    return [0] * (len(batch) - own) + own_steps
+
+
 def _collapse(batch: tuple[int, ...], shape: tuple[int, ...], strides: tuple[int, ...]
               ) -> int | None:  # fmt: skip
     """The one element stride between consecutive products of an operand whose batch
     dimensions (its own, right-aligned against the broadcast batch) step evenly; 0 where it is
     broadcast; None where no single stride walks them."""
-    own = len(shape) - 2
-    own_steps = [s if d != 1 else 0 for d, s in zip(shape[:own], strides[:own], strict=True)]
-    steps = [0] * (len(batch) - own) + own_steps
+    return _single_stride(batch, _steps(batch, shape, strides))
+
+
+def _single_stride(batch: tuple[int, ...], steps: list[int]) -> int | None:
     stride = None
     for extent, step in zip(reversed(batch), reversed(steps), strict=True):
         if extent == 1:
@@ -183,16 +192,25 @@ def _batched_plan(a: Any, b: Any, a_cai: dict[str, Any], b_cai: dict[str, Any],
     if len(b_shape) == 1:
         b_shape, b_strides = (*b_shape, 1), (*b_strides, 0)
     m, k, n, batch, shape = _shapes(tuple(a_cai["shape"]), tuple(b_cai["shape"]))
-    count = math.prod(batch)
-    sa, sb = _collapse(batch, a_shape, a_strides), _collapse(batch, b_shape, b_strides)
-    if sa is None or sb is None or 0 in (m, n, k, count):
-        raise NotImplementedError("matmul: device operands whose batch dimensions no single "
-                                  "stride walks (or empty ones) are not supported yet; make "
-                                  "them contiguous first")  # fmt: skip
+    if 0 in (m, n, k, math.prod(batch)):
+        raise NotImplementedError("matmul: empty batched device products are not supported "
+                                  "yet")  # fmt: skip
+    # The batch dimensions that one stride per operand walks are one launch; any outer ones
+    # (an operand broadcast along one dimension but not another) are a loop of launches.
+    steps_a, steps_b = _steps(batch, a_shape, a_strides), _steps(batch, b_shape, b_strides)
+    steps_c = [math.prod(batch[i + 1:]) * m * n for i in range(len(batch))]
+    split = next(i for i in range(len(batch) + 1)
+                 if _single_stride(batch[i:], steps_a[i:]) is not None
+                 and _single_stride(batch[i:], steps_b[i:]) is not None)  # fmt: skip
+    sa = _single_stride(batch[split:], steps_a[split:]) or 0
+    sb = _single_stride(batch[split:], steps_b[split:]) or 0
+    count = math.prod(batch[split:])
+    outer = [tuple(sum(i * s[d] for d, i in enumerate(index)) for s in (steps_a, steps_b, steps_c))
+             for index in itertools.product(*(range(e) for e in batch[:split]))]  # fmt: skip
     a_core = DeviceMatrix(0, (m, k), (a_strides[-2], a_strides[-1]), dtype)
     b_core = DeviceMatrix(0, (k, n), (b_strides[-2], b_strides[-1]), dtype)
     c_core = DeviceMatrix(0, (m, n), (n, 1), dtype)
-    if sb == 0 and count > 1 and sa == m * a_strides[-2] and a_strides[-1] == 1:
+    if sb == 0 and count > 1 and sa == m * a_strides[-2] and a_strides[-1] == 1 and not split:
         # The batch of a is one taller matrix (rows follow on): one product of count*m rows.
         a_core = DeviceMatrix(0, (count * m, k), a_core.strides, dtype)
         c_core = DeviceMatrix(0, (count * m, n), (n, 1), dtype)
@@ -204,4 +222,6 @@ def _batched_plan(a: Any, b: Any, a_cai: dict[str, Any], b_cai: dict[str, Any],
                                   "supported in batches yet; make them contiguous first") from None
     swap = bool(c_core.layout()[0])  # type: ignore[index]
     strides = (sb, sa, m * n) if swap else (sa, sb, m * n)
-    return plans.CallPlan(kind, form, swap, dtype, mode, (shape, "C"), count, strides)
+    offsets = [(ob, oa, oc) if swap else (oa, ob, oc) for oa, ob, oc in outer]
+    return plans.CallPlan(kind, form, swap, dtype, mode, (shape, "C"), count, strides,
+                          None if split == 0 else tuple(offsets))  # fmt: skip

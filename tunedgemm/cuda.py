@@ -138,21 +138,24 @@ def arch() -> str:
     return f"sm_{major}{minor}"
 
 
-class ScratchBuffer:
-    """Device memory on loan from the scratch pool; handed back when the last reference goes.
+class ScratchBuffer(int):
+    """Device memory on loan from the pool; handed back when the last reference goes.
 
-    int(buffer) is its address. Only tunedgemm's own scratch uses it: results given to callers
-    are plain allocations, which free themselves."""
+    The buffer is its address (an int, so that PyCUDA's C++ functions take it as a GPUArray's
+    gpudata): tunedgemm's scratch, and the new GPUArray results of device calls."""
 
-    __slots__ = ("allocation", "pool", "ptr", "size")
+    allocation: Any
+    pool: _ScratchPool
+    size: int
 
-    def __init__(self, allocation: Any, size: int, pool: _ScratchPool):
-        self.allocation, self.size, self.pool, self.ptr = allocation, size, pool, int(allocation)
+    def __new__(cls, allocation: Any, size: int, pool: _ScratchPool) -> ScratchBuffer:
+        buffer = super().__new__(cls, int(allocation))
+        buffer.allocation, buffer.size, buffer.pool = allocation, size, pool
+        return buffer
 
-    def __int__(self) -> int:
-        return self.ptr
-
-    __index__ = __int__
+    @property
+    def ptr(self) -> int:
+        return int(self)
 
     def __del__(self) -> None:
         # try/except, not contextlib: at interpreter shutdown module globals may be None, and

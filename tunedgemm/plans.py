@@ -228,24 +228,29 @@ class CallPlan:
         "dtype",
         "kind",
         "ld_aligned",
-        "lds",
         "new",
+        "outer",
         "plans",
         "precision",
-        "shape",
         "swap",
         "template",
     )  # fmt: skip
 
     def __init__(self, kind: Any, form: BlasForm, swap: bool, dtype: np.dtype, precision: str,
                  new: tuple[tuple[int, ...], str] | None, batch: int = 1,
-                 batch_strides: tuple[int, int, int] = (0, 0, 0)) -> None:  # fmt: skip
+                 batch_strides: tuple[int, int, int] = (0, 0, 0),
+                 outer: tuple[tuple[int, ...], ...] | None = None) -> None:  # fmt: skip
         self.kind, self.swap, self.dtype, self.precision = kind, swap, dtype, precision
         self.new = new
         self.template = form
         self.batch = (batch, batch_strides)
         size = dtype.itemsize
         self.ld_aligned = all((ld * size) % 16 == 0 for ld in (form.lda, form.ldb, form.ldc))
+        # Element offsets of the (A, B, C) of each launch, where a batch takes several (None:
+        # one); offsets that break 16-byte alignment make every launch unaligned.
+        self.outer = outer
+        if outer and any((o * size) % 16 for offsets in outer for o in offsets):
+            self.ld_aligned = False
         self.plans: dict[bool, DevicePlan] = {}
 
     def run(self, alpha: float, a: Any, b: Any, c: Any, beta: float, stream: Any) -> Any:
@@ -272,7 +277,12 @@ class CallPlan:
         plan = self.plans.get(aligned)
         if plan is None:
             plan = self._plan(aligned, pa, pb, pc, handle)
-        plan.run(pa, pb, pc, alpha, beta, handle)
+        if self.outer is None:
+            plan.run(pa, pb, pc, alpha, beta, handle)
+        else:
+            size = self.dtype.itemsize
+            for oa, ob, oc in self.outer:
+                plan.run(pa + oa * size, pb + ob * size, pc + oc * size, alpha, beta, handle)
         return result
 
     def _plan(self, aligned: bool, pa: int, pb: int, pc: int, stream: int) -> DevicePlan:
@@ -393,8 +403,7 @@ class Gemm:
         self.into_c = c is not None
         self.shape = problem.shape
         kind = kind_of(a)
-        self._signature = (kind.signature(a), kind.signature(b),
-                           None if c is None else kind.signature(c)) if kind else None  # fmt: skip
+        self._signature = _signatures(kind, a, b, c) if kind is not None else None
         self._call = None
         if kind is not None and problem.on_device:
             self._call = plan_call(problem, self.precision, a, b, c)
@@ -418,10 +427,7 @@ class Gemm:
             raise ValueError("this plan writes " + ("into c: pass c" if self.into_c else
                                                     "a new result: pass no c"))  # fmt: skip
         if self._call is not None:
-            lib = self._call.kind
-            same = type(b) is type(a) and kind_of(a) is lib and self._signature == (
-                lib.signature(a), lib.signature(b), None if c is None else lib.signature(c))
-            if not same:
+            if self._signature != _signatures(self._call.kind, a, b, c):
                 raise ValueError("the operands are not of the plan's kind (library, dtype, "
                                  "shape, strides); make a plan for them")  # fmt: skip
             if c is None and beta != 0:
@@ -444,6 +450,13 @@ class Gemm:
 
     def __repr__(self) -> str:
         return f"<tunedgemm.Gemm {self.explain()}>"
+
+
+def _signatures(kind: Any, a: Any, b: Any, c: Any) -> Any:
+    """The signatures of a plan's operands, or None where they are not all of `kind`."""
+    if any(x is not None and kind_of(x) is not kind for x in (a, b, c)):
+        return None
+    return (kind.signature(a), kind.signature(b), None if c is None else kind.signature(c))
 
 
 def plan(a: Any, b: Any, c: Any = None, *, trans_a: int = 0, trans_b: int = 0,
