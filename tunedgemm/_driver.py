@@ -68,31 +68,41 @@ def load_function(cubin: bytes, name: str, smem_bytes: int = 0) -> int:
 
 
 class Launcher:
-    """One kernel with its argument buffers built once (ctypes objects and the pointer array
-    cuLaunchKernel reads). A call sets the arguments that change and launches, under a lock:
-    the buffers are shared, and the driver copies them before cuLaunchKernel returns."""
+    """One kernel with its argument buffer built once: the arguments packed at their C
+    offsets (struct.pack_into, one call) and the pointer array cuLaunchKernel reads into it.
+    A launch packs and launches under a lock: the buffer is shared, and the driver copies the
+    arguments before cuLaunchKernel returns. `types`: struct codes ("i", "f", "d", "P")."""
 
-    __slots__ = ("args", "block", "function", "lock", "params", "smem")
+    __slots__ = ("block", "buffer", "format", "function", "launch_kernel", "lock", "params",
+                 "smem")  # fmt: skip
 
-    def __init__(self, function: int, types: tuple[Any, ...], block: tuple[int, int, int],
+    def __init__(self, function: int, types: str, block: tuple[int, int, int],
                  smem: int) -> None:  # fmt: skip
-        self.function = function
-        self.args = tuple(t() for t in types)
-        self.params = (_P * len(types))(*(ctypes.addressof(a) for a in self.args))
-        self.block = block
-        self.smem = smem
+        import struct
+
+        offsets, layout, end = [], "=", 0
+        for code in types.replace("P", "Q"):  # pointers as 64-bit integers (standard sizes)
+            size = struct.calcsize("=" + code)
+            start = -(-end // size) * size  # each argument at its natural alignment
+            layout += "x" * (start - end) + code
+            offsets.append(start)
+            end = start + size
+        self.format = struct.Struct(layout)
+        self.buffer = ctypes.create_string_buffer(max(end, 8))
+        base = ctypes.addressof(self.buffer)
+        self.params = (_P * len(types))(*(base + offset for offset in offsets))
+        self.function, self.block, self.smem = function, block, smem
+        self.launch_kernel = lib().cuLaunchKernel
         self.lock = threading.Lock()
 
-    def launch(self, grid: tuple[int, int, int], stream: int, values: tuple[Any, ...],
-               first: int = 0) -> None:  # fmt: skip
-        """Set args[first:first + len(values)] and launch on the raw stream handle."""
+    def launch(self, grid: tuple[int, int, int], stream: int, values: tuple[Any, ...]) -> None:
+        """Launch with these argument values on the raw stream handle."""
+        block = self.block
         with self.lock:
-            args = self.args
-            for i, value in enumerate(values, first):
-                args[i].value = value
-            code = lib().cuLaunchKernel(self.function, grid[0], grid[1], grid[2], self.block[0],
-                                        self.block[1], self.block[2], self.smem, stream,
-                                        self.params, None)  # fmt: skip
+            self.format.pack_into(self.buffer, 0, *values)
+            code = self.launch_kernel(self.function, grid[0], grid[1], grid[2], block[0],
+                                      block[1], block[2], self.smem, stream, self.params,
+                                      None)  # fmt: skip
         if code:
             check(code, "cuLaunchKernel")
 

@@ -112,7 +112,7 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     """Median ms per call of each candidate (timing.call_ms) on the form's operands, writing
     scratch memory instead of C (alpha 1, beta 0); one that fails to compile or run costs
     infinity."""
-    from . import cuda, launch, reference
+    from . import _driver, cublaslt, cuda, launch, reference
     from .compiler import precompile
     from .timing import call_ms
 
@@ -123,11 +123,17 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     itemsize = np.dtype(dtype).itemsize
     scratch = cuda.allocate(max(form.ldc, 1) * max(form.n, 1) * itemsize)
     trial = dataclasses.replace(form, c=int(scratch))
+    # cuBLAS as plans call it: through cuBLASLt with its algorithm chosen once, where it loads.
+    lt = cublaslt.runner(dtype_name(dtype), precision, trial.trans_a, trial.trans_b, trial.m,
+                         trial.n, trial.k, trial.lda, trial.ldb, trial.ldc)  # fmt: skip
+    handle = _driver.stream_handle(stream)
     times = []
     for config in candidates:
 
         def work(config: Config = config) -> None:
-            if config == table.CUBLAS:
+            if config == table.CUBLAS and lt is not None:
+                lt(trial.a, trial.b, trial.c, 1.0, 0.0, handle)
+            elif config == table.CUBLAS:
                 reference.gemm(trial, dtype, 1.0, 0.0, stream, precision)
             else:
                 assert isinstance(config, KernelConfig)

@@ -64,11 +64,17 @@ def sm_count() -> int:
 
 def context() -> Any:
     """The device's primary context (shared with CuPy and PyTorch), current in this thread."""
-    import pycuda.autoprimaryctx
+    ctx = _context[0]
+    if ctx is None:
+        import pycuda.autoprimaryctx
 
-    ctx = pycuda.autoprimaryctx.context
-    ensure_current(ctx)
+        ctx = _context[0] = pycuda.autoprimaryctx.context
+    if getattr(_thread, "pushed", None) is not ctx:
+        ensure_current(ctx)
     return ctx
+
+
+_context: list[Any] = [None]  # autoprimaryctx's context, looked up once (every call asks)
 
 
 _thread = threading.local()

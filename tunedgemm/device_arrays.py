@@ -32,8 +32,11 @@ def _cupy_kind() -> Kind:
     import cupy
 
     current = cupy.cuda.get_current_stream
+    current_device = cupy.cuda.runtime.getDevice
 
     def empty(like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str) -> Any:
+        if current_device() == like.data.device_id:  # entering like.device costs microseconds
+            return cupy.empty(shape, dtype=dtype, order=order)
         with like.device:
             return cupy.empty(shape, dtype=dtype, order=order)
 
@@ -62,7 +65,7 @@ def _torch_kind() -> Kind:
 
     return Kind(
         "torch",
-        lambda x: (tuple(x.shape), x.stride(), x.dtype, x.get_device(), x.is_cuda),
+        lambda x: (x.shape, x.stride(), x.dtype, x.get_device()),  # CPU tensors: device -1
         lambda x: x.data_ptr(),
         lambda x: raw_stream(x.get_device()),
         empty,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -76,16 +75,15 @@ class GemmLauncher:
         from . import _driver
 
         defines = dict(p.defines)
-        real = ctypes.c_float if p.scalar == "f" else ctypes.c_double
-        i, ptr = ctypes.c_int, ctypes.c_void_p
+        real = p.scalar  # "f" or "d", as struct codes too
         self.plan = p
         self.gemm = _driver.Launcher(
             compiler.raw_function(p.source, defines, "gemm", p.smem_bytes),
-            (i, i, i, real, ptr, i, ptr, i, real, ptr, i), p.block, p.smem_bytes)  # fmt: skip
+            f"iii{real}PiPi{real}Pi", p.block, p.smem_bytes)  # fmt: skip
         self.scale = None
         if p.split_k > 1:
             self.scale = _driver.Launcher(compiler.raw_function(p.source, defines, "scale_c"),
-                                          (i, i, real, ptr, i), (256, 1, 1), 0)  # fmt: skip
+                                          f"ii{real}Pi", (256, 1, 1), 0)  # fmt: skip
 
     def __call__(self, form: BlasForm, alpha: float, beta: float, stream: int) -> None:
         m, n = form.m, form.n

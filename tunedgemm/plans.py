@@ -27,7 +27,7 @@ import numpy as np
 
 from . import cuda, settings
 from ._layout import BlasForm
-from .device_arrays import kind_of
+from .device_arrays import _kinds, kind_of
 from .precision import get_precision
 
 MAX_PLANS = 1024  # per cache; the least recently used go first
@@ -99,10 +99,10 @@ call_plans = _Cache()  # call signature -> CallPlan
 _state: list[Any] = [None]
 
 
-def current() -> None:
+def current(_state_now: Any = settings.decision_state, _state: list[Any] = _state) -> None:
     """Drop every plan if a setting that decides changed since the last call (one dict read
     per setting)."""
-    state = settings.decision_state()
+    state = _state_now()
     if state != _state[0]:
         clear()
         _state[0] = state
@@ -183,6 +183,12 @@ def _runner(key: GemmKey, config: Any) -> Any:
     m, n, k, lda, ldb, ldc = key.m, key.n, key.k, key.lda, key.ldb, key.ldc
     ta, tb, dtype = key.trans_a, key.trans_b, np.dtype(key.dtype)
     if config == table.CUBLAS:
+        from . import cublaslt
+
+        lt = cublaslt.runner(key.dtype, key.precision, ta, tb, m, n, k, lda, ldb, ldc,
+                             key.batch, key.batch_strides)  # fmt: skip
+        if lt is not None:
+            return lt
         if key.batch > 1:
 
             def run_batched(a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
@@ -197,15 +203,23 @@ def _runner(key: GemmKey, config: Any) -> Any:
 
         return run_cublas
     own = launch.GemmLauncher(launch.plan(config, key.dtype, ta, tb, key.aligned))
-    sa, sb, sc = key.batch_strides
-    size = dtype.itemsize
+    if own.scale is not None or key.batch > 1:
+        sa, sb, sc = key.batch_strides
+        size = dtype.itemsize
 
-    def run_own(a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
-        for i in range(key.batch):  # batches of own kernels: one launch each (see DevicePlan)
-            own(BlasForm(ta, tb, m, n, k, a + i * sa * size, lda, b + i * sb * size, ldb,
-                         c + i * sc * size, ldc, size), alpha, beta, s)  # fmt: skip
+        def run_own(a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+            for i in range(key.batch):  # batches of own kernels: a launch each (DevicePlan)
+                own(BlasForm(ta, tb, m, n, k, a + i * sa * size, lda, b + i * sb * size, ldb,
+                             c + i * sc * size, ldc, size), alpha, beta, s)  # fmt: skip
 
-    return run_own
+        return run_own
+    # One launch of one kernel: the grid worked out once, the arguments packed per call.
+    grid, launch_gemm = own.plan.grid(m, n), own.gemm.launch
+
+    def run_one(a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+        launch_gemm(grid, s, (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+
+    return run_one
 
 
 def device_plan(key: GemmKey, form: BlasForm, stream: int) -> DevicePlan:
@@ -254,7 +268,8 @@ class CallPlan:
         self.plans: dict[bool, DevicePlan] = {}
 
     def run(self, alpha: float, a: Any, b: Any, c: Any, beta: float, stream: Any) -> Any:
-        cuda.context()
+        if cuda._thread.__dict__.get("pushed") is None:  # launches need the context current
+            cuda.context()
         kind = self.kind
         pa, pb = kind.ptr(a), kind.ptr(b)
         if self.new is not None:
@@ -309,9 +324,11 @@ def gemm_signature(dtype: Any, alpha: Any, a: Any, b: Any, beta: Any, c: Any, tr
     keeps), operands of two libraries, a c that is not overwritten, beta with no c."""
     if type(alpha) not in _SCALARS or type(beta) not in _SCALARS:
         return None
-    if not 1e-30 < abs(alpha) < 1e30 or type(trans_a) is not int or type(trans_b) is not int:
+    if not (1e-30 < alpha < 1e30 or -1e30 < alpha < -1e-30):
         return None
-    kind = kind_of(a)
+    if type(trans_a) is not int or type(trans_b) is not int:
+        return None
+    kind = _kinds.get(type(a)) or kind_of(a)
     if kind is None or type(b) is not type(a) or not (0 <= trans_a <= 2 and 0 <= trans_b <= 2):
         return None
     if c is None:
@@ -328,7 +345,7 @@ def gemm_signature(dtype: Any, alpha: Any, a: Any, b: Any, beta: Any, c: Any, tr
 
 def matmul_signature(a: Any, b: Any, precision: Any) -> tuple[Any, ...] | None:
     """What fixes the plan of matmul(a, b) on device arrays of one library (no `out`)."""
-    kind = kind_of(a)
+    kind = _kinds.get(type(a)) or kind_of(a)
     if kind is None or type(b) is not type(a):
         return None
     return ("matmul", kind.signature(a), kind.signature(b), precision, get_precision())
@@ -403,7 +420,8 @@ class Gemm:
         self.into_c = c is not None
         self.shape = problem.shape
         kind = kind_of(a)
-        self._signature = _signatures(kind, a, b, c) if kind is not None else None
+        self._kind = kind
+        self._signature = _signatures(kind, a, b, c)
         self._call = None
         if kind is not None and problem.on_device:
             self._call = plan_call(problem, self.precision, a, b, c)
@@ -426,10 +444,10 @@ class Gemm:
         if (c is not None) != self.into_c:
             raise ValueError("this plan writes " + ("into c: pass c" if self.into_c else
                                                     "a new result: pass no c"))  # fmt: skip
+        if self._signature != _signatures(self._kind, a, b, c):
+            raise ValueError("the operands are not of the plan's kind (library, dtype, "
+                             "shape, strides); make a plan for them")  # fmt: skip
         if self._call is not None:
-            if self._signature != _signatures(self._call.kind, a, b, c):
-                raise ValueError("the operands are not of the plan's kind (library, dtype, "
-                                 "shape, strides); make a plan for them")  # fmt: skip
             if c is None and beta != 0:
                 raise ValueError("beta must be 0 for a plan that makes a new result")
             return self._call.run(float(alpha), a, b, c, float(beta), stream)
@@ -456,6 +474,10 @@ def _signatures(kind: Any, a: Any, b: Any, c: Any) -> Any:
     """The signatures of a plan's operands, or None where they are not all of `kind`."""
     if any(x is not None and kind_of(x) is not kind for x in (a, b, c)):
         return None
+    if kind is None:  # host arrays (or device arrays of no planned library): as NumPy's
+        return tuple(None if x is None else (type(x), getattr(x, "shape", None),
+                     getattr(x, "strides", None), getattr(x, "dtype", None))
+                     for x in (a, b, c))  # fmt: skip
     return (kind.signature(a), kind.signature(b), None if c is None else kind.signature(c))
 
 

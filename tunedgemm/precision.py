@@ -22,6 +22,7 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -97,10 +98,10 @@ def set_precision(mode: str | None) -> None:
     _process[0] = None if mode is None else check_mode(mode)
 
 
-def get_precision() -> str:
+def get_precision(_get: Any = _context.get, _process: list[str | None] = _process) -> str:
     """The default precision of float32 products here: the innermost `precision()` block,
     else set_precision's, else TUNEDGEMM_PRECISION's, else "ieee"."""
-    return _context.get() or _process[0] or settings.get("TUNEDGEMM_PRECISION")
+    return _get() or _process[0] or settings.get("TUNEDGEMM_PRECISION")
 
 
 @contextlib.contextmanager

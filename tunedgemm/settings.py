@@ -128,6 +128,10 @@ def raw(name: str) -> str | None:
 
 def get(name: str) -> Any:
     """The parsed value of a declared setting; its default when unset or invalid."""
+    if _raw is not None:
+        key = _encoded.get(name)
+        if key is not None and key not in _raw:  # unset: the common case, spared the decoding
+            return SETTINGS[name].default
     text = raw(name)
     setting = SETTINGS[name]
     if text is None:
@@ -169,22 +173,22 @@ def check(name: str, text: str) -> Any:
         ) from None
 
 
-def decision_state() -> tuple[Any, ...]:
-    """The raw values of every setting that changes a decision: equal tuples, same decisions.
-    Cheap (one dict read per setting), since the plan cache asks on every call."""
+def _state_reader() -> Callable[[], tuple[Any, ...]]:
     if _raw is None:
-        return tuple(os.environ.get(name) for name in DECIDING)
-    return tuple(map(_raw.get, _deciding_keys()))
+        return lambda: tuple(os.environ.get(name) for name in DECIDING)
+    keys = tuple(os.environ.encodekey(name) for name in DECIDING)
+    get = _raw.get
+
+    def state() -> tuple[Any, ...]:
+        # One C-level pass over the environment's dict: the plan cache asks on every call.
+        return tuple(map(get, keys))
+
+    return state
 
 
-def _deciding_keys() -> tuple[Any, ...]:
-    global _DECIDING_KEYS
-    if _DECIDING_KEYS is None:
-        _DECIDING_KEYS = tuple(os.environ.encodekey(name) for name in DECIDING)
-    return _DECIDING_KEYS
-
-
-_DECIDING_KEYS: tuple[Any, ...] | None = None
+decision_state = _state_reader()
+decision_state.__doc__ = """The raw values of every setting that changes a decision: equal
+tuples, same decisions."""
 
 
 def raw_keys(*names: str) -> tuple[dict[Any, Any], tuple[Any, ...]] | None:

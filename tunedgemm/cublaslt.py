@@ -1,0 +1,185 @@
+"""cuBLAS's GEMM through cuBLASLt with the algorithm chosen once per plan (the peer library's
+fast path, as PyTorch takes it).
+
+A cublasSgemm call spends 10-20 us of host time on the H100 machine choosing an algorithm,
+every call; at 64^3-512^3 that is longer than the product. cuBLASLt lets the choice be made
+once: a plan keeps the operation and layout descriptors and the heuristic's algorithm, and a
+call is one cublasLtMatmul. The library is the libcublasLt beside the libcublas that
+scikit-cuda loaded. Anything missing or refused here returns None, and the plan calls cuBLAS
+through scikit-cuda as before.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from pathlib import Path
+from typing import Any
+
+_P, _I, _U64, _I64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_int64
+_SIZE = ctypes.c_size_t
+CUDA_R_32F, CUDA_R_64F = 0, 1
+COMPUTE = {("float32", "ieee"): 68, ("float64", "ieee"): 70, ("float32", "tf32"): 77}
+DESC_TRANSA, DESC_TRANSB = 3, 4
+LAYOUT_BATCH_COUNT, LAYOUT_STRIDED_BATCH_OFFSET = 5, 6
+PREF_MAX_WORKSPACE_BYTES = 1
+MAX_WORKSPACE = 32 << 20  # bytes an algorithm may use (per plan and stream)
+
+
+class _Heuristic(ctypes.Structure):
+    """cublasLtMatmulHeuristicResult_t."""
+
+    _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspace_size", _SIZE), ("state", _I),
+                ("waves", ctypes.c_float), ("reserved", _I * 4)]  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _lib() -> Any:
+    from . import reference
+
+    cublas = reference._cublas()._libcublas
+    path = Path(getattr(cublas, "_name", "libcublas.so"))
+    candidates = [str(path.with_name(path.name.replace("libcublas", "libcublasLt"))),
+                  "libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12"]  # fmt: skip
+    for name in candidates:
+        try:
+            lt = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        raise OSError("libcublasLt not found")
+    for fn, args in (
+        ("cublasLtCreate", [ctypes.POINTER(_P)]),
+        ("cublasLtMatmulDescCreate", [ctypes.POINTER(_P), _I, _I]),
+        ("cublasLtMatmulDescSetAttribute", [_P, _I, _P, _SIZE]),
+        ("cublasLtMatrixLayoutCreate", [ctypes.POINTER(_P), _I, _U64, _U64, _I64]),
+        ("cublasLtMatrixLayoutSetAttribute", [_P, _I, _P, _SIZE]),
+        ("cublasLtMatmulPreferenceCreate", [ctypes.POINTER(_P)]),
+        ("cublasLtMatmulPreferenceSetAttribute", [_P, _I, _P, _SIZE]),
+        ("cublasLtMatmulAlgoGetHeuristic", [_P, _P, _P, _P, _P, _P, _P, _I,
+                                            ctypes.POINTER(_Heuristic), ctypes.POINTER(_I)]),
+        ("cublasLtMatmul", [_P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _SIZE, _P]),
+    ):  # fmt: skip
+        getattr(lt, fn).argtypes = args
+        getattr(lt, fn).restype = _I
+    return lt
+
+
+@functools.lru_cache(maxsize=1)
+def _handle() -> int:
+    from . import cuda
+
+    cuda.context()
+    handle = _P()
+    _check(_lib().cublasLtCreate(ctypes.byref(handle)), "cublasLtCreate")
+    return int(handle.value or 0)
+
+
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        from .reference import CublasError
+
+        raise CublasError(f"tunedgemm: {what} failed with cuBLAS status {status}")
+
+
+def _layout(dtype: int, rows: int, cols: int, ld: int, batch: int = 1, stride: int = 0) -> int:
+    lt = _lib()
+    layout = _P()
+    _check(lt.cublasLtMatrixLayoutCreate(ctypes.byref(layout), dtype, rows, cols, max(ld, 1)),
+           "cublasLtMatrixLayoutCreate")  # fmt: skip
+    if batch > 1:
+        count, offset = ctypes.c_int32(batch), ctypes.c_int64(stride)
+        for attribute, value in ((LAYOUT_BATCH_COUNT, count), (LAYOUT_STRIDED_BATCH_OFFSET,
+                                                               offset)):  # fmt: skip
+            _check(lt.cublasLtMatrixLayoutSetAttribute(layout, attribute, ctypes.byref(value),
+                                                       ctypes.sizeof(value)),
+                   "cublasLtMatrixLayoutSetAttribute")  # fmt: skip
+    return int(layout.value or 0)
+
+
+def runner(dtype: str, precision: str, trans_a: bool, trans_b: bool, m: int, n: int, k: int,
+           lda: int, ldb: int, ldc: int, batch: int = 1,
+           strides: tuple[int, int, int] = (0, 0, 0)) -> Any:  # fmt: skip
+    """run(a, b, c, alpha, beta, stream) for one column-major product (or a strided batch of
+    them: element strides of A, B, C) through cuBLASLt, its algorithm chosen now; None where
+    cuBLASLt is missing or has no algorithm for it."""
+    compute = COMPUTE.get((dtype, precision))
+    if compute is None or min(m, n, k) <= 0:
+        return None
+    try:
+        return _Runner(dtype, compute, trans_a, trans_b, m, n, k, lda, ldb, ldc, batch, strides)
+    except Exception:  # no library, no algorithm, a refused descriptor: cuBLAS as before
+        return None
+
+
+class _Runner:
+    """The descriptors and algorithm of one product, and a workspace per stream."""
+
+    def __init__(self, dtype: str, compute: int, trans_a: bool, trans_b: bool, m: int, n: int,
+                 k: int, lda: int, ldb: int, ldc: int, batch: int,
+                 strides: tuple[int, int, int]) -> None:  # fmt: skip
+        lt = _lib()
+        kind = CUDA_R_32F if dtype == "float32" else CUDA_R_64F
+        self.real = ctypes.c_float if dtype == "float32" else ctypes.c_double
+        desc = _P()
+        _check(lt.cublasLtMatmulDescCreate(ctypes.byref(desc), compute, kind),
+               "cublasLtMatmulDescCreate")  # fmt: skip
+        for attribute, flag in ((DESC_TRANSA, trans_a), (DESC_TRANSB, trans_b)):
+            op = ctypes.c_int32(1 if flag else 0)
+            _check(lt.cublasLtMatmulDescSetAttribute(desc, attribute, ctypes.byref(op), 4),
+                   "cublasLtMatmulDescSetAttribute")  # fmt: skip
+        self.desc = int(desc.value or 0)
+        a_rows, a_cols = (k, m) if trans_a else (m, k)
+        b_rows, b_cols = (n, k) if trans_b else (k, n)
+        self.a_layout = _layout(kind, a_rows, a_cols, lda, batch, strides[0])
+        self.b_layout = _layout(kind, b_rows, b_cols, ldb, batch, strides[1])
+        self.c_layout = _layout(kind, m, n, ldc, batch, strides[2])
+        pref = _P()
+        _check(lt.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "PreferenceCreate")
+        limit = ctypes.c_uint64(MAX_WORKSPACE)
+        _check(lt.cublasLtMatmulPreferenceSetAttribute(pref, PREF_MAX_WORKSPACE_BYTES,
+                                                       ctypes.byref(limit), 8),
+               "PreferenceSetAttribute")  # fmt: skip
+        found, count = _Heuristic(), _I(0)
+        _check(lt.cublasLtMatmulAlgoGetHeuristic(_handle(), self.desc, self.a_layout,
+                                                 self.b_layout, self.c_layout, self.c_layout,
+                                                 pref, 1, ctypes.byref(found),
+                                                 ctypes.byref(count)),
+               "cublasLtMatmulAlgoGetHeuristic")  # fmt: skip
+        if count.value < 1 or found.state != 0:
+            raise LookupError("cuBLASLt has no algorithm for this product")
+        self.algo = found.algo  # kept alive: cublasLtMatmul reads it on every call
+        self.algo_ref = ctypes.byref(self.algo)
+        self.workspace_size = int(found.workspace_size)
+        self.workspaces: dict[int, Any] = {}
+        self.matmul = lt.cublasLtMatmul
+        self.handle = _handle()
+
+    def _workspace(self, stream: int) -> int:
+        """A workspace for this stream (two streams must not share one)."""
+        buffer = self.workspaces.get(stream)
+        if buffer is None:
+            from . import cuda
+
+            buffer = self.workspaces[stream] = cuda.allocate(self.workspace_size)
+        return int(buffer)
+
+    def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
+        workspace = self._workspace(stream) if self.workspace_size else None
+        alpha_c, beta_c = self.real(alpha), self.real(beta)
+        status = self.matmul(self.handle, self.desc, ctypes.byref(alpha_c), a, self.a_layout,
+                             b, self.b_layout, ctypes.byref(beta_c), c, self.c_layout, c,
+                             self.c_layout, self.algo_ref, workspace, self.workspace_size,
+                             stream)  # fmt: skip
+        if status:
+            _check(status, "cublasLtMatmul")
+
+
+def available() -> bool:
+    """Whether cuBLASLt loads and opens a handle here."""
+    try:
+        _handle()
+        return True
+    except Exception:
+        return False
