@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from tunedgemm import autotune, gpu_backend, selection, table
+from tunedgemm import autotune, gpu_backend, plans, selection, table
 from tunedgemm._layout import BlasForm
 
 H100 = ("NVIDIA H100 80GB HBM3", "9.0")
@@ -25,14 +25,14 @@ def timings(monkeypatch):
     requests = []
     table_ms: dict = {}
 
-    def fake(form, dtype, candidates, stream=None):
+    def fake(form, dtype, candidates, stream=None, precision="ieee"):
         requests.append(candidates)
         return [table_ms.get(c, math.inf) for c in candidates]
 
     monkeypatch.setattr(autotune, "time_candidates", fake)
-    autotune.clear()
+    plans.clear()  # also clears autotune's memo
     yield table_ms, requests
-    autotune.clear()
+    plans.clear()  # no plan made with stand-ins outlives the test
 
 
 def test_fastest_candidate_wins_and_each_shape_is_timed_once(timings):
@@ -65,7 +65,7 @@ def test_a_lead_that_does_not_hold_up_on_retiming_keeps_the_incumbent(monkeypatc
     """The first pass flatters the challenger; timed again, alternately, it is no faster."""
     passes = []
 
-    def drifting(form, dtype, candidates, stream=None):
+    def drifting(form, dtype, candidates, stream=None, precision="ieee"):
         passes.append(candidates)
         if len(passes) == 1:
             return [1.0, 0.8]
@@ -112,16 +112,20 @@ def test_candidates_are_the_models_best_and_cublas_when_allowed(monkeypatch, all
 
 
 def test_run_refines_only_when_enabled(monkeypatch, timings):
+    """gpu_backend.run decides through the plan of the shape's key: the table's choice with
+    TUNEDGEMM_REFINE=0, the timed fastest with 1 (the setting drops the first plan)."""
     table_ms, requests = timings
     ran = []
     monkeypatch.setattr(selection, "choose", lambda *a, **k: selection.Choice(
         "predicted", "stand-in", ("predicted", "faster")))  # fmt: skip
-    monkeypatch.setattr(gpu_backend.launch, "gemm", lambda f, d, a, b, config, s: ran.append(
-        config))  # fmt: skip
-    monkeypatch.setattr(gpu_backend, "KernelConfig", str)  # stand-in configs are strings
+    # Stand-in configs are strings: the plan's launch records the config it would launch.
+    monkeypatch.setattr(plans, "_runner", lambda key, config: (
+        lambda a, b, c, alpha, beta, stream: ran.append(config)))  # fmt: skip
     table_ms.update({"predicted": 2.0, "faster": 1.0})
     monkeypatch.setenv(autotune.REFINE_ENV, "0")
-    gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0)
+    assert gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0) == "predicted"
     monkeypatch.setenv(autotune.REFINE_ENV, "1")
-    gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0)
-    assert ran == ["predicted", "faster"] and len(requests) == 2  # a pass and its confirmation
+    assert gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0) == "faster"
+    assert gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0) == "faster"  # the plan kept
+    assert ran == ["predicted", "faster", "faster"]
+    assert len(requests) == 2  # a pass and its confirmation, once

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from conftest import assert_gemm
 
 import tunedgemm as tg
+from tunedgemm import settings
 
 
 @pytest.fixture
@@ -83,7 +87,16 @@ def test_matmul_errors():
     assert not out.any()
 
 
-def test_bad_backend_variable(monkeypatch):
+def test_bad_backend_variable(monkeypatch, arrays):
+    """An invalid setting warns (once), naming the variable, and its default (auto) applies:
+    the call still gives the right result."""
+    monkeypatch.setattr(settings, "_warned", set())  # warnings given earlier do not count
+    monkeypatch.setattr(settings, "_parsed", {})
     monkeypatch.setenv("TUNEDGEMM_BACKEND", "tpu")
-    with pytest.raises(ValueError, match="TUNEDGEMM_BACKEND"):
-        tg.sgemm(1.0, np.ones((2, 2)), np.ones((2, 2)))
+    a, b = arrays["a"], arrays["b"]
+    with pytest.warns(settings.SettingWarning, match="TUNEDGEMM_BACKEND='tpu'"):
+        result = tg.sgemm(1.0, a, b)
+    assert_gemm(result, 1.0, a, b, 0.0, None, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", settings.SettingWarning)  # once, not on every call
+        tg.sgemm(1.0, a, b)

@@ -6,14 +6,32 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import itertools
+import math
+import sys
 import types
 import warnings
 
 import numpy as np
 import pytest
+from conftest import assert_gemm, uniform
 
 import tunedgemm as tg
-from tunedgemm import _args, cuda, launch, reference, selection, streams, table
+from tunedgemm import (
+    _args,
+    _driver,
+    _matmul,
+    compiler,
+    cublaslt,
+    cuda,
+    device_arrays,
+    launch,
+    plans,
+    reference,
+    selection,
+    settings,
+    streams,
+    table,
+)
 from tunedgemm._layout import BlasForm, DeviceMatrix, blas_form, ld_layout
 from tunedgemm.families import FAMILIES
 
@@ -214,71 +232,273 @@ def test_plan_matches_family_geometry_and_defines(name, dtype):
                 )
 
 
-class FakeKernel:
-    def __init__(self):
-        self.calls = []
+class FakeDriver:
+    """The CUDA driver as tunedgemm/_driver.py calls it, on the CPU: kernels 'loaded' through
+    compiler.raw_function get handles; each cuLaunchKernel is recorded with its arguments read
+    back from the parameter buffers as the GPU would read them (alpha and beta in the
+    kernel's DTYPE); events are handles whose work is done once `finish` says so."""
 
-    def prepared_async_call(self, grid, block, stream, *args, shared_size=0):
-        self.calls.append((grid, block, stream, args, shared_size))
+    _INT, _PTR = ctypes.c_int, ctypes.c_void_p
+
+    def __init__(self):
+        self.functions: dict[int, tuple] = {}  # handle -> (source, defines, name, smem)
+        self.launches: list[tuple] = []
+        self.log: list[tuple] = []  # event records and stream waits
+        self.pending: set[int] = set()  # events recorded and not yet passed
+        self.next_event = 0xE000
+
+    def raw_function(self, source, defines, name, smem_bytes=0):
+        key = (source, tuple(sorted(defines.items())), name, smem_bytes)
+        for handle, known in self.functions.items():
+            if known == key:
+                return handle
+        handle = 0xF000 + len(self.functions)
+        self.functions[handle] = key
+        return handle
+
+    def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):  # noqa: N802  (the driver's names)
+        _, defines, name, _ = self.functions[function]
+        real = ctypes.c_double if dict(defines)["DTYPE"] == 1 else ctypes.c_float
+        i, p = self._INT, self._PTR
+        types_ = (i, i, i, real, p, i, p, i, real, p, i) if name == "gemm" else (i, i, real, p, i)
+        values = tuple(ctypes.cast(params[j], ctypes.POINTER(t)).contents.value
+                       for j, t in enumerate(types_))  # fmt: skip
+        self.launches.append((name, function, (gx, gy, gz), (bx, by, bz), smem, stream, values))
+        return 0
+
+    def cuEventCreate(self, ref, flags):  # noqa: N802  (the driver's names)
+        self.next_event += 1
+        ref._obj.value = self.next_event
+        return 0
+
+    def cuEventRecord(self, event, stream):  # noqa: N802  (the driver's names)
+        self.log.append(("record", event, stream))
+        self.pending.add(event)
+        return 0
+
+    def cuEventQuery(self, event):  # noqa: N802  (the driver's names)
+        return _driver.CUDA_ERROR_NOT_READY if event in self.pending else 0
+
+    def cuStreamWaitEvent(self, waiter, event, flags):  # noqa: N802  (the driver's names)
+        self.log.append(("wait", waiter, event))
+        return 0
+
+    def finish(self):
+        """The GPU catches up: every event recorded so far has passed."""
+        self.pending.clear()
 
 
 @pytest.fixture
-def fake_kernels(monkeypatch):
-    kernels: dict[tuple, tuple[FakeKernel, FakeKernel]] = {}
-
-    def prepared(source, defines, scalar, smem_bytes, ctx_id):
-        return kernels.setdefault(
-            (source, defines, scalar, smem_bytes), (FakeKernel(), FakeKernel())
-        )
-
-    monkeypatch.setattr(launch, "_prepared", prepared)
-    monkeypatch.setattr(launch.cuda, "context", lambda: "ctx")
-    launch._variant.cache_clear()
-    yield kernels
-    launch._variant.cache_clear()
+def fake_driver(monkeypatch):
+    driver = FakeDriver()
+    monkeypatch.setattr(_driver, "lib", lambda: driver)
+    monkeypatch.setattr(_driver, "events", _driver._Events())  # no fake handle outlives this
+    monkeypatch.setattr(compiler, "raw_function", driver.raw_function)
+    monkeypatch.setattr(cuda, "context", lambda: "the context")
+    launch.launcher.cache_clear()
+    yield driver
+    launch.launcher.cache_clear()
 
 
 @pytest.mark.parametrize("name,dtype", [("simt", np.float32), ("dmma", np.float64)])
-def test_launch_uses_the_family_geometry(fake_kernels, name, dtype):
+def test_launch_uses_the_family_geometry(fake_driver, name, dtype):
     family = FAMILIES[name]
     dname = np.dtype(dtype).name
     config = family.default_config(dname)
     split = type(config).make(config.family, {**config.as_dict(), "SPLIT_K": 2})
     for cfg, (m, n, k) in itertools.product((config, split), ((1000, 129, 70), (64, 64, 64))):
         form = BlasForm(False, True, m, n, k, 4096, m, 8192, n, 12288, m, np.dtype(dtype).itemsize)
-        launch.gemm(form, np.dtype(dtype), 1.5, 0.5, cfg)
+        del fake_driver.launches[:]
+        launch.gemm(form, np.dtype(dtype), 1.5, 0.5, cfg, stream=0x99)
         defines = tuple(sorted(launch.gemm_defines(cfg, np.dtype(dtype), form).items()))
         g = family.geometry(cfg, dname, m, n)
-        gemm, scale = fake_kernels[(family.source, defines, "f" if dname == "float32" else "d",
-                                    g.smem_bytes)]  # fmt: skip
-        grid, block, _, args, shared = gemm.calls[-1]
-        assert (grid, block, shared) == (g.grid, g.block, g.smem_bytes)
-        assert args[:3] == (m, n, k) and args[3] == 1.5 and args[3].dtype == dtype
-        assert bool(scale.calls) == (g.split_k > 1)
+        *scale, gemm = fake_driver.launches
+        kernel, function, grid, block, smem, stream, values = gemm
+        assert (kernel, fake_driver.functions[function]) == (
+            "gemm", (family.source, defines, "gemm", g.smem_bytes))
+        assert (grid, block, smem, stream) == (g.grid, g.block, g.smem_bytes, 0x99)
+        assert values == (m, n, k, 1.5, 4096, m, 8192, n, 0.5, 12288, m)
+        if g.split_k > 1:  # C = beta C first; the split products then add into it
+            ((kernel, function, _, _, _, stream, values),) = scale
+            assert (kernel, fake_driver.functions[function][2:]) == ("scale_c", ("scale_c", 0))
+            assert stream == 0x99 and values == (m, n, 0.5, 12288, m)
+        else:
+            assert scale == []
 
 
-# --- the device call, end to end ------------------------------------------------------------
+def test_launch_reuses_its_launcher_and_skips_empty_products(fake_driver):
+    config = FAMILIES["simt"].default_config("float32")
+    form = BlasForm(False, False, 64, 64, 64, 4096, 64, 8192, 64, 12288, 64, 4)
+    for alpha in (1.0, 2.0):
+        launch.gemm(form, np.dtype(np.float32), alpha, 0.0, config)
+    (first, second) = fake_driver.launches
+    assert first[:6] == second[:6] and (first[6][3], second[6][3]) == (1.0, 2.0)
+    assert len(fake_driver.functions) == 1  # loaded once, its buffers refilled
+    launch.gemm(dataclasses.replace(form, m=0), np.dtype(np.float32), 1.0, 0.0, config)
+    assert len(fake_driver.launches) == 2
+
+
+def test_scratch_returns_to_the_pool_only_after_its_work(fake_driver, monkeypatch):
+    """cuda.release_after: buffers whose last users are queued on a stream come back to the
+    pool once an event recorded after them has passed; the host never waits for it."""
+    import collections
+
+    pool = cuda._ScratchPool()
+    monkeypatch.setattr(cuda, "_pending", collections.deque())
+    keep = [cuda.ScratchBuffer(0xA000, 256, pool), cuda.ScratchBuffer(0xB000, 512, pool)]
+    cuda.release_after(keep, 0x77)
+    assert keep == [] and pool.held == {}  # queued work may still read them
+    ((what, _, stream),) = fake_driver.log
+    assert (what, stream) == ("record", 0x77)
+    cuda._reap()
+    assert pool.held == {} and len(cuda._pending) == 1  # not yet: the event has not passed
+    later = [cuda.ScratchBuffer(0xC000, 256, pool)]
+    cuda.release_after(later, None)  # the legacy default stream
+    fake_driver.finish()
+    cuda._reap()
+    assert pool.held == {256: [0xA000, 0xC000], 512: [0xB000]} and not cuda._pending
+    assert sorted(_driver.events.free) == sorted(e for _, e, _ in fake_driver.log)  # reused
+    assert fake_driver.log[1][2] == 0
+
+
+# --- the device call, end to end, on a pretend GPU -------------------------------------------
+
+
+class FakeMemory:
+    """Pretend device memory: a host buffer whose bytes have device addresses from BASE."""
+
+    BASE = 1 << 24
+
+    def __init__(self, nbytes=1 << 22):
+        self.data = np.zeros(nbytes, np.uint8)
+        self.next = self.BASE
+
+    def alloc(self, nbytes):
+        ptr = self.next
+        self.next += -(-max(nbytes, 1) // 256) * 256 + 256
+        return ptr
+
+    def view(self, ptr, shape, dtype, strides):
+        """An ndarray on the bytes at ptr (byte strides)."""
+        return np.ndarray(shape, dtype, buffer=self.data, offset=ptr - self.BASE, strides=strides)
+
+    def column_major(self, ptr, rows, cols, ld, dtype):
+        size = np.dtype(dtype).itemsize
+        return self.view(ptr, (rows, cols), dtype, (size, max(ld, 1) * size))
+
+    def gemm(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype):
+        """cuBLAS's column-major GEMM on this memory, in float64."""
+        op_a = self.column_major(a, *((k, m) if ta else (m, k)), lda, dtype)
+        op_b = self.column_major(b, *((n, k) if tb else (k, n)), ldb, dtype)
+        op_a, op_b = (op_a.T if ta else op_a), (op_b.T if tb else op_b)
+        out = self.column_major(c, m, n, ldc, dtype)
+        product = alpha * (op_a.astype(np.float64) @ op_b.astype(np.float64))
+        out[...] = product + beta * out if beta != 0 else product
+
+
+class PlannedArray(FakeDeviceArray):
+    """A device array of a library tunedgemm plans for (the fake_gpu fixture registers a
+    Kind for it), whose elements live in a FakeMemory."""
+
+    def __init__(self, memory, ptr, shape, dtype, strides):
+        dtype = np.dtype(dtype)
+        super().__init__(ptr, tuple(shape), dtype.str, tuple(strides))
+        self.memory, self.dtype = memory, dtype
+
+    def get(self):
+        return self.memory.view(self.ptr, self.shape, self.dtype, self.strides).copy()
+
+
+@dataclasses.dataclass
+class FakeGpu:
+    """What the fake_gpu fixture gives a test: the launches made, the device memory, and
+    device arrays made by the pretend library (`made`)."""
+
+    launches: list
+    memory: FakeMemory
+    driver: FakeDriver
+    made: list
+    current_stream: list  # the stream the pretend library queues on now
+
+    def array(self, host, ptr_offset=0):
+        """A PlannedArray holding a copy of a NumPy array (its layout kept)."""
+        host = np.asarray(host)
+        steps = zip(host.shape, host.strides, strict=True)
+        span = sum((d - 1) * s for d, s in steps if d) + host.itemsize
+        ptr = self.memory.alloc(span + ptr_offset) + ptr_offset  # views keep their strides
+        array = PlannedArray(self.memory, ptr, host.shape, host.dtype, host.strides)
+        if host.size:
+            self.memory.view(ptr, host.shape, host.dtype, host.strides)[...] = host
+        return array
+
+    def empty(self, shape, dtype, order="C", ptr_offset=0):
+        size = np.dtype(dtype).itemsize
+        strides = tuple(s * size for s in device_arrays._strides(tuple(shape), order))
+        ptr = self.memory.alloc(math.prod(shape) * size + ptr_offset) + ptr_offset
+        return PlannedArray(self.memory, ptr, shape, dtype, strides)
 
 
 @pytest.fixture
-def fake_gpu(monkeypatch):
-    """A usable 'GPU' whose cuBLAS calls are recorded instead of run."""
-    calls = []
-    monkeypatch.delenv("TUNEDGEMM_BACKEND", raising=False)
-    for name in (selection.FAMILY_ENV, selection.CUBLAS_ENV, table.TABLE_ENV):
+def fake_gpu(monkeypatch, fake_driver):
+    """A usable 'GPU' (the shipped table's H100) with a pretend library of device arrays
+    (PlannedArray) that plans serve; cuBLAS calls are recorded and computed on the pretend
+    device memory, own-kernel launches are recorded by the fake driver."""
+    launches: list = []
+    memory = FakeMemory()
+    gpu = FakeGpu(launches, memory, fake_driver, [], [0x33])
+    for name in settings.DECIDING:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TUNEDGEMM_REFINE", "0")  # nothing to time on a pretend GPU
     monkeypatch.setattr(cuda, "status", lambda: (True, "pretend GPU"))
-    monkeypatch.setattr(cuda, "context", lambda: None)
+    monkeypatch.setattr(cuda, "ordinal", lambda: 0)
     monkeypatch.setattr(selection, "_current_gpu", lambda: H100)
     monkeypatch.setattr(reference, "status", lambda: (True, "pretend cuBLAS"))
-    monkeypatch.setattr(reference, "gemm", lambda *args: calls.append(args))
-    selection._choose.cache_clear()
-    yield calls
-    selection._choose.cache_clear()
+
+    def direct(dtype, precision="ieee"):
+        def call(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream):
+            launches.append(("cublas", np.dtype(dtype).name, precision, ta, tb, m, n, k, alpha,
+                             a, lda, b, ldb, beta, c, ldc, stream))  # fmt: skip
+            if min(a, b, c) >= memory.BASE:  # bare FakeDeviceArrays have no elements
+                memory.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype)
+
+        return call
+
+    def gemm_batched(form, strides, batch, dtype, alpha, beta, stream=None):
+        launches.append(("cublas batched", form, strides, batch, np.dtype(dtype).name, alpha,
+                         beta, stream))  # fmt: skip
+        size = form.itemsize
+        for i in range(batch):
+            a, b, c = (p + i * s * size for p, s in zip((form.a, form.b, form.c), strides,
+                                                      strict=True))  # fmt: skip
+            memory.gemm(form.trans_a, form.trans_b, form.m, form.n, form.k, alpha, a, form.lda,
+                        b, form.ldb, beta, c, form.ldc, dtype)  # fmt: skip
+
+    # cuBLASLt stands aside (as where it is missing), so the plans' cuBLAS calls are these:
+    monkeypatch.setattr(cublaslt, "runner", lambda *args: None)
+    monkeypatch.setattr(reference, "direct", direct)
+    monkeypatch.setattr(reference, "gemm_batched", gemm_batched)
+    monkeypatch.setattr(reference, "gemm", lambda *args: pytest.fail("plans call cuBLAS directly"))
+
+    def empty(like, shape, dtype, order):
+        gpu.made.append(gpu.empty(shape, dtype, order))
+        return gpu.made[-1]
+
+    kind = device_arrays.Kind(
+        "cupy",  # compared with cuda.ordinal, as CuPy's device id is
+        lambda x: (x.shape, x.strides, x.typestr, 0),
+        lambda x: x.ptr,
+        lambda x: gpu.current_stream[0],
+        empty,
+    )
+    monkeypatch.setitem(device_arrays._kinds, PlannedArray, kind)
+    plans.clear()
+    yield gpu
+    plans.clear()  # no plan made on the pretend GPU outlives the test
 
 
 def test_device_call_reaches_cublas_with_the_transposed_problem(fake_gpu, monkeypatch):
+    """Arrays of a library tunedgemm does not plan for take the general path on every call:
+    normalised each time (each interface read once), and launched on the default stream."""
     monkeypatch.setattr(streams, "for_call", lambda s: pytest.fail("no stream to bridge"))
     a, b, c = (
         FakeDeviceArray(4096, (64, 32)),
@@ -286,17 +506,16 @@ def test_device_call_reaches_cublas_with_the_transposed_problem(fake_gpu, monkey
         FakeDeviceArray(12288, (64, 48)),
     )
     assert tg.sgemm(2.0, a, b, 0.0, c, overwrite_c=1) is c
-    ((form, dtype, alpha, beta, stream),) = fake_gpu
+    ((*what, alpha, pa, lda, pb, ldb, beta, pc, ldc, stream),) = fake_gpu.launches
     # Row-major C = A B is the column-major C^T = B^T A^T.
-    assert (form.m, form.n, form.k) == (48, 64, 32)
-    assert (form.a, form.lda, form.b, form.ldb, form.c, form.ldc) == (8192, 48, 4096, 32, 12288,
-                                                                      48)  # fmt: skip
-    assert (dtype, alpha, beta, stream) == (np.float32, 2.0, 0.0, None)
-    # Once for the repeat key and once to normalise (real CuPy arrays are keyed by their
-    # attributes instead); a repeat of the call reads each once more and normalises nothing.
-    assert (a.reads, b.reads, c.reads) == (2, 2, 2)
+    assert what == ["cublas", "float32", "ieee", False, False, 48, 64, 32]
+    assert (pa, lda, pb, ldb, pc, ldc) == (8192, 48, 4096, 32, 12288, 48)
+    assert (alpha, beta, stream) == (2.0, 0.0, 0)
+    assert (a.reads, b.reads, c.reads) == (1, 1, 1)
     tg.sgemm(2.0, a, b, 0.0, c, overwrite_c=1)
-    assert (a.reads, b.reads, c.reads) == (3, 3, 3) and fake_gpu[0] == fake_gpu[1]
+    assert (a.reads, b.reads, c.reads) == (2, 2, 2)
+    assert fake_gpu.launches[0] == fake_gpu.launches[1]
+    assert plans.call_plans.items == {}
 
 
 def test_producer_streams_still_order_the_call(fake_gpu, monkeypatch):
@@ -318,7 +537,235 @@ def test_producer_streams_still_order_the_call(fake_gpu, monkeypatch):
         (FakeDeviceArray(12288, (8, 8))),
     )
     tg.sgemm(1.0, a, b, 0.0, c, overwrite_c=1)
-    assert seen == [{0x55}, "finished"]
+    assert seen == [{0x55}, "finished"] and len(fake_gpu.launches) == 1
+
+
+# --- the plan cache: repeated device calls of one kind launch their plan ---------------------
+
+
+@pytest.fixture
+def normalised(monkeypatch):
+    """The calls normalised (each miss of the plan cache normalises once)."""
+    from tunedgemm import api
+
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    real = api.normalise
+    monkeypatch.setattr(api, "normalise", counting)
+    monkeypatch.setattr(_matmul, "normalise", counting)
+    return calls
+
+
+def operands(gpu, rng, dtype=np.float32, m=64, n=48, k=32):
+    return (gpu.array(uniform(rng, (m, k), dtype)), gpu.array(uniform(rng, (k, n), dtype)),
+            gpu.array(uniform(rng, (m, n), dtype)))  # fmt: skip
+
+
+def test_a_repeated_call_launches_its_plan_without_normalising(fake_gpu, normalised, rng):
+    a, b, c = operands(fake_gpu, rng)
+    c0 = c.get()
+    assert tg.sgemm(2.0, a, b, 0.5, c, overwrite_c=1) is c
+    assert_gemm(c.get(), 2.0, a.get(), b.get(), 0.5, c0, np.float32)
+    c1 = c.get()
+    assert tg.sgemm(2.0, a, b, 0.5, c, overwrite_c=1) is c
+    assert_gemm(c.get(), 2.0, a.get(), b.get(), 0.5, c1, np.float32)
+    assert len(normalised) == 1 and len(plans.call_plans.items) == 1
+    first, second = fake_gpu.launches
+    assert first == second and first[:8] == ("cublas", "float32", "ieee", False, False, 48, 64,
+                                             32)  # fmt: skip
+    # C^T = B^T A^T, on the library's current stream:
+    assert (first[9], first[11], first[14], first[16]) == (b.ptr, a.ptr, c.ptr, 0x33)
+    assert (a.reads, b.reads, c.reads) == (1, 1, 1)  # a hit reads no interface
+
+
+def test_a_plan_serves_new_addresses_and_scalars(fake_gpu, normalised, rng):
+    a, b, c = operands(fake_gpu, rng)
+    tg.sgemm(2.0, a, b, 0.0, c, overwrite_c=1)
+    a2, b2, c2 = operands(fake_gpu, rng)
+    c0 = c2.get()
+    assert tg.sgemm(-1.5, a2, b2, 0.25, c2, overwrite_c=1) is c2
+    assert_gemm(c2.get(), -1.5, a2.get(), b2.get(), 0.25, c0, np.float32)
+    assert len(normalised) == 1
+    last = fake_gpu.launches[-1]
+    assert (last[8], last[13]) == (-1.5, 0.25)
+    assert (last[9], last[11], last[14], last[16]) == (b2.ptr, a2.ptr, c2.ptr, 0x33)
+
+
+def test_alignment_picks_the_aligned_or_unaligned_kernel(fake_gpu, normalised, monkeypatch, rng):
+    """Own kernels have variants by 16-byte alignment: one call plan, a device plan each."""
+    monkeypatch.setenv("TUNEDGEMM_CUBLAS", "0")
+    a, b, c = operands(fake_gpu, rng)
+    tg.sgemm(1.0, a, b, 0.0, c, overwrite_c=1)
+    host = uniform(rng, (64, 32), np.float32)
+    shifted = fake_gpu.array(host, ptr_offset=4)  # 4 bytes off 16-byte alignment
+    tg.sgemm(1.0, shifted, b, 0.0, c, overwrite_c=1)
+    assert len(normalised) == 1 and len(plans.device_plans.items) == 2
+    aligned, unaligned = (fake_gpu.driver.functions[launched[1]]
+                          for launched in fake_gpu.driver.launches[-2:])  # fmt: skip
+    assert dict(aligned[1])["ALIGNED"] == 1 and dict(unaligned[1])["ALIGNED"] == 0
+    assert fake_gpu.driver.launches[-1][6][6] == shifted.ptr  # b of C^T = B^T A^T
+
+
+@pytest.fixture
+def process_precision():
+    """tunedgemm.set_precision's setting, restored after the test."""
+    saved = sys.modules["tunedgemm.precision"]._process[0]
+    yield
+    tg.set_precision(saved)
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["shape", "strides", "dtype", "trans flag", "precision", "default precision", "cublas off",
+     "new result", "bool flag", "beta without c"],
+)  # fmt: skip
+def test_anything_that_changes_the_launch_is_not_a_hit(fake_gpu, normalised, monkeypatch, rng,
+                                                        process_precision, change):  # fmt: skip
+    a, b, c = operands(fake_gpu, rng)
+    tg.sgemm(2.0, a, b, 0.0, c, overwrite_c=1)
+    args = {"alpha": 2.0, "a": a, "b": b, "beta": 0.0, "c": c, "overwrite_c": 1}
+    routine = tg.sgemm
+    if change == "shape":
+        args["a"], args["c"] = operands(fake_gpu, rng, m=60)[::2]
+    elif change == "strides":  # a view with a leading dimension of 40
+        args["a"] = fake_gpu.array(uniform(rng, (64, 40), np.float32)[:, :32])
+    elif change == "dtype":
+        args["a"], args["b"], args["c"] = operands(fake_gpu, rng, np.float64)
+        routine = tg.dgemm
+    elif change == "trans flag":
+        args["a"], args["trans_a"] = fake_gpu.array(uniform(rng, (32, 64), np.float32)), 1
+    elif change == "precision":
+        args["precision"] = "3xtf32"
+    elif change == "default precision":
+        tg.set_precision("3xtf32")  # the process's default (undone by the fixture below)
+    elif change == "cublas off":
+        monkeypatch.setenv("TUNEDGEMM_CUBLAS", "0")
+    elif change == "new result":
+        args["overwrite_c"] = 0
+    elif change == "bool flag":
+        with pytest.raises(TypeError, match="trans_b"):
+            tg.sgemm(trans_b=True, **args)
+        return
+    elif change == "beta without c":
+        with pytest.raises(ValueError, match="c must be given"):
+            tg.sgemm(2.0, a, b, 1.0)
+        return
+    c0 = args["c"].get()
+    result = routine(**args)
+    assert len(normalised) == 2
+    launches = fake_gpu.launches + fake_gpu.driver.launches
+    assert len(launches) == 2 and launches[0] != launches[1]
+    assert (result is args["c"]) == (change != "new result")
+    if change != "cublas off":  # own kernels are recorded, not run, on the pretend GPU
+        host_a = args["a"].get()
+        assert_gemm(result.get(), 2.0, host_a.T if args.get("trans_a") else host_a,
+                    args["b"].get(), 0.0, c0, (routine is tg.dgemm and np.float64) or np.float32)
+
+
+def test_a_transpose_flag_alone_changes_the_plan(fake_gpu, normalised, rng):
+    """Square operands: the flags are all that tells the calls apart (1 and 2 both mean
+    transpose, so they share a plan)."""
+    a, b, c = operands(fake_gpu, rng, m=32, n=32, k=32)
+    for trans_a, misses in ((0, 1), (1, 2), (2, 2), (0, 2)):
+        tg.sgemm(1.0, a, b, 0.0, c, trans_a=trans_a, overwrite_c=1)
+        assert len(normalised) == misses
+        assert_gemm(c.get(), 1.0, a.get().T if trans_a else a.get(), b.get(), 0.0, None,
+                    np.float32)  # fmt: skip
+
+
+def test_cublas_runs_through_cublaslt_where_it_serves(fake_gpu, monkeypatch, rng):
+    """Where cuBLASLt has an algorithm for a plan's key, the plan runs it (built once)."""
+    built = []
+
+    def runner(dtype, precision, ta, tb, m, n, k, lda, ldb, ldc, batch=1, strides=(0, 0, 0)):
+        built.append((dtype, precision, ta, tb, m, n, k, lda, ldb, ldc, batch, strides))
+
+        def run(a, b, c, alpha, beta, stream):
+            fake_gpu.launches.append(("cublaslt", a, b, c, alpha, beta, stream))
+            fake_gpu.memory.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype)
+
+        return run
+
+    monkeypatch.setattr(cublaslt, "runner", runner)
+    a, b, c = operands(fake_gpu, rng)
+    for alpha in (1.0, -2.0):
+        c0 = c.get()
+        tg.sgemm(alpha, a, b, 1.0, c, overwrite_c=1)
+        assert_gemm(c.get(), alpha, a.get(), b.get(), 1.0, c0, np.float32)
+    assert built == [("float32", "ieee", False, False, 48, 64, 32, 48, 32, 48, 1, (0, 0, 0))]
+    assert [x[0] for x in fake_gpu.launches] == ["cublaslt"] * 2
+
+
+def test_a_new_result_is_made_on_every_call(fake_gpu, normalised, rng):
+    a, b, _ = operands(fake_gpu, rng)
+    first = tg.sgemm(2.0, a, b)
+    second = tg.sgemm(2.0, a, b)
+    assert len(normalised) == 1 and first is not second and first.ptr != second.ptr
+    assert {first, second} <= set(fake_gpu.made)
+    for result in (first, second):  # F-ordered, as sgemm's host results
+        assert result.shape == (64, 48) and result.strides == (4, 256)
+        assert_gemm(result.get(), 2.0, a.get(), b.get(), 0.0, None, np.float32)
+    (*rest1, c1, ldc1, s1), (*rest2, c2, ldc2, s2) = fake_gpu.launches
+    assert (c1, c2) == (first.ptr, second.ptr) and rest1 == rest2 and ldc1 == ldc2 == 64
+    assert s1 == s2 == 0x33
+    # C is column-major (no swap); A and B are row-major, so read transposed
+    assert rest1[:8] == ["cublas", "float32", "ieee", True, True, 64, 48, 32]
+
+
+def test_a_call_on_another_stream_waits_for_the_librarys(fake_gpu, rng):
+    a, b, c = operands(fake_gpu, rng)
+    for _ in range(2):  # the miss and the hit
+        tg.sgemm(1.0, a, b, 0.0, c, overwrite_c=1, stream=0x44)
+    assert [launched[-1] for launched in fake_gpu.launches] == [0x44, 0x44]
+    (record, wait, *again) = fake_gpu.driver.log
+    assert record[0::2] == ("record", 0x33) and wait == ("wait", 0x44, record[1])
+    assert len(again) == 2
+    fake_gpu.current_stream[0] = 0x44  # already the library's stream: nothing to wait for
+    tg.sgemm(1.0, a, b, 0.0, c, overwrite_c=1, stream=0x44)
+    assert len(fake_gpu.driver.log) == 4
+
+
+@pytest.mark.parametrize(
+    "a_shape,b_shape,launched",
+    [((64, 32), (32, 48), ["cublas"]), ((4, 24, 16), (16, 8), ["cublas"]),  # folded: 1 product
+     ((3, 24, 16), (16,), ["cublas"]), ((4, 24, 16), (4, 16, 8), ["cublas batched"]),
+     ((24, 16), (3, 16, 8), ["cublas batched"]),
+     ((2, 3, 24, 16), (3, 16, 8), ["cublas batched"] * 2),  # b repeats: a loop of 2 batches
+     ((16,), (3, 16, 8), ["cublas batched"]), ((1, 24, 16), (4, 16, 8), ["cublas batched"]),
+     ((2, 1, 24, 16), (1, 1, 16, 8), ["cublas"])],  # folded too
+)  # fmt: skip
+def test_device_matmul_broadcasts_as_numpy(fake_gpu, normalised, rng, a_shape, b_shape,
+                                           launched):  # fmt: skip
+    """N-d device matmul: one (possibly folded) strided-batched product, np.matmul's result
+    (shape, C order, values); a repeat launches the plan without normalising."""
+    host_a, host_b = uniform(rng, a_shape, np.float32), uniform(rng, b_shape, np.float32)
+    a, b = fake_gpu.array(host_a), fake_gpu.array(host_b)
+    expected = np.matmul(host_a.astype(np.float64), host_b.astype(np.float64))
+    for _ in range(2):
+        result = tg.matmul(a, b)
+        assert result.shape == expected.shape
+        assert result.strides == tuple(s // 2 for s in np.empty(expected.shape).strides)
+        np.testing.assert_allclose(result.get(), expected, rtol=1e-5, atol=1e-5)
+    assert len(normalised) == (len(a_shape) == len(b_shape) == 2)
+    assert len(plans.call_plans.items) == 1
+    assert [x[0] for x in fake_gpu.launches] == launched * 2
+
+
+def test_device_matmul_of_batches_no_single_stride_walks(fake_gpu, rng):
+    """Batch dimensions that no single stride walks (a view of every other matrix, an
+    operand broadcast along one dimension only): a loop of strided-batched launches, still
+    np.matmul's result."""
+    host_a = uniform(rng, (2, 3, 24, 16), np.float32)[:, :2]  # the batch rows skip one
+    host_b = uniform(rng, (2, 16, 8), np.float32)[:, None]  # broadcast along the second
+    a, b = fake_gpu.array(host_a), fake_gpu.array(host_b)
+    result = tg.matmul(a, b)
+    expected = np.matmul(host_a.astype(np.float64), host_b.astype(np.float64))
+    np.testing.assert_allclose(result.get(), expected, rtol=1e-5, atol=1e-5)
+    assert len(fake_gpu.launches) > 1
 
 
 # --- cuBLAS through scikit-cuda's binding ---------------------------------------------------
@@ -399,109 +846,3 @@ def test_cublas_wrapper_used_without_the_typed_binding(cublas, binding):
     assert calls == [
         ("wrapper", 0x1234, "t", "n", 5, 6, 7, 1.0, FORM.a, 7, FORM.b, 7, 2.0, FORM.c, 5)
     ]
-
-
-# --- repeated in-place calls reuse their launch ---------------------------------------------
-
-
-@pytest.fixture
-def repeat_memo(fake_gpu):
-    from tunedgemm import _repeat
-
-    _repeat.clear()
-    yield fake_gpu
-    _repeat.clear()
-
-
-def _operands():
-    return (FakeDeviceArray(4096, (64, 32)), FakeDeviceArray(8192, (32, 48)),
-            FakeDeviceArray(12288, (64, 48)))  # fmt: skip
-
-
-def test_a_repeated_call_repeats_its_launch_without_normalising(repeat_memo, monkeypatch):
-    from tunedgemm import api
-
-    a, b, c = _operands()
-    assert tg.sgemm(2.0, a, b, 0.5, c, overwrite_c=1) is c
-    monkeypatch.setattr(api, "normalise", lambda *args: pytest.fail("not a repeat"))
-    assert tg.sgemm(2.0, a, b, 0.5, c, overwrite_c=1) is c
-    first, second = repeat_memo
-    assert first == second
-
-
-@pytest.mark.parametrize(
-    "change",
-    ["pointer", "alpha", "flag", "cublas off", "readonly c", "new output", "bool flag"],
-)
-def test_anything_that_changes_the_launch_is_not_a_repeat(repeat_memo, monkeypatch, change):
-    a, b, c = _operands()
-    tg.sgemm(2.0, a, b, 0.0, c, overwrite_c=1)
-    args = {"alpha": 2.0, "a": a, "b": b, "beta": 0.0, "c": c, "overwrite_c": 1}
-    if change == "pointer":
-        args["b"] = FakeDeviceArray(16384, (32, 48))
-    elif change == "alpha":
-        args["alpha"] = 3.0
-    elif change == "flag":
-        args["a"], args["trans_a"] = FakeDeviceArray(4096, (32, 64)), 1
-    elif change == "cublas off":
-        monkeypatch.setenv(selection.CUBLAS_ENV, "0")
-        monkeypatch.setattr(launch, "gemm", lambda *args: repeat_memo.append(("own", args)))
-    elif change == "readonly c":
-        args["c"] = FakeDeviceArray(12288, (64, 48), readonly=True)
-        monkeypatch.setattr(_args, "_new_out", lambda like, shape, dtype, order: (
-            _args.device_matrix(FakeDeviceArray(65536, shape), "out"), "new"))  # fmt: skip
-    elif change == "new output":
-        args["overwrite_c"] = 0
-        monkeypatch.setattr(_args, "_new_out", lambda like, shape, dtype, order: (
-            _args.device_matrix(FakeDeviceArray(65536, shape), "out"), "new"))  # fmt: skip
-    elif change == "bool flag":
-        with pytest.raises(TypeError, match="trans_b"):
-            tg.sgemm(trans_b=True, **args)
-        return
-    result = tg.sgemm(**args)
-    assert len(repeat_memo) == 2 and repeat_memo[0] != repeat_memo[1]
-    assert (result is args["c"]) == (change not in ("readonly c", "new output"))
-
-
-@pytest.fixture
-def new_results(monkeypatch):
-    """New device results as fake CuPy arrays, each at a new address."""
-    from tunedgemm import device_arrays
-
-    made = []
-
-    def empty_like_kind(like, shape, dtype, order):
-        itemsize = np.dtype(dtype).itemsize
-        strides = (itemsize, itemsize * shape[0]) if order == "F" else None
-        made.append(FakeDeviceArray(1 << 20 + len(made), shape, np.dtype(dtype).str, strides))
-        return made[-1]
-
-    monkeypatch.setattr(device_arrays, "empty_like_kind", empty_like_kind)
-    return made
-
-
-def test_a_repeated_call_into_a_new_result_makes_one_and_repeats_the_launch(
-    repeat_memo, new_results, monkeypatch
-):
-    from tunedgemm import api
-
-    a, b, _ = _operands()
-    first = tg.sgemm(2.0, a, b)
-    monkeypatch.setattr(api, "normalise", lambda *args: pytest.fail("not a repeat"))
-    second = tg.sgemm(2.0, a, b)
-    assert new_results == [first, second] and first.ptr != second.ptr
-    assert second.shape == (64, 48) and second.strides == (4, 256)  # F-ordered, as the first
-    (form1, *rest1), (form2, *rest2) = repeat_memo
-    assert (form1.c, form2.c) == (first.ptr, second.ptr) and rest1 == rest2
-    assert dataclasses.replace(form1, c=0) == dataclasses.replace(form2, c=0)
-
-
-def test_new_result_calls_that_differ_are_not_repeats(repeat_memo, new_results):
-    a, b, _ = _operands()
-    tg.sgemm(2.0, a, b)
-    tg.sgemm(3.0, a, b)  # another alpha
-    tg.sgemm(2.0, FakeDeviceArray(4096, (32, 64)), b, trans_a=1)  # another flag
-    with pytest.raises(ValueError, match="c must be given"):
-        tg.sgemm(2.0, a, b, 1.0)  # beta != 0 without c is still an error
-    assert [args[2] for args in repeat_memo] == [2.0, 3.0, 2.0]
-    assert len({args[0] for args in repeat_memo}) == 3  # three launches, three results
