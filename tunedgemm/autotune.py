@@ -84,7 +84,9 @@ def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
 def incumbent(candidates: tuple[Config, ...]) -> Config:
     """What runs unless another candidate proves faster: cuBLAS where it competes (the
     floor every call must meet), else the model's first pick."""
-    return table.CUBLAS if table.CUBLAS in candidates else candidates[0]
+    if table.CUBLAS in candidates:
+        return table.CUBLAS
+    return next((c for c in candidates if getattr(c, "is_cublas", False)), candidates[0])
 
 
 def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], stream: Any,
@@ -131,7 +133,9 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     for config in candidates:
 
         def work(config: Config = config) -> None:
-            if config == table.CUBLAS and lt is not None:
+            if getattr(config, "is_cublas", False):  # one cuBLASLt algorithm
+                config(trial.a, trial.b, trial.c, 1.0, 0.0, handle)  # type: ignore[operator]
+            elif config == table.CUBLAS and lt is not None:
                 lt(trial.a, trial.b, trial.c, 1.0, 0.0, handle)
             elif config == table.CUBLAS:
                 reference.gemm(trial, dtype, 1.0, 0.0, stream, precision)

@@ -100,21 +100,34 @@ def _layout(dtype: int, rows: int, cols: int, ld: int, batch: int = 1, stride: i
 
 def runner(dtype: str, precision: str, trans_a: bool, trans_b: bool, m: int, n: int, k: int,
            lda: int, ldb: int, ldc: int, batch: int = 1,
-           strides: tuple[int, int, int] = (0, 0, 0)) -> Any:  # fmt: skip
+           strides: tuple[int, int, int] = (0, 0, 0)) -> Algorithm | None:  # fmt: skip
     """run(a, b, c, alpha, beta, stream) for one column-major product (or a strided batch of
-    them: element strides of A, B, C) through cuBLASLt, its algorithm chosen now; None where
-    cuBLASLt is missing or has no algorithm for it."""
+    them: element strides of A, B, C) through cuBLASLt with its heuristic's first algorithm;
+    None where cuBLASLt is missing or has no algorithm for it."""
+    found = algorithms(dtype, precision, trans_a, trans_b, m, n, k, lda, ldb, ldc, batch,
+                       strides, count=1)  # fmt: skip
+    return found[0] if found else None
+
+
+def algorithms(dtype: str, precision: str, trans_a: bool, trans_b: bool, m: int, n: int, k: int,
+               lda: int, ldb: int, ldc: int, batch: int = 1,
+               strides: tuple[int, int, int] = (0, 0, 0),
+               count: int = 4) -> list[Algorithm]:  # fmt: skip
+    """The heuristic's first `count` algorithms for the product, best first, each callable as
+    run(a, b, c, alpha, beta, stream): candidates for autotuning (tunedgemm/autotune.py)."""
     compute = COMPUTE.get((dtype, precision))
     if compute is None or min(m, n, k) <= 0:
-        return None
+        return []
     try:
-        return _Runner(dtype, compute, trans_a, trans_b, m, n, k, lda, ldb, ldc, batch, strides)
+        problem = _Problem(dtype, compute, trans_a, trans_b, m, n, k, lda, ldb, ldc, batch,
+                           strides)  # fmt: skip
+        return [Algorithm(problem, found, i) for i, found in enumerate(problem.search(count))]
     except Exception:  # no library, no algorithm, a refused descriptor: cuBLAS as before
-        return None
+        return []
 
 
-class _Runner:
-    """The descriptors and algorithm of one product, and a workspace per stream."""
+class _Problem:
+    """The operation and layout descriptors of one product (shared by its algorithms)."""
 
     def __init__(self, dtype: str, compute: int, trans_a: bool, trans_b: bool, m: int, n: int,
                  k: int, lda: int, ldb: int, ldc: int, batch: int,
@@ -135,29 +148,40 @@ class _Runner:
         self.a_layout = _layout(kind, a_rows, a_cols, lda, batch, strides[0])
         self.b_layout = _layout(kind, b_rows, b_cols, ldb, batch, strides[1])
         self.c_layout = _layout(kind, m, n, ldc, batch, strides[2])
+        self.matmul = lt.cublasLtMatmul
+        self.handle = _handle()
+
+    def search(self, count: int) -> list[_Heuristic]:
+        """The heuristic's best `count` algorithms that fit MAX_WORKSPACE."""
+        lt = _lib()
         pref = _P()
         _check(lt.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "PreferenceCreate")
         limit = ctypes.c_uint64(MAX_WORKSPACE)
         _check(lt.cublasLtMatmulPreferenceSetAttribute(pref, PREF_MAX_WORKSPACE_BYTES,
                                                        ctypes.byref(limit), 8),
                "PreferenceSetAttribute")  # fmt: skip
-        found, count = _Heuristic(), _I(0)
-        _check(lt.cublasLtMatmulAlgoGetHeuristic(_handle(), self.desc, self.a_layout,
+        results, found = (_Heuristic * count)(), _I(0)
+        _check(lt.cublasLtMatmulAlgoGetHeuristic(self.handle, self.desc, self.a_layout,
                                                  self.b_layout, self.c_layout, self.c_layout,
-                                                 pref, 1, ctypes.byref(found),
-                                                 ctypes.byref(count)),
+                                                 pref, count, results, ctypes.byref(found)),
                "cublasLtMatmulAlgoGetHeuristic")  # fmt: skip
-        if count.value < 1 or found.state != 0:
-            raise LookupError("cuBLASLt has no algorithm for this product")
+        return [r for r in results[: found.value] if r.state == 0]
+
+
+class Algorithm:
+    """One cuBLASLt algorithm for one product, and a workspace per stream (two streams must
+    not share one). Counts as cuBLAS among autotuning's candidates."""
+
+    is_cublas = True
+
+    def __init__(self, problem: _Problem, found: _Heuristic, index: int) -> None:
+        self.problem, self.index = problem, index
         self.algo = found.algo  # kept alive: cublasLtMatmul reads it on every call
         self.algo_ref = ctypes.byref(self.algo)
         self.workspace_size = int(found.workspace_size)
         self.workspaces: dict[int, Any] = {}
-        self.matmul = lt.cublasLtMatmul
-        self.handle = _handle()
 
     def _workspace(self, stream: int) -> int:
-        """A workspace for this stream (two streams must not share one)."""
         buffer = self.workspaces.get(stream)
         if buffer is None:
             from . import cuda
@@ -166,14 +190,19 @@ class _Runner:
         return int(buffer)
 
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
+        p = self.problem
         workspace = self._workspace(stream) if self.workspace_size else None
-        alpha_c, beta_c = self.real(alpha), self.real(beta)
-        status = self.matmul(self.handle, self.desc, ctypes.byref(alpha_c), a, self.a_layout,
-                             b, self.b_layout, ctypes.byref(beta_c), c, self.c_layout, c,
-                             self.c_layout, self.algo_ref, workspace, self.workspace_size,
-                             stream)  # fmt: skip
+        alpha_c, beta_c = p.real(alpha), p.real(beta)
+        status = p.matmul(p.handle, p.desc, ctypes.byref(alpha_c), a, p.a_layout, b,
+                          p.b_layout, ctypes.byref(beta_c), c, p.c_layout, c, p.c_layout,
+                          self.algo_ref, workspace, self.workspace_size, stream)  # fmt: skip
         if status:
             _check(status, "cublasLtMatmul")
+
+    def __str__(self) -> str:
+        return f"cublasLt#{self.index}"
+
+    __repr__ = __str__
 
 
 def available() -> bool:

@@ -9,6 +9,7 @@ thread). A call never pays cudaMalloc or cudaFree, and never waits for the devic
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,9 +78,23 @@ def _pycuda_kind() -> Kind:
 
     from . import cuda
 
+    templates: dict[tuple[Any, ...], dict[str, Any]] = {}
+    new = object.__new__
+    cls = gpuarray.GPUArray
+
     def empty(like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str) -> Any:
-        # From tunedgemm's pool: the block goes back when the array is dropped (any thread).
-        return gpuarray.GPUArray(shape, dtype, allocator=cuda.allocate, order=order)
+        # GPUArray's constructor asks the driver for launch limits on every call (about 20 us
+        # on the H100 machine): the attributes of an array of this shape are made once and
+        # copied; the memory comes from tunedgemm's pool, back when the array is dropped.
+        key = (shape, dtype, order)
+        template = templates.get(key)
+        if template is None:
+            made = cls(shape, dtype, allocator=cuda.allocate, order=order)
+            template = templates[key] = dict(made.__dict__, gpudata=None)
+        array = new(cls)
+        array.__dict__.update(template)
+        array.gpudata = cuda.allocate(template["nbytes"]) if template["nbytes"] else None
+        return array
 
     return Kind(
         "pycuda",
@@ -90,6 +105,7 @@ def _pycuda_kind() -> Kind:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def _strides(shape: tuple[int, ...], order: str) -> tuple[int, ...]:
     """Element strides of a dense array of this shape and order."""
     strides = []

@@ -130,11 +130,14 @@ class DevicePlan:
         choice = selection.choose(key.dtype, key.m, key.n, key.k, key.trans_a, key.trans_b,
                                   precision=key.precision)  # fmt: skip
         config, reason = choice.config, choice.reason
-        if len(choice.candidates) > 1 and key.k > 0 and key.batch == 1 and autotune.enabled():
-            tuned = autotune.choose(form, np.dtype(key.dtype), choice.candidates, key.precision)
+        candidates = choice.candidates
+        tuned: Any = None
+        if len(candidates) > 1 and key.k > 0 and key.batch == 1 and autotune.enabled():
+            tuned = autotune.choose(form, np.dtype(key.dtype), _with_lt_algorithms(key, candidates),
+                                    key.precision)  # fmt: skip
             if tuned != config:
                 reason = f"{tuned}: fastest when timed at this shape; table: {reason}"
-            config = tuned
+            config = table.CUBLAS if getattr(tuned, "is_cublas", False) else tuned
         if config == table.CUBLAS and not _cublas_usable():
             table.warn_once("the table chose cuBLAS, which is unavailable; own kernel used")
             config = selection.default_config(key.dtype, key.precision)
@@ -143,11 +146,33 @@ class DevicePlan:
                 selection.cublas_allowed():  # fmt: skip
             config, reason = table.CUBLAS, "cuBLAS strided-batched (own kernels run one product)"
         self.choice, self.reason = config, reason
-        self.run = _runner(key, config)
+        # A cuBLASLt algorithm that autotuning timed fastest runs as it was timed.
+        self.run = tuned if getattr(tuned, "is_cublas", False) else _runner(key, config)
         _log_shape(key)
 
     def __repr__(self) -> str:
         return f"DevicePlan({self.key}: {self.choice})"
+
+
+LT_ALGORITHMS = 4  # cuBLASLt's first picks that autotuning times where cuBLAS competes
+
+
+def _with_lt_algorithms(key: GemmKey, candidates: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The candidates with cuBLAS replaced by cuBLASLt's first few algorithms for the key
+    (cuBLAS's own pick first, so it stays the incumbent), where cuBLASLt serves."""
+    from . import cublaslt, table
+
+    if table.CUBLAS not in candidates:
+        return candidates
+    algorithms = cublaslt.algorithms(key.dtype, key.precision, key.trans_a, key.trans_b, key.m,
+                                     key.n, key.k, key.lda, key.ldb, key.ldc,
+                                     count=LT_ALGORITHMS)  # fmt: skip
+    if not algorithms:
+        return candidates
+    out: list[Any] = []
+    for c in candidates:
+        out += algorithms if c == table.CUBLAS else [c]
+    return tuple(out)
 
 
 def _log_shape(key: GemmKey) -> None:
