@@ -22,7 +22,8 @@ The graph builds a legacy ``dask.array.Array`` (the default collection of dask 2
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,9 +42,10 @@ except ImportError as exc:  # the optional extra is not installed
 
 import tunedgemm
 
+from . import checks
 from ._args import GEMM_DTYPES, as_scalar, as_trans, check_castable
 
-__all__ = ["gemm", "matmul"]
+__all__ = ["check_sample", "gemm", "local_gpu_cluster", "matmul"]
 
 SPLIT_EVERY = 4  # partial products summed per task: memory per sum is this many blocks
 
@@ -77,6 +79,66 @@ def gemm(alpha: Any, x: Any, y: Any, beta: Any = 0.0, c: Any = None, trans_a: in
         check_castable(c.dtype, "c")
     return _product(_gemm_block, (alpha_f, beta_f), x, y, c, ta, tb, dtype, split_every,
                     "gemm")  # fmt: skip
+
+
+def local_gpu_cluster(gpus: Sequence[int] | None = None, threads_per_worker: int = 1,
+                      **scheduler_options: Any) -> Any:  # fmt: skip
+    """A distributed.SpecCluster on this machine with one worker process per GPU, each seeing
+    only its GPU (CUDA_VISIBLE_DEVICES set by its Nanny before CUDA starts there).
+
+    gpus: CUDA ordinals of this process (default: TUNEDGEMM_DEVICES, else every visible
+    GPU). One thread per worker is enough for device blocks, whose products are queued on
+    the GPU without waiting; scheduler_options go to distributed.Scheduler (default: the
+    dashboard on any free port). Without distributed, ImportError; without GPUs, ValueError."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    from . import devices
+
+    chosen = [g.index for g in devices.selected()] if gpus is None else list(gpus)
+    if not chosen:
+        raise ValueError("local_gpu_cluster: no GPU is visible (or gpus is empty)")
+    # Ordinals count the GPUs this process sees; a child's CUDA_VISIBLE_DEVICES names the
+    # driver's own: translate through ours when it is set.
+    ours = os.environ.get("CUDA_VISIBLE_DEVICES")
+    names = [part.strip() for part in ours.split(",")] if ours else None
+    workers = {}
+    for index in chosen:
+        env = {"CUDA_VISIBLE_DEVICES": names[index] if names else str(index)}
+        options = {"nthreads": threads_per_worker, "env": env}
+        workers[f"gpu{index}"] = {"cls": Nanny, "options": options}
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": ":0", **scheduler_options}}
+    return SpecCluster(workers=workers, scheduler=scheduler, name="tunedgemm-gpus")
+
+
+def check_sample(x: da.Array, y: da.Array, product: da.Array, blocks: int = 2, lines: int = 256,
+                 seed: int | None = None) -> tuple[bool, float, float]:  # fmt: skip
+    """(passed, worst scaled error, tolerance) of `product` (x @ y) on up to `lines` rows and
+    columns of each of `blocks` random output blocks, against a float64 reference
+    (tunedgemm.checks): only those rows of x and columns of y are fetched, so it serves
+    products too large for one machine's reference."""
+    rng = np.random.default_rng(seed)
+    row_ends, col_ends = np.cumsum((0, *product.chunks[0])), np.cumsum((0, *product.chunks[1]))
+    grid = product.numblocks
+    worst, tol = 0.0, checks.tolerance(x.shape[1], np.dtype(product.dtype))
+    for _ in range(blocks):
+        i, j = int(rng.integers(grid[0])), int(rng.integers(grid[1]))
+        rows = _some(rng, row_ends[i], row_ends[i + 1], lines)
+        cols = _some(rng, col_ends[j], col_ends[j + 1], lines)
+        a, b, out = dask.compute(x[rows, :], y[:, cols], product[rows, :][:, cols])
+        exact, scale = checks.reference(1.0, _host(a), _host(b), 0.0, None)
+        worst = max(worst, checks.scaled_error(_host(out), exact, scale))
+    return bool(worst <= tol), float(worst), float(tol)
+
+
+def _some(rng: np.random.Generator, start: int, stop: int, count: int) -> np.ndarray:
+    return np.sort(rng.choice(np.arange(start, stop), min(count, stop - start), replace=False))
+
+
+def _host(value: Any) -> np.ndarray:
+    """A NumPy copy of a block of any array library (CuPy's through .get())."""
+    if type(value).__module__.split(".")[0] == "cupy":
+        return np.asarray(value.get())
+    return np.asarray(value)
 
 
 # Block tasks (module level, so that process workers unpickle them by name) ---------------

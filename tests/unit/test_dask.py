@@ -92,6 +92,17 @@ def test_process_workers(process_client, rng):
     assert_gemm(out, 0.5, a, b.T, 0.0, None, np.float32)
 
 
+def test_local_gpu_cluster_gives_each_worker_its_gpu(numpy_backend, monkeypatch):
+    """One worker process per GPU ordinal, seeing only that GPU (by the driver's numbering,
+    through this process's CUDA_VISIBLE_DEVICES); the GPUs need not exist for that."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")
+    with tgd.local_gpu_cluster(gpus=[0, 1]) as cluster, distributed.Client(cluster) as client:
+        seen = client.run(lambda: os.environ["CUDA_VISIBLE_DEVICES"])
+    assert sorted(seen.values()) == ["5", "7"]
+    with pytest.raises(ValueError, match="no GPU"):
+        tgd.local_gpu_cluster(gpus=[])
+
+
 def test_transposed_dask_arrays(client, rng):
     """A .T of a dask array (blocks that are transposed views) as either operand."""
     a, x = blocks(rng, (80, 60), (30, 25), np.float32)
@@ -150,6 +161,16 @@ def _keys_in(task):
         elif isinstance(item, tuple) and item and isinstance(item[0], str):
             found.append(item)
     return found
+
+
+def test_check_sample_finds_a_wrong_block(numpy_backend):
+    x = da.random.uniform(-1, 1, (120, 300), chunks=(40, 100))
+    y = da.random.uniform(-1, 1, (300, 90), chunks=(100, 30))
+    product = tgd.matmul(x, y)
+    assert tgd.check_sample(x, y, product, blocks=3, lines=16)[0]
+    one_term_off = product + x[:, :1] * y[:1, :]  # as if a k block were counted twice
+    passed, error, tol = tgd.check_sample(x, y, one_term_off, blocks=1, lines=16)
+    assert not passed and error > 100 * tol
 
 
 def test_int_operands_give_matmuls_dtype(numpy_backend):
