@@ -8,8 +8,9 @@ Install with ``pip install "tunedgemm[dask]"``. The graph is written out as expl
   (the GPU pipeline where there is a GPU, NumPy otherwise), CuPy blocks stay on their GPU;
 * then, per output block (i, j), a tree of sums over kk, at most ``split_every`` partial
   products per sum. No task ever holds a whole row panel of x or column panel of y (Dask's
-  old contraction concatenated them: dask/dask#6874), and a sum holds at most
-  ``split_every`` partials, so a worker's memory is bounded by the chunk size, not by k.
+  contraction once concatenated them, dask/dask#6874; its matmul now sums blocks too), and
+  a sum holds at most ``split_every`` partials: each task's memory is bounded by the chunk
+  size, not by k.
 
 Transposes never move data: with ``trans_a`` the block (kk, i) of x is passed to tunedgemm
 with its transpose flag (a ``.T`` of a dask array works too: its blocks are transposed

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, uniform
+from conftest import assert_gemm, dask_client, uniform
 
 pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")
@@ -21,10 +21,7 @@ def client():
     """One worker thread in this process: it shares the process's GPU and CUDA context."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TUNEDGEMM_CUBLAS", "0")  # tunedgemm's own kernels, not cuBLAS
-        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                           dashboard_address=":0")  # fmt: skip
-        with cluster, distributed.Client(cluster) as client:
-            yield client
+        yield from dask_client(1, processes=False)
 
 
 def on_device(values, chunks):

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, uniform
+from conftest import assert_gemm, dask_client, uniform
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -24,24 +24,16 @@ def numpy_backend():
         yield
 
 
-def local_client(processes: bool):
-    # dashboard ":0": any free port, so that two clusters at once do not compete for one
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes,
-                                       dashboard_address=":0")  # fmt: skip
-    with cluster, distributed.Client(cluster) as client:
-        yield client
-
-
 @pytest.fixture(scope="module")
 def client(numpy_backend):
     """Two workers of one thread each in this process."""
-    yield from local_client(processes=False)
+    yield from dask_client(2, processes=False)
 
 
 @pytest.fixture(scope="module")
 def process_client(numpy_backend):
     """Two worker processes under nannies (each a few seconds to start on two cores)."""
-    yield from local_client(processes=True)
+    yield from dask_client(2, processes=True)
 
 
 def blocks(rng, shape, chunks, dtype):
