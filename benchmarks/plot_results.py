@@ -1,8 +1,8 @@
 """Plots for docs/ from the recorded benchmark results (no GPU needed).
 
 Usage: python benchmarks/plot_results.py [--results docs/results] [--out docs/img]
-Reads bench_kernels.json, bench_tuning.json and bench_host.json; writes kernels.png,
-tuning.png, heatmap.png and host.png.
+Reads bench_kernels.json, bench_tuning.json, bench_host.json and (when there)
+bench_multigpu.json; writes kernels.png, tuning.png, heatmap.png, host.png and multigpu.png.
 """
 
 from __future__ import annotations
@@ -127,6 +127,42 @@ def plot_host(data: dict, out: Path) -> None:
     fig.savefig(out / "host.png", dpi=110)
 
 
+def plot_multigpu(data: dict, out: Path) -> None:
+    """Host products' speed against GPU count (CuPy's plain path on one GPU beside them), and
+    tunedgemm.dask against dask.array's own matmul against GPU workers."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    ax = axes[0]
+    rows = [r for r in data.get("host_to_host", []) if "error" not in r]
+    for dtype, n in sorted({(r["dtype"], r["n"]) for r in rows}):
+        line = sorted((r["gpus"], 2e-9 * n**3 / r["tunedgemm_ms"]) for r in rows
+                      if (r["dtype"], r["n"]) == (dtype, n))  # fmt: skip
+        drawn = ax.plot(*zip(*line, strict=True), "o-", ms=4, label=f"{dtype} {n}^2")
+        peer = [r["cupy_ms"] for r in rows if (r["dtype"], r["n"], r["gpus"]) == (dtype, n, 1)
+                and "cupy_ms" in r]  # fmt: skip
+        if peer:
+            ax.plot([1], [2e-9 * n**3 / peer[0]], "x", ms=8, color=drawn[0].get_color())
+    ax.set_xlabel("GPUs (TUNEDGEMM_DEVICES)")
+    ax.set_ylabel("TFLOP/s, NumPy arrays in and out")
+    ax.set_title("host to host (x: CuPy's plain path, one GPU)")
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    rows = data.get("dask", [])
+    if rows:
+        workers = [r["workers"] for r in rows]
+        ax.plot(workers, [r["tunedgemm_s"] for r in rows], "o-", label="tunedgemm.dask.matmul")
+        ax.plot(workers, [r["dask_s"] for r in rows], "s--", label="dask.array x @ y (CuPy)")
+        ax.set_title(f"dask: {rows[0]['n']}^2 float32, chunks of {rows[0]['chunk']}")
+    ax.set_xlabel("GPU workers")
+    ax.set_ylabel("seconds, submission to persisted result")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    for axis in axes:
+        axis.xaxis.get_major_locator().set_params(integer=True)
+    fig.suptitle(f"{data['device']}, {data['date']}: {data['command']}", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "multigpu.png", dpi=110)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--results", default="docs/results")
@@ -139,6 +175,8 @@ def main() -> None:
     plot_tuning(tuning, out)
     plot_heatmap(tuning, out)
     plot_host(json.loads((results / "bench_host.json").read_text()), out)
+    if (results / "bench_multigpu.json").exists():  # not measured yet on every machine
+        plot_multigpu(json.loads((results / "bench_multigpu.json").read_text()), out)
 
 
 if __name__ == "__main__":

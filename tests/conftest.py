@@ -94,3 +94,14 @@ def assert_gemm(out, alpha, a, b, beta, c, dtype) -> None:
 
     ok, error, tol = checks.check(out, alpha, a, b, beta, c, np.dtype(dtype))
     assert ok, f"scaled error {error:.3e} > tolerance {tol:.3e}"
+
+
+def dask_client(n_workers: int, processes: bool):
+    """Yields a distributed Client on a LocalCluster of one-thread workers, closed after (the
+    dashboard on any free port, so that two clusters at once do not compete for one)."""
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                       processes=processes, dashboard_address=":0")  # fmt: skip
+    with cluster, distributed.Client(cluster) as client:
+        yield client

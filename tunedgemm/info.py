@@ -18,6 +18,9 @@ def info() -> dict[str, Any]:
         name, why = "unusable", str(exc)
     report["backend"] = name
     report["backend_reason"] = why
+    from . import devices
+
+    report["gpus"] = devices.describe()
     ok, _ = cuda.status()
     if ok:
         import pycuda

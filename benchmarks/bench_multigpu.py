@@ -1,0 +1,252 @@
+"""Beyond one GPU: host products on 1..N GPUs, and tunedgemm.dask against dask.array's own matmul.
+
+Usage: python benchmarks/bench_multigpu.py [--gpus N] [--quick] [--repeats 3] [--out DIR]
+       python benchmarks/bench_multigpu.py --dry-run      (prints the plan; needs no GPU)
+
+1. Host to host: sgemm/dgemm on square C-ordered NumPy arrays of 8192^2, 16384^2 and 32768^2
+   (--quick: 4096^2 and 8192^2), in one subprocess per GPU count k = 1..N, run with
+   TUNEDGEMM_DEVICES=0..k-1. Wall-clock medians (a host call is complete when it returns).
+   Peer, in the k = 1 process: CuPy's plain path on one GPU,
+   cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)).
+2. Dask: 32768^2 float32 in chunks of 8192 (--quick: 16384^2 in chunks of 4096), CuPy blocks
+   made on the workers, on a cluster of k = 1..N GPU workers (one process per GPU,
+   tunedgemm.dask.local_gpu_cluster): tunedgemm.dask.matmul(x, y) against dask.array's own
+   x @ y, each timed from graph submission until the result is persisted on the workers and
+   their GPUs are idle (persist, wait, then a device synchronise on every worker); medians
+   of --repeats runs, the two alternated. Each result is checked against a float64 reference
+   on a sample of blocks (tunedgemm.dask.check_sample).
+
+Prints tables, writes bench_multigpu.json and multigpu.png (benchmarks/plot_results.py) to
+--out. Exits 1, saying why, where no GPU (or no CuPy) is usable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HOST_SIZES, HOST_SIZES_QUICK = (8192, 16384, 32768), (4096, 8192)
+DASK_SHAPE, DASK_SHAPE_QUICK = (32768, 8192), (16384, 4096)  # (edge, chunk)
+DTYPES = ("float32", "float64")
+
+
+def plan(args: argparse.Namespace, gpus: int) -> list[str]:
+    sizes = HOST_SIZES_QUICK if args.quick else HOST_SIZES
+    n, chunk = DASK_SHAPE_QUICK if args.quick else DASK_SHAPE
+    steps = []
+    for k in range(1, gpus + 1):
+        peer = " and CuPy's plain path" if k == 1 else ""
+        steps.append(f"host: TUNEDGEMM_DEVICES={','.join(map(str, range(k)))}: sgemm, dgemm"
+                     f"{peer} at {', '.join(f'{s}^2' for s in sizes)}; median of {args.repeats}")
+    for k in range(1, gpus + 1):
+        steps.append(f"dask: {k} GPU worker(s): tunedgemm.dask.matmul vs x @ y, {n}^2 "
+                     f"float32 in chunks of {chunk}; median of {args.repeats}, checked on "
+                     "sampled blocks")
+    return steps
+
+
+# 1. Host to host, in a child process per GPU count -----------------------------------------
+
+
+def host_child(sizes: list[int], repeats: int, peer: bool) -> list[dict[str, Any]]:
+    """Time sgemm/dgemm (and CuPy's plain path when `peer`) in this process; rows as dicts."""
+    return [host_row(n, dtype, repeats, peer) for n in sizes for dtype in DTYPES]
+
+
+def host_row(n: int, dtype: str, repeats: int, peer: bool) -> dict[str, Any]:
+    import tunedgemm
+    from tunedgemm.timing import wall_median_ms
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.random((n, n), dtype=dtype) * 2 - 1 for _ in range(2))
+    routine = tunedgemm.sgemm if dtype == "float32" else tunedgemm.dgemm
+    row: dict[str, Any] = {"dtype": dtype, "n": n}
+    row["tunedgemm_ms"] = wall_median_ms(lambda: routine(1.0, a, b), reps=repeats)
+    if peer:
+        import cupy
+
+        plain = lambda: cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b))  # noqa: E731
+        row["cupy_ms"] = wall_median_ms(plain, reps=repeats)
+        cupy.get_default_memory_pool().free_all_blocks()
+    return row
+
+
+def host_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
+    sizes = HOST_SIZES_QUICK if args.quick else HOST_SIZES
+    rows: list[dict[str, Any]] = []
+    print(f"\n{'dtype':8} {'n':>6} {'GPUs':>4} {'ms':>10} {'TFLOP/s':>8} {'x 1 GPU':>8} "
+          f"{'CuPy ms':>9} {'ours/CuPy':>9}")  # fmt: skip
+    for k in range(1, gpus + 1):
+        env = dict(os.environ, TUNEDGEMM_DEVICES=",".join(map(str, range(k))))
+        command = [sys.executable, __file__, "--host-child", "--repeats", str(args.repeats),
+                   "--sizes", *map(str, sizes)] + (["--peer"] if k == 1 else [])  # fmt: skip
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        found = [line for line in done.stdout.splitlines() if line.startswith("ROWS ")]
+        if done.returncode != 0 or not found:
+            print(f"host products on {k} GPU(s) failed (exit {done.returncode}):\n"
+                  f"{done.stderr[-3000:]}", file=sys.stderr)  # fmt: skip
+            rows.append({"gpus": k, "error": done.stderr[-3000:]})
+            continue
+        for row in json.loads(found[-1][5:]):
+            row["gpus"] = k
+            one = row if k == 1 else next(
+                (r for r in rows if (r["gpus"], r.get("dtype"), r.get("n"))
+                 == (1, row["dtype"], row["n"])), {})  # fmt: skip
+            nan = float("nan")
+            row["speedup_vs_1"] = one.get("tunedgemm_ms", nan) / row["tunedgemm_ms"]
+            rows.append(row)
+            n = row["n"]
+            cupy_ms = one.get("cupy_ms", nan)
+            print(f"{row['dtype']:8} {n:6d} {k:4d} {row['tunedgemm_ms']:10.1f} "
+                  f"{2 * n**3 / row['tunedgemm_ms'] / 1e9:8.1f} {row['speedup_vs_1']:8.2f} "
+                  f"{cupy_ms:9.1f} {row['tunedgemm_ms'] / cupy_ms:9.2f}", flush=True)  # fmt: skip
+    return rows
+
+
+# 2. Dask on CuPy blocks --------------------------------------------------------------------
+
+
+def device_block(block_info: Any = None, seed: int = 0, dtype: str = "float32") -> Any:
+    """A uniform(-1, 1) CuPy block, made on the worker's GPU, seeded by its place."""
+    import cupy
+
+    info = block_info[None]
+    i, j = info["chunk-location"]
+    rng = cupy.random.default_rng(seed * 1_000_003 + i * 1009 + j)
+    return rng.random(info["chunk-shape"], dtype=dtype) * 2 - 1
+
+
+def synchronize() -> None:
+    import cupy
+
+    cupy.cuda.runtime.deviceSynchronize()
+
+
+def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
+    import cupy
+    import dask.array as da
+    import distributed
+
+    import tunedgemm.dask as tgd
+
+    n, chunk = DASK_SHAPE_QUICK if args.quick else DASK_SHAPE
+    chunks = da.core.normalize_chunks(chunk, (n, n))
+    meta = cupy.empty((0, 0), np.float32)
+    methods = {"tunedgemm": tgd.matmul, "dask": lambda x, y: x @ y}
+    rows = []
+    print(f"\n{'workers':>7} {'tunedgemm s':>11} {'dask s':>8} {'speedup':>8} {'check':>30}")
+    for k in range(1, gpus + 1):
+        with tgd.local_gpu_cluster(gpus=range(k)) as cluster, \
+                distributed.Client(cluster) as client:  # fmt: skip
+            x, y = (da.map_blocks(device_block, chunks=chunks, dtype=np.float32, meta=meta,
+                                  seed=seed).persist() for seed in (1, 2))  # fmt: skip
+            distributed.wait([x, y])
+            client.run(synchronize)
+            seconds: dict[str, list[float]] = {name: [] for name in methods}
+            checks: dict[str, tuple[bool, float, float]] = {}
+            for run in range(args.repeats + 1):  # the first of each is a warm-up
+                for name in list(methods)[:: 1 if run % 2 else -1]:
+                    start = time.perf_counter()
+                    product = methods[name](x, y).persist()
+                    distributed.wait(product)
+                    client.run(synchronize)
+                    elapsed = time.perf_counter() - start
+                    if run:
+                        seconds[name].append(elapsed)
+                    else:
+                        checks[name] = tgd.check_sample(x, y, product, blocks=2, seed=k)
+                    del product
+        ours, theirs = (statistics.median(seconds[name]) for name in methods)
+        row = {"workers": k, "n": n, "chunk": chunk, "tunedgemm_s": ours, "dask_s": theirs,
+               "speedup": theirs / ours, "samples": seconds,
+               "check": {name: {"passed": c[0], "error": c[1], "tolerance": c[2]}
+                         for name, c in checks.items()}}  # fmt: skip
+        rows.append(row)
+        verdict = ", ".join(f"{name} {'ok' if c[0] else 'WRONG'} ({c[1]:.1e})"
+                            for name, c in checks.items())  # fmt: skip
+        print(f"{k:7d} {ours:11.2f} {theirs:8.2f} {theirs / ours:8.2f} {verdict:>30}", flush=True)
+    return rows
+
+
+# Driver ------------------------------------------------------------------------------------
+
+
+def usable_gpus() -> tuple[int, str]:
+    """(how many GPUs, why none) for this run."""
+    from tunedgemm import cuda, devices
+
+    ok, why = cuda.status()
+    if not ok:
+        return 0, why
+    try:
+        import cupy  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        return 0, f"{exc.name} is not importable (pip install cupy, 'tunedgemm[dask]')"
+    return len(devices.selected()), "TUNEDGEMM_DEVICES selects none"
+
+
+def main() -> int:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
+    parser.add_argument("--gpus", type=int, default=None, help="up to this many (default all)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=".", help="folder for the JSON and the plot")
+    parser.add_argument("--skip", choices=["host", "dask"], default=None)
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    parser.add_argument("--host-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", type=int, nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.host_child:
+        print("ROWS " + json.dumps(host_child(args.sizes, args.repeats, args.peer)), flush=True)
+        return 0
+    if args.dry_run:
+        gpus = args.gpus or 2
+        print(f"bench_multigpu plan for {gpus} GPU(s) (--gpus sets the count):")
+        print("\n".join(f"  {step}" for step in plan(args, gpus)))
+        return 0
+    found, why = usable_gpus()
+    if not found:
+        print(f"bench_multigpu: needs a GPU with CuPy and distributed: {why}", file=sys.stderr)
+        return 1
+    gpus = min(args.gpus or found, found)
+    import tunedgemm
+    from tunedgemm import devices
+
+    print("\n".join(plan(args, gpus)))
+    data: dict[str, Any] = {
+        "device": ", ".join(g.name for g in devices.selected()[:gpus]),
+        "gpus": gpus,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": " ".join(["python", *sys.argv]),
+        "tunedgemm_gpus": tunedgemm.info()["gpus"],
+    }
+    if args.skip != "host":
+        data["host_to_host"] = host_products(args, gpus)
+    if args.skip != "dask":
+        data["dask"] = dask_products(args, gpus)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_multigpu.json").write_text(json.dumps(data, indent=1))
+    from plot_results import plot_multigpu
+
+    plot_multigpu(data, out)
+    print(f"wrote {out / 'bench_multigpu.json'} and {out / 'multigpu.png'}")
+    wrong = [r for r in data.get("dask", []) if not all(c["passed"] for c in r["check"].values())]
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
