@@ -74,8 +74,8 @@ def main() -> None:
             "torch.empty": lambda size=size: torch.empty((size, size), device="cuda"),
         }
         for name, work in forms.items():
-            print(f"{size:5d} {name:22} host {host_us(work):7.1f} us   events {gpu_us(work):7.1f} us",
-                  flush=True)  # fmt: skip
+            print(f"{size:5d} {name:22} host {host_us(work):7.1f} us   "
+                  f"events {gpu_us(work):7.1f} us", flush=True)
         for key, plan in list(plans.device_plans.items.items()):
             if key.m == size:
                 print(f"      plan {key}: {plan.choice} ({plan.reason[:90]})")

@@ -6,7 +6,7 @@ import functools
 import os
 from dataclasses import dataclass
 
-from . import _env
+from . import settings
 
 DEVICES_ENV = "TUNEDGEMM_DEVICES"  # "all" (default) or CUDA ordinals such as "0,1"
 
@@ -28,7 +28,7 @@ def requested(text: str | None = None) -> tuple[int, ...] | None:
     """The ordinals TUNEDGEMM_DEVICES (or `text`) names, in its order; None for all GPUs.
 
     ValueError, naming the variable, for anything but "all" or distinct ordinals >= 0."""
-    raw = _env.get(DEVICES_ENV) if text is None else text
+    raw = settings.raw(DEVICES_ENV) if text is None else text
     if raw is None or raw.strip().lower() in ("", "all"):
         return None
     try:
@@ -82,7 +82,7 @@ def describe() -> str:
     if not gpus:
         return "none visible"
     listed = ", ".join(map(str, gpus))
-    setting = _env.get(DEVICES_ENV) or "all"
+    setting = settings.raw(DEVICES_ENV) or "all"
     try:
         using = ", ".join(str(g.index) for g in selected())
     except ValueError as exc:
