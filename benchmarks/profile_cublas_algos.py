@@ -9,7 +9,6 @@ from __future__ import annotations
 
 # The timed lambdas run within the iteration that makes them.
 # ruff: noqa: B023
-
 import argparse
 
 import numpy as np
