@@ -43,12 +43,12 @@ def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: 
     earlier one repeat its launch (tunedgemm/_repeat.py)."""
     memo_key = None
     if stream is None:
+        if type(a) is np.ndarray and (c is None or type(c) is np.ndarray):
+            small = _small(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, dtype)
+            if small is not None:
+                return small
         if c is None:
-            if type(a) is np.ndarray:
-                small = _small(alpha, a, b, beta, trans_a, trans_b, dtype)
-                if small is not None:
-                    return small
-            else:
+            if type(a) is not np.ndarray:
                 memo_key = _repeat.key(alpha, a, b, beta, None, trans_a, trans_b, dtype)
         elif overwrite_c and type(c) is not np.ndarray:
             memo_key = _repeat.key(alpha, a, b, beta, c, trans_a, trans_b, dtype)

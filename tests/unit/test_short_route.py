@@ -40,7 +40,7 @@ def route(monkeypatch):
     monkeypatch.setattr(cuda, "status", lambda: (True, "pretend GPU"))
     monkeypatch.setattr(crossover, "size_for", lambda dtype: 40)
     for dtype in (F32, F64):  # what the Python route keeps on its first decision
-        assert _small_host._limits_for(dtype) == (40**3, 40)
+        assert _small_host._limits_for(dtype)[:2] == (40**3, 40)
     calls = []
 
     def make(name):
@@ -78,7 +78,7 @@ def test_gemm_served_as_the_python_route_would(route, rng, name, dtype, trans_a,
     a, b = operands(rng, m, n, k, dtype, trans_a, trans_b)
     result = routine(alpha, a, b, trans_a=trans_a, trans_b=trans_b)
     assert calls == []
-    python_route = _small_host.product(alpha, a, b, 0.0, trans_a, trans_b, dtype)
+    python_route = _small_host.product(alpha, a, b, 0.0, None, trans_a, trans_b, 0, dtype)
     assert result.dtype == dtype and result.shape == (m, n) and result.flags.f_contiguous
     np.testing.assert_array_equal(result, python_route)
     assert_near_reference(result, alpha, a, b, trans_a, trans_b)
@@ -97,7 +97,7 @@ def test_strided_and_fortran_operands(route, rng, orders):
 def test_every_spelling_of_a_plain_call(route, rng):
     routine, calls = route("sgemm")
     a, b = operands(rng, 3, 4, 5, F32)
-    expected = _small_host.product(1.0, a, b, 0.0, 0, 0, F32)
+    expected = _small_host.product(1.0, a, b, 0.0, None, 0, 0, 0, F32)
     spellings = [
         ((1.0, a, b), {}),
         ((1, a, b, 0), {}),
@@ -115,15 +115,26 @@ def test_every_spelling_of_a_plain_call(route, rng):
 @pytest.mark.parametrize(
     "change",
     [
-        {"alpha": 0.0},  # BLAS: a and b unread
         {"alpha": True},
         {"alpha": np.float32(1.0)},
         {"alpha": 2**2000},  # no double holds it
         {"alpha": 1j},
-        {"beta": 0.5},
+        {"beta": 0.5},  # with no c: Python says c is needed
         {"beta": False},
-        {"c": "c"},
         {"stream": 0},
+        {"alpha": math.inf},  # not finite with k > 0: Python applies it
+        {"alpha": 1e300},  # beyond float32 (its cast warns)
+        {"beta": math.nan, "c": "c"},
+        {"beta": -1e300, "c": "c"},
+        {"c": "c f64"},  # another dtype: Python casts
+        {"c": "c list"},
+        {"c": "c matrix"},
+        {"c": "c wrong shape"},
+        {"c": "c overlapping", "overwrite_c": 1},  # cannot hold the result
+        {"c": "c unaligned"},
+        {"c": "c", "overwrite_c": "1"},
+        {"c": "c", "overwrite_c": 1.0},
+        {"c": "c", "overwrite_c": np.int64(1)},
         {"trans_a": True},
         {"trans_a": 3},
         {"trans_b": -1},
@@ -142,10 +153,14 @@ def test_every_spelling_of_a_plain_call(route, rng):
 def test_other_gemm_calls_go_to_python_untouched(route, rng, change):
     routine, calls = route("gemm")
     a, b = operands(rng, 3, 2, 4, F32)
+    c = rng.uniform(-1, 1, (3, 2)).astype(F32)
+    raw = np.zeros(c.nbytes + 1, np.uint8)
     forms = {"f64": a.astype(F64), "list": a.tolist(), "3d": a[None], "matrix": np.asmatrix(a),
-             "misaligned": b[:3], "int": (a * 9).astype(np.int32), "c": np.ones((3, 2), F32),
-             "big": np.ones((50, 50), F32)}  # fmt: skip
-    kwargs = {name: forms[value] if isinstance(value, str) else value
+             "misaligned": b[:3], "int": (a * 9).astype(np.int32), "big": np.ones((50, 50), F32),
+             "c": c, "c f64": c.astype(F64), "c list": c.tolist(), "c matrix": np.asmatrix(c),
+             "c wrong shape": c.T.copy(), "c unaligned": raw[1:].view(F32).reshape(3, 2),
+             "c overlapping": np.lib.stride_tricks.as_strided(c, (3, 2), (0, 4))}  # fmt: skip
+    kwargs = {name: forms[value] if name in ("a", "b", "c") and isinstance(value, str) else value
               for name, value in change.items()}  # fmt: skip
     args = (kwargs.pop("alpha", 1.0), kwargs.pop("a", a), kwargs.pop("b", b))
     assert routine(*args, **kwargs) is PASSED
@@ -225,25 +240,41 @@ def test_matmul_served_as_numpy_would(route, rng, dtype, orders, m, n, k):
 
 
 @pytest.mark.parametrize("a_form,b_form,kwargs", [
-    ("1d", "2d", {}), ("2d", "1d", {}), ("3d", "2d", {}), ("f64", "2d", {}),
-    ("int", "int", {}), ("2d", "misaligned", {}), ("list", "2d", {}), ("matrix", "2d", {}),
-    ("big", "big", {}), ("2d", "2d", {"out": "out"}), ("2d", "2d", {"stream": 0}),
-    ("2d", "2d", {"order": "C"}),
+    ("f64", "2d", {}), ("int", "int", {}), ("2d", "misaligned", {}), ("list", "2d", {}),
+    ("matrix", "2d", {}), ("big", "big", {}), ("2d", "2d", {"stream": 0}),
+    ("2d", "2d", {"order": "C"}), ("0d", "2d", {}), ("3d", "3d other batch", {}),
+    ("1d", "big batch", {}), ("3d", "misaligned", {}), ("1d", "1d short", {}),
+    ("2d", "2d", {"out": "out f64"}), ("2d", "2d", {"out": "out wrong shape"}),
+    ("2d", "2d", {"out": "out read-only"}), ("2d", "2d", {"out": "out list"}),
+    ("2d", "2d", {"out": "out matrix"}), ("1d", "1d", {"out": "out 0-d"}),
+    ("3d", "2d", {"out": "out"}),  # (4, 4, 4) expected
 ])  # fmt: skip
 def test_other_matmuls_go_to_python(route, rng, a_form, b_form, kwargs):
     routine, calls = route("matmul")
     base = rng.uniform(-1, 1, (4, 4)).astype(F32)
+    read_only = np.empty((4, 4), F32)
+    read_only.flags.writeable = False
     forms = {
         "2d": base,
         "1d": base[0],
-        "3d": base[None],
+        "1d short": base[0, :3],
+        "0d": np.float32(2.0) * np.ones((), F32),
+        "3d": np.stack([base, base]),
+        "3d other batch": np.stack([base, base, base]),
+        "big batch": np.ones((2, 50, 50), F32),
         "f64": base.astype(F64),
         "int": (base * 10).astype(np.int32),
         "misaligned": base[:3],
         "list": base.tolist(),
         "matrix": np.asmatrix(base),
         "big": np.ones((50, 50), F32),
-        "out": np.empty((4, 4)),
+        "out": np.empty((4, 4), F32),
+        "out f64": np.empty((4, 4)),
+        "out wrong shape": np.empty((4, 3), F32),
+        "out read-only": read_only,
+        "out list": np.empty((4, 4), F32).tolist(),
+        "out matrix": np.asmatrix(np.empty((4, 4), F32)),
+        "out 0-d": np.empty((), F32),
     }
     kwargs = {k: forms.get(v, v) if isinstance(v, str) else v for k, v in kwargs.items()}
     assert routine(forms[a_form], forms[b_form], **kwargs) is PASSED and len(calls) == 1
@@ -361,7 +392,7 @@ def test_equal_but_other_dtype_objects(route, rng):
     assert cuda.status()[0]  # (the fixture's pretend GPU)
     np.testing.assert_array_equal(tg.matmul(a2, b2), a @ b)
     np.testing.assert_array_equal(
-        tg.gemm(1.0, a2, b2), _small_host.product(1.0, a, b, 0, 0, 0, F32)
+        tg.gemm(1.0, a2, b2), _small_host.product(1.0, a, b, 0, None, 0, 0, 0, F32)
     )
     matmul, calls = route("matmul")
     assert matmul(a, b) is not PASSED and calls == []
@@ -378,7 +409,7 @@ def test_matmul_branch_above_dot_limit(route, rng, dtype, trans_a, trans_b):
     result = routine(-0.5, a, b, trans_a=trans_a, trans_b=trans_b)
     assert calls == [] and result.flags.f_contiguous
     np.testing.assert_array_equal(
-        result, _small_host.product(-0.5, a, b, 0, trans_a, trans_b, None)
+        result, _small_host.product(-0.5, a, b, 0, None, trans_a, trans_b, 0, None)
     )
     assert_near_reference(result, -0.5, a, b, trans_a, trans_b)
     a, b = operands(rng, 1500, 1400, 2, dtype)

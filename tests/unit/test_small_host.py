@@ -48,7 +48,7 @@ def general(alpha, a, b, trans_a, trans_b, dtype):
 def test_same_result_as_the_general_path(rng, dtype, trans_a, trans_b, alpha, m, n, k):
     a = rng.uniform(-1, 1, (k, m) if trans_a else (m, k)).astype(dtype)
     b = rng.uniform(-1, 1, (n, k) if trans_b else (k, n)).astype(dtype)
-    fast = _small_host.product(alpha, a, b, 0.0, trans_a, trans_b, dtype)
+    fast = _small_host.product(alpha, a, b, 0.0, None, trans_a, trans_b, 0, dtype)
     assert fast is not None
     expected = general(alpha, a, b, trans_a, trans_b, dtype)
     assert fast.dtype == dtype and fast.shape == (m, n) and fast.flags.f_contiguous
@@ -57,15 +57,15 @@ def test_same_result_as_the_general_path(rng, dtype, trans_a, trans_b, alpha, m,
 
 def test_gemm_takes_the_inputs_dtype(rng):
     a, b = rng.uniform(-1, 1, (3, 4)), rng.uniform(-1, 1, (4, 2))
-    assert _small_host.product(1.0, a, b, 0, 0, 0, None).dtype == F64
-    assert _small_host.product(1.0, a.astype(F32), b.astype(F32), 0, 0, 0, None).dtype == F32
+    assert _small_host.product(1.0, a, b, 0, None, 0, 0, 0, None).dtype == F64
+    a, b = a.astype(F32), b.astype(F32)
+    assert _small_host.product(1.0, a, b, 0, None, 0, 0, 0, None).dtype == F32
 
 
 @pytest.mark.parametrize(
     "change",
     [
-        {"alpha": 0.0},  # BLAS: A and B unread
-        {"beta": 0.5},
+        {"beta": 0.5},  # with no c: the general path says c is needed
         {"alpha": np.float32(1.0)},
         {"trans_a": True},
         {"trans_a": 3},
@@ -73,16 +73,27 @@ def test_gemm_takes_the_inputs_dtype(rng):
         {"a": "list"},
         {"a": "3d"},
         {"b": "misaligned"},
+        {"alpha": float("inf")},  # not finite, with k > 0
+        {"alpha": 1e300},  # beyond float32 (its cast warns)
+        {"beta": float("nan"), "c": "c"},
+        {"c": "c f64"},
+        {"c": "c list"},
+        {"c": "c wrong shape"},
+        {"c": "c overlapping", "overwrite_c": 1},
+        {"c": "c", "overwrite_c": "1"},
     ],
 )
 def test_other_calls_take_the_general_path(rng, change):
     args = {"alpha": 1.0, "a": rng.uniform(-1, 1, (3, 4)).astype(F32),
-            "b": rng.uniform(-1, 1, (4, 2)).astype(F32), "beta": 0.0, "trans_a": 0,
-            "trans_b": 0}  # fmt: skip
+            "b": rng.uniform(-1, 1, (4, 2)).astype(F32), "beta": 0.0, "c": None, "trans_a": 0,
+            "trans_b": 0, "overwrite_c": 0}  # fmt: skip
+    c = rng.uniform(-1, 1, (3, 2)).astype(F32)
     forms = {"f64": args["a"].astype(F64), "list": args["a"].tolist(),
-             "3d": args["a"][None], "misaligned": args["b"][:3]}  # fmt: skip
+             "3d": args["a"][None], "misaligned": args["b"][:3], "c": c,
+             "c f64": c.astype(F64), "c list": c.tolist(), "c wrong shape": c.T.copy(),
+             "c overlapping": np.lib.stride_tricks.as_strided(c, (3, 2), (0, 4))}  # fmt: skip
     for name, value in change.items():
-        args[name] = forms.get(value, value) if isinstance(value, str) else value
+        args[name] = forms[value] if name in ("a", "b", "c") else value
     assert _small_host.product(dtype=F32, **args) is None
 
 
@@ -97,17 +108,17 @@ def test_below_crossover_only(monkeypatch, rng):
     assert not backend.quietly_numpy((10, 10, 10), F32)
     a = rng.uniform(-1, 1, (10, 10)).astype(F32)
     for _ in range(2):  # the first call looks the size up, the second uses what it kept
-        assert _small_host.product(1.0, a, a, 0.0, 0, 0, F32) is None
+        assert _small_host.product(1.0, a, a, 0.0, None, 0, 0, 0, F32) is None
         assert short_route(a, a) is None
-        assert _small_host.product(1.0, a[:9, :9], a[:9, :9], 0.0, 0, 0, F32) is not None
+        assert _small_host.product(1.0, a[:9, :9], a[:9, :9], 0.0, None, 0, 0, 0, F32) is not None
         assert short_route(a[:9, :9], a[:9, :9]) is not None
     # Skinny products move much data for little work: NumPy's, by intensity, at any size.
     tall = rng.uniform(-1, 1, (4000, 2)).astype(F32)
-    assert _small_host.product(1.0, tall, tall, 0.0, 0, 1, F32) is not None
+    assert _small_host.product(1.0, tall, tall, 0.0, None, 0, 1, 0, F32) is not None
     # A set TUNEDGEMM_BACKEND is honoured at once, whatever was kept.
     monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
     assert short_route(a[:9, :9], a[:9, :9]) is None
-    assert _small_host.product(1.0, a[:9, :9], a[:9, :9], 0.0, 0, 0, F32) is None
+    assert _small_host.product(1.0, a[:9, :9], a[:9, :9], 0.0, None, 0, 0, 0, F32) is None
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
@@ -125,9 +136,7 @@ def test_matmul_route_is_numpys_product(rng, dtype, a_order, b_order, size):
 @pytest.mark.parametrize(
     "a_form,b_form",
     [
-        ("1d", "2d"),
-        ("2d", "1d"),
-        ("3d", "2d"),
+        ("3d", "3d other batch"),
         ("f64", "2d"),
         ("int", "int"),
         ("2d", "misaligned"),
@@ -137,12 +146,13 @@ def test_matmul_route_is_numpys_product(rng, dtype, a_order, b_order, size):
 )
 def test_other_matmuls_take_the_general_path(rng, a_form, b_form):
     base = rng.uniform(-1, 1, (4, 4)).astype(F32)
-    forms = {"2d": base, "1d": base[0], "3d": base[None], "f64": base.astype(F64),
+    forms = {"2d": base, "3d": np.stack([base, base]), "f64": base.astype(F64),
+             "3d other batch": np.stack([base, base, base]),
              "int": (base * 10).astype(np.int32), "misaligned": base[:3], "list": base.tolist(),
              "matrix": np.asmatrix(base)}  # fmt: skip
     a, b = forms[a_form], forms[b_form]
     assert short_route(a, b) is None
-    if b_form != "misaligned":  # the general path gives NumPy's answer
+    if b_form not in ("misaligned", "3d other batch"):  # the general path gives NumPy's
         np.testing.assert_allclose(tg.matmul(a, b), np.matmul(a, b), rtol=1e-5)
 
 
