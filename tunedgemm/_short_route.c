@@ -285,15 +285,15 @@ run_rows(PyArrayObject *p, const char *c_data, npy_intp c_row, npy_intp c_col, d
         cols *= rows;
         rows = cols > 0;
     }
+    float alpha_f = (float)alpha, beta_f = (float)beta; /* (exact: rounded already) */
     clear_fp_exceptions();
     for (npy_intp r = 0; r < rows; r++) {
         char *p_row = p_data + r * cols * item;
         const char *c_here = c_data + r * c_row;
         if (single && (job == SCALE || c_col == item))
-            floats_contiguous((float *)p_row, (const float *)c_here, cols, (float)alpha,
-                              (float)beta, job);
+            floats_contiguous((float *)p_row, (const float *)c_here, cols, alpha_f, beta_f, job);
         else if (single)
-            floats_strided((float *)p_row, c_here, c_col, cols, (float)alpha, (float)beta, job);
+            floats_strided((float *)p_row, c_here, c_col, cols, alpha_f, beta_f, job);
         else if (job == SCALE || c_col == item)
             doubles_contiguous((double *)p_row, (const double *)c_here, cols, alpha, beta, job);
         else
@@ -429,6 +429,8 @@ gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
             return NOT_HERE;
         product_read = alpha != 0.0;
     }
+    if (!product_read)
+        alpha = 0.0;
 
     /* The result is made as p = op(a) @ op(b) (C-ordered) for a C-ordered c written in place,
      * else as its transpose p = op(b)^T op(a)^T (C-ordered, so the result p^T is Fortran-
