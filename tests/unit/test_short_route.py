@@ -485,10 +485,8 @@ def c_form(values, layout, dtype):
         c.flags.writeable = False
         return c
     big = np.zeros((2 * m + 1, 2 * n + 1), dtype)
-    if layout == "strided":
-        c = big[1 : 2 * m : 2, 0 : 2 * n : 2]
-    else:  # "reversed": negative strides
-        c = big[2 * m - 1 :: -2, ::-1][:, :n]
+    strided, reversed_ = big[1 : 2 * m : 2, 0 : 2 * n : 2], big[2 * m - 1 :: -2, ::-1][:, :n]
+    c = strided if layout == "strided" else reversed_
     c[...] = values
     return c
 
