@@ -31,8 +31,11 @@ _ndarray = np.ndarray
 _dot, _matmul, _multiply, _add, _empty, _copyto = (
     np.dot, np.matmul, np.multiply, np.add, np.empty, np.copyto
 )
-_broadcast_shapes, _float32, _prefer_numpy = np.broadcast_shapes, np.float32, crossover.prefer_numpy
-_F32_MAX = float(np.finfo(np.float32).max)
+_broadcast_shapes, _prefer_numpy = np.broadcast_shapes, crossover.prefer_numpy
+_F32, _F32_MAX = np.dtype(np.float32), float(np.finfo(np.float32).max)
+# The largest magnitude that rounds to 0 in float32: half its smallest subnormal (a tie, which
+# rounds to the even 0). sgemm tests alpha and beta for 0 after rounding (as BLAS sees them).
+_F32_ROUNDS_TO_0 = 2.0**-150
 # np.dot reaches BLAS with less dispatch than np.matmul (0.3-0.5 us less on tiny operands),
 # but from about 128^3 it ran 1.2-1.3x slower than np.matmul on the H100 machine's 16 cores
 # (bench_host, 2026-11-23): products whose a.size * b.size (n^4 for squares) is below this
@@ -122,17 +125,14 @@ def _distinct_elements(c: np.ndarray) -> bool:
     return True
 
 
-def _rounded(value: float, single: bool) -> float | None:
-    """value as the routine's dtype rounds it (dtype.type(value)), or None where the general
-    path is to take it: no double holds it, it is not finite, or it is beyond float32's range
-    (the cast warns)."""
+def _usable(value: float, single: bool) -> bool:
+    """Whether an alpha or beta that is read can be applied here: finite, held by a double,
+    and within float32's range in sgemm (the cast warns beyond it); the general path takes
+    the others."""
     try:
-        value = float(value)
+        return math.isfinite(value) and (not single or abs(value) <= _F32_MAX)
     except OverflowError:  # an int too large for a double
-        return None
-    if not math.isfinite(value) or (single and abs(value) > _F32_MAX):
-        return None
-    return float(_float32(value)) if single else value
+        return False
 
 
 def product(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: Any,
@@ -156,7 +156,12 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b
         return None
     if not (0 <= trans_a <= 2 and 0 <= trans_b <= 2):
         return None
-    (m, k), (k_b, n) = a.shape[::-1] if trans_a else a.shape, b.shape[::-1] if trans_b else b.shape
+    m, k = a.shape
+    k_b, n = b.shape
+    if trans_a:
+        m, k = k, m
+    if trans_b:
+        k_b, n = n, k_b
     if k_b != k:
         return None  # the general path says why
     in_place = False
@@ -173,26 +178,27 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b
         return None  # the general path says c is needed
     if not _numpy_owns(m, n, k, dt):
         return None
-    single = dt.itemsize == 4
+    single = dt is _F32 or dt.itemsize == 4
     if beta != 0:
-        beta = _rounded(beta, single)
-        if beta is None:
+        if not _usable(beta, single):
             return None
+        if single and abs(beta) <= _F32_ROUNDS_TO_0:
+            beta = 0
     product_read = k > 0  # k == 0: alpha is not read either, whatever it is
-    if product_read:
-        alpha = _rounded(alpha, single)
-        if alpha is None:
+    if product_read and alpha != 1:
+        if not _usable(alpha, single):
             return None
-        product_read = alpha != 0
+        product_read = alpha != 0 and not (single and abs(alpha) <= _F32_ROUNDS_TO_0)
     # p = op(a) @ op(b) (C-ordered) for a C-ordered c written in place; else its transpose
     # op(b)^T op(a)^T, so that the result p.T is Fortran-ordered (BLAS writes straight into
     # sgemm's layout).
     direct = in_place and c.flags.c_contiguous and not c.flags.f_contiguous
-    c_view = c if direct or c is None else c.T  # c as p is laid out
+    c_view = c if direct or c is None else c.T  # c as p is laid out (None: no c)
     if product_read:
-        op_a = a.T if trans_a else a
-        op_b = b.T if trans_b else b
-        left, right = (op_a, op_b) if direct else (op_b.T, op_a.T)
+        if direct:
+            left, right = a.T if trans_a else a, b.T if trans_b else b
+        else:
+            left, right = b if trans_b else b.T, a if trans_a else a.T
         p = (_dot if a.size * b.size < DOT_LIMIT else _matmul)(left, right)
         if alpha != 1:
             _multiply(p, dt.type(alpha), out=p)
@@ -219,20 +225,25 @@ def _numpy_matmul(a: np.ndarray, b: np.ndarray, out: Any) -> Any:
     if b.dtype is not dt or a_ndim == 0 or b_ndim == 0:
         return None
     a_shape, b_shape = a.shape, b.shape
-    m, k = a_shape[-2:] if a_ndim > 1 else (1, a_shape[0])
-    k_b, n = b_shape[-2:] if b_ndim > 1 else (b_shape[0], 1)
+    batched = a_ndim > 2 or b_ndim > 2
+    if a_ndim == 2 and b_ndim == 2:  # the common form, unpacked at least cost
+        (m, k), (k_b, n) = a_shape, b_shape
+    else:
+        m, k = a_shape[-2:] if a_ndim > 1 else (1, a_shape[0])
+        k_b, n = b_shape[-2:] if b_ndim > 1 else (b_shape[0], 1)
     if k_b != k:
         return None  # the general path says why
-    batched = a_ndim > 2 or b_ndim > 2
-    shape = a_shape[-2:-1] + b_shape[-1:] if b_ndim > 1 else a_shape[-2:-1]
     if batched:
         try:
-            shape = _broadcast_shapes(a_shape[:-2], b_shape[:-2]) + shape
+            batch = _broadcast_shapes(a_shape[:-2], b_shape[:-2])
         except ValueError:
             return None
     if not _numpy_owns(m, n, k, dt):
         return None
     if out is not None:
+        shape = a_shape[-2:-1] + b_shape[-1:] if b_ndim > 1 else a_shape[-2:-1]
+        if batched:
+            shape = batch + shape
         if type(out) is not _ndarray or out.dtype is not dt or out.ndim == 0:
             return None
         if out.shape != shape or not out.flags.writeable:

@@ -551,6 +551,8 @@ def test_blas_rules_at_the_edges_as_scipy(route, rng, name, dtype):
         (2.0, a, b, -0.0, nan_c),
         (1.0, a, b, 1e-320, nan_c),  # 0 in float32; float64 reads c, as SciPy
         (1e-46, inf_a, b, 1e-46, nan_c),  # both 0 in float32
+        (2.0**-150, inf_a, b, 2.0**-150, nan_c),  # the largest that rounds to 0 in float32
+        (float(np.nextafter(2.0**-150, 1)), a, b, 0.0, None),  # 2**-149 in float32: a is read
         (-1.5, a, b, 0.5, c),
     ]
     for alpha, a_case, b_case, beta, c_case in cases:
