@@ -3,8 +3,9 @@
  *
  * Why C: a small product takes NumPy about a microsecond, and the Python route's checks cost
  * 0.5-1 us more (the same checks here cost tens of ns). A Route wraps one public routine
- * (sgemm, dgemm, gemm or matmul, written in Python): a plain call that the crossover sends to
- * NumPy anyway is computed here, by the BLAS call the Python route makes; every other call,
+ * (sgemm, dgemm, gemm or matmul, written in Python): a call that the crossover sends to NumPy
+ * anyway (gemm with or without c, in place or not; matmul with vectors, batches or out=) is
+ * computed here, by the NumPy calls the Python route makes, to the bit; every other call,
  * and every call this file has a doubt about, goes to the wrapped Python function unchanged,
  * which decides it and gives every error message. This file never raises an error of its own
  * for a call: what it refuses, Python sees.

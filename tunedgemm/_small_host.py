@@ -1,10 +1,11 @@
 """The short route of small host calls: NumPy's product, when the general path would end there.
 
 A product below the CPU/GPU crossover takes NumPy a microsecond or two, so the general path's
-argument handling would double its time. Plain calls (NumPy operands of the routine's dtype,
-no c or out, beta 0, int flags) that the backend choice sends to NumPy anyway are computed
-here with the BLAS call the NumPy backend makes; every other call returns None and takes the
-general path, which also gives every error message.
+argument handling would double its time. Calls on NumPy operands of the routine's dtype that
+the backend choice sends to NumPy anyway are computed here (sgemm, dgemm and gemm with int
+flags, with or without a c of that dtype, BLAS's rules for zero scalars; matmul with
+vectors, broadcast batches or an `out`) with the BLAS call the NumPy backend makes; every
+other call returns None and takes the general path, which also gives every error message.
 
 Tiny products call BLAS through np.dot (see DOT_LIMIT), the settings are read straight from
 the environment's dict, and the crossover size is kept per dtype. Still, the checks a Python
