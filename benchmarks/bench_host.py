@@ -1,6 +1,7 @@
 """NumPy in, NumPy out: what a user of tunedgemm feels, against NumPy and CuPy in the same run.
 
-Usage: python benchmarks/bench_host.py [--sizes 1024 2048 4096 8192] [--out DIR] [--quick]
+Usage: python benchmarks/bench_host.py [--sizes 1024 2048 4096 8192] [--out DIR]
+       python benchmarks/bench_host.py --small-only [--out DIR]   (parts 2 and 4; no GPU needed)
 
 1. Host-to-host sgemm/dgemm on square C-ordered NumPy arrays: tunedgemm, NumPy (`a @ b`) and
    CuPy's plain path (`cp.asnumpy(cp.asarray(a) @ cp.asarray(b))`), wall-clock medians (the
@@ -9,6 +10,11 @@ Usage: python benchmarks/bench_host.py [--sizes 1024 2048 4096 8192] [--out DIR]
    on pinned buffers and the kernel with CUDA events on device operands, in this run.
 2. Small squares (1 to 512): tunedgemm (whose crossover sends small calls to NumPy) against
    NumPy, median per-call time over loops of calls timed in turns (see small_sweep).
+4. The other small host forms (sgemm/dgemm into c, matmul with vectors, with out=, on
+   batches), n = 8 to 256, each against its NumPy or SciPy counterpart called with the same
+   arguments, timed in turns: ratios per form and n (see FORMS). Their floor is judged with
+   BLAS on one thread (OPENBLAS_NUM_THREADS=1), which --small-only sets where the caller has
+   not (it must be set before NumPy loads OpenBLAS).
 3. Per-call overhead on device arrays at 64^3: tunedgemm on CuPy arrays against
    cublasSgemm through scikit-cuda on the same pointers: calls queued back to back, wall
    time per call (median over rounds timed in turns); at this size the host side is the
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import statistics
 import sys
 import time
@@ -27,11 +34,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+if "--small-only" in sys.argv:  # (before NumPy loads OpenBLAS, which reads it once)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 from tunedgemm.timing import wall_median_ms
 
 SMALL = (1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 320, 384, 448, 512)
+FORM_SIZES = (8, 32, 64, 128, 256)
+FORM_BATCH = 4  # products in a batched form
+# form -> what it calls (n x n operands; v, w vectors of n; A a batch of FORM_BATCH): each is
+# timed against its counterpart, the same call to NumPy or SciPy.
+FORMS = {
+    "gemm_c": "sgemm/dgemm(1.0, a, b, beta=1.0, c=c, overwrite_c=1), C-ordered a, b, "
+    "F-ordered c; vs scipy.linalg.blas",
+    "gemm_c_f": "the same with F-ordered a, b; vs scipy.linalg.blas",
+    "matvec": "matmul(a, v) vs a @ v",
+    "vecmat": "matmul(v, a) vs v @ a",
+    "vecvec": "matmul(v, w) vs v @ w",
+    "out": "matmul(a, b, out=out) vs np.matmul(a, b, out=out), C-ordered out",
+    "batched": "matmul(A, B) vs A @ B, A and B batches",
+    "broadcast": "matmul(A, b) vs A @ b, A a batch, b 2-D",
+}
 
 
 def pinned_bandwidth(nbytes: int = 256 << 20) -> tuple[float, float]:
@@ -150,13 +175,102 @@ def interleaved_us(works: dict[str, Callable[[], Any]], sync: Callable[[], Any] 
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
+def ran_on(dtype: np.dtype, size: int) -> str:
+    """Where the crossover sends a host call of size^3: numpy or gpu (numpy with no GPU)."""
+    from tunedgemm import crossover, cuda
+
+    if not cuda.status()[0]:
+        return "numpy"
+    return "numpy" if crossover.for_call(dtype, size, size, size) else "gpu"
+
+
+Pair = tuple[Callable[[], Any], Callable[[], Any]]  # (tunedgemm's call, its counterpart's)
+
+
+def form_calls(dtype: Any, size: int, rng: np.random.Generator,
+               scipy_blas: Any) -> dict[str, Pair]:  # fmt: skip
+    """FORMS at this dtype and size: form -> (tunedgemm's call, its counterpart's), each
+    writing into arrays of its own."""
+    import tunedgemm as tg
+
+    def operand(*shape: int, order: str = "C") -> np.ndarray:
+        return np.asarray(rng.uniform(-1, 1, shape), dtype, order=order)
+
+    a, b, v, w = operand(size, size), operand(size, size), operand(size), operand(size)
+    batch, batch_b = operand(FORM_BATCH, size, size), operand(FORM_BATCH, size, size)
+    calls: dict[str, Pair] = {}
+
+    def into_c(routine: Any, a: np.ndarray, b: np.ndarray) -> Callable[[], Any]:
+        c = operand(size, size, order="F")  # (each side accumulates into a c of its own)
+        return lambda: routine(1.0, a, b, beta=1.0, c=c, overwrite_c=1)
+
+    if scipy_blas is not None:
+        name = "sgemm" if np.dtype(dtype) == np.float32 else "dgemm"
+        for form, order in (("gemm_c", "C"), ("gemm_c_f", "F")):
+            a_o, b_o = np.asarray(a, order=order), np.asarray(b, order=order)
+            calls[form] = (into_c(getattr(tg, name), a_o, b_o),
+                           into_c(getattr(scipy_blas, name), a_o, b_o))  # fmt: skip
+    out_ours, out_theirs = operand(size, size), operand(size, size)
+    calls.update({
+        "matvec": (lambda: tg.matmul(a, v), lambda: a @ v),
+        "vecmat": (lambda: tg.matmul(v, a), lambda: v @ a),
+        "vecvec": (lambda: tg.matmul(v, w), lambda: v @ w),
+        "out": (lambda: tg.matmul(a, b, out=out_ours),
+                lambda: np.matmul(a, b, out=out_theirs)),
+        "batched": (lambda: tg.matmul(batch, batch_b), lambda: batch @ batch_b),
+        "broadcast": (lambda: tg.matmul(batch, b), lambda: batch @ b),
+    })  # fmt: skip
+    return calls
+
+
+def forms_sweep(rounds: int = 100) -> list[dict[str, Any]]:
+    """FORMS against their counterparts: median us per call of each, timed in turns in pairs
+    (interleaved_us), and their ratio."""
+    try:
+        from scipy.linalg import blas as scipy_blas
+    except ImportError:
+        scipy_blas = None
+        print("(SciPy not installed: the gemm_c forms are left out)")
+    rows = []
+    rng = np.random.default_rng()
+    warm_up = time.perf_counter() + 0.5  # (the first pairs timed ran 1.2-1.3x slow without it)
+    while time.perf_counter() < warm_up:
+        for ours, theirs in form_calls(np.float32, FORM_SIZES[0], rng, scipy_blas).values():
+            ours(), theirs()
+    for dtype in (np.float32, np.float64):
+        for size in FORM_SIZES:
+            for form, (ours, theirs) in form_calls(dtype, size, rng, scipy_blas).items():
+                us = interleaved_us({"tunedgemm": ours, "counterpart": theirs}, rounds=rounds,
+                                    target_s=0.0005)  # fmt: skip
+                rows.append({"dtype": np.dtype(dtype).name, "n": size, "form": form,
+                             "ran_on": ran_on(np.dtype(dtype), size),
+                             "tunedgemm_us": us["tunedgemm"], "counterpart_us": us["counterpart"],
+                             "ratio": us["tunedgemm"] / us["counterpart"]})  # fmt: skip
+        print_forms(rows, np.dtype(dtype).name)
+    return rows
+
+
+def print_forms(rows: list[dict[str, Any]], dtype: str) -> None:
+    """The ratio table of one dtype: a row per form, a column per n."""
+    print(f"{dtype}: tunedgemm / counterpart, us per call (median of calls timed in turns)")
+    columns = " ".join(f"{'n=' + str(n):>7}" for n in FORM_SIZES)
+    print(f"{'form':10} {columns}   counterpart us")
+    for form in FORMS:
+        found = {r["n"]: r for r in rows if r["dtype"] == dtype and r["form"] == form}
+        if found:
+            ratios = " ".join(f"{found[n]['ratio']:7.2f}" if n in found else f"{'-':>7}"
+                              for n in FORM_SIZES)  # fmt: skip
+            times = " ".join(f"{found[n]['counterpart_us']:.3g}" for n in FORM_SIZES
+                             if n in found)  # fmt: skip
+            print(f"{form:10} {ratios}   {times}", flush=True)
+
+
 def small_sweep() -> list[dict[str, Any]]:
     """tunedgemm's routines on small squares against NumPy computing the same: `matmul`
     against `a @ b` (both C-ordered), sgemm/dgemm against `a @ b` and against NumPy making
     sgemm's Fortran-ordered result (`(b.T @ a.T).T`), and against SciPy's BLAS wrapper (the
     routine sgemm stands in for) where SciPy is installed."""
     import tunedgemm as tg
-    from tunedgemm import crossover
 
     try:
         from scipy.linalg import blas as scipy_blas
@@ -178,7 +292,7 @@ def small_sweep() -> list[dict[str, Any]]:
             scipy_routine = scipy_blas.sgemm if dtype == np.float32 else scipy_blas.dgemm
             us.update(interleaved_us({"scipy": lambda: scipy_routine(1.0, a, b)}))  # noqa: B023
             settle()
-        ran = "numpy" if crossover.for_call(np.dtype(dtype), size, size, size) else "gpu"
+        ran = ran_on(np.dtype(dtype), size)
         row: dict[str, Any] = {"dtype": np.dtype(dtype).name, "n": size, "ran_on": ran}
         row.update({f"{name}_us": value for name, value in us.items()})
         row["ratio"] = us["tunedgemm"] / us["numpy"]
@@ -236,35 +350,63 @@ def device_overhead(size: int = 64) -> dict[str, Any]:
     return result
 
 
+def small_part(record: dict[str, Any], forms_only: bool = False) -> None:
+    """Parts 2 and 4 (host calls below the crossover) into record, printed as they come."""
+    import warnings
+
+    from tunedgemm import _small_host
+
+    warnings.filterwarnings("ignore", "tunedgemm: computing with NumPy", RuntimeWarning)
+    record["small_host_route"] = "C" if _small_host.NATIVE else "Python"
+    record["openblas_num_threads"] = os.environ.get("OPENBLAS_NUM_THREADS")
+    if not forms_only:
+        print(f"small squares (short route in {record['small_host_route']}), us per call; "
+              "ratios: matmul / a@b, sgemm / a@b, sgemm / NumPy's F-ordered a@b, "
+              "sgemm / SciPy's sgemm")  # fmt: skip
+        print(f"{'dtype':8} {'n':>6} {'sgemm':>9} {'matmul':>9} {'a@b':>9} {'a@b F':>9} "
+              f"{'mm/np':>9} {'sg/np':>9} {'sg/npF':>9} {'sg/scipy':>9} {'ran':>6}")  # fmt: skip
+        record["small"] = small_sweep()
+    print(f"other small forms (short route in {record['small_host_route']}, "
+          f"OPENBLAS_NUM_THREADS={record['openblas_num_threads']}):")
+    for form, text in FORMS.items():
+        print(f"  {form:10} {text}")
+    record["small_forms"] = forms_sweep()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--small-only", action="store_true",
+                        help="only the host calls below the crossover (parts 2 and 4), BLAS on "
+                        "one thread unless OPENBLAS_NUM_THREADS says otherwise; needs no GPU")
+    parser.add_argument("--forms-only", action="store_true",
+                        help="with --small-only: part 4 alone")
     args = parser.parse_args()
     from tunedgemm import cuda
 
-    if not cuda.status()[0]:
-        print(f"bench_host: needs a GPU ({cuda.status()[1]})")
-        return 1
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out = Path(args.out)
+    if args.small_only:
+        gpu = cuda.device().name() if cuda.status()[0] else f"no GPU ({cuda.status()[1]})"
+        print(f"# small host calls only; {gpu}; {date}")
+        record: dict[str, Any] = {"device": gpu, "date": date, "command": " ".join(sys.argv)}
+        small_part(record, args.forms_only)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench_host_small.json").write_text(json.dumps(record, indent=1))
+        return 0
+    if not cuda.status()[0]:
+        print(f"bench_host: needs a GPU ({cuda.status()[1]}); --small-only runs without one")
+        return 1
     print(f"# {cuda.device().name()}, {date}")
     bandwidth = pinned_bandwidth()
     print(f"pinned copies: {bandwidth[0]:.1f} GB/s to the device, {bandwidth[1]:.1f} back")
     print(f"{'dtype':8} {'n':>6} {'tg ms':>10} {'NumPy ms':>10} {'CuPy ms':>10} {'tg/CuPy':>9} "
           f"{'xfer ms':>9} {'kern ms':>9} {'tg/floor':>9}")  # fmt: skip
-    record: dict[str, Any] = {"device": cuda.device().name(), "date": date,
-                              "command": " ".join(sys.argv), "pinned_gb_s": bandwidth}  # fmt: skip
+    record = {"device": cuda.device().name(), "date": date, "command": " ".join(sys.argv),
+              "pinned_gb_s": bandwidth}  # fmt: skip
     record["host_to_host"] = host_to_host(args.sizes, bandwidth)
-    from tunedgemm import _small_host
-
-    record["small_host_route"] = "C" if _small_host.NATIVE else "Python"
-    print(
-        f"small squares (short route in {record['small_host_route']}), us per call; ratios: "
-        "matmul / a@b, sgemm / a@b, sgemm / NumPy's F-ordered a@b, sgemm / SciPy's sgemm"
-    )
-    print(f"{'dtype':8} {'n':>6} {'sgemm':>9} {'matmul':>9} {'a@b':>9} {'a@b F':>9} "
-          f"{'mm/np':>9} {'sg/np':>9} {'sg/npF':>9} {'sg/scipy':>9} {'ran':>6}")  # fmt: skip
-    record["small"] = small_sweep()
+    small_part(record)
     record["device_overhead_64"] = overhead = device_overhead()
     shown = (f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in overhead.items()
              if k != "refined")  # fmt: skip
@@ -276,7 +418,6 @@ def main() -> int:
               f"{timed}; retimed {refined['confirm']}")  # fmt: skip
     print(f"ratio tunedgemm (into c) / scikit-cuda cuBLAS: "
           f"{overhead['tunedgemm_into_c_us'] / overhead['skcuda_cublas_us']:.2f}")  # fmt: skip
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_host.json").write_text(json.dumps(record, indent=1))
     return 0

@@ -3,8 +3,9 @@
  *
  * Why C: a small product takes NumPy about a microsecond, and the Python route's checks cost
  * 0.5-1 us more (the same checks here cost tens of ns). A Route wraps one public routine
- * (sgemm, dgemm, gemm or matmul, written in Python): a plain call that the crossover sends to
- * NumPy anyway is computed here, by the BLAS call the Python route makes; every other call,
+ * (sgemm, dgemm, gemm or matmul, written in Python): a call that the crossover sends to NumPy
+ * anyway (gemm with or without c, in place or not; matmul with vectors, batches or out=) is
+ * computed here, by the NumPy calls the Python route makes, to the bit; every other call,
  * and every call this file has a doubt about, goes to the wrapped Python function unchanged,
  * which decides it and gives every error message. This file never raises an error of its own
  * for a call: what it refuses, Python sees.
@@ -22,6 +23,7 @@
 #include <float.h>
 #include <math.h>
 #include <stddef.h> /* offsetof */
+#include <string.h> /* memcpy */
 
 enum kind { SGEMM, DGEMM, GEMM, MATMUL, KIND_COUNT };
 
@@ -36,6 +38,7 @@ static PyArray_Descr *descr_f32 = NULL, *descr_f64 = NULL;
 
 static PyObject *gemm_names[9]; /* alpha a b beta c trans_a trans_b overwrite_c stream */
 static PyObject *matmul_names[4]; /* a b out stream */
+static PyObject *out_kwnames = NULL; /* ("out",): np.matmul(a, b, out=out) */
 #define GEMM_POSITIONAL 8 /* stream is keyword-only */
 #define MATMUL_POSITIONAL 3
 
@@ -123,20 +126,30 @@ trans_flag(PyObject *value)
     return (int)flag;
 }
 
-/* The operand as a 2-D NumPy array (exactly ndarray, as the Python route), or NULL. */
+/* The operand as a NumPy array (exactly ndarray, as the Python route) of ndim from 1 to 2, or
+ * up to NPY_MAXDIMS where max_ndim says so; NULL otherwise. */
 static PyArrayObject *
-matrix(PyObject *value)
+array_of(PyObject *value, int max_ndim)
 {
     if (value == NULL || Py_TYPE(value) != &PyArray_Type)
         return NULL;
     PyArrayObject *array = (PyArrayObject *)value;
-    return PyArray_NDIM(array) == 2 ? array : NULL;
+    int ndim = PyArray_NDIM(array);
+    return ndim >= 1 && ndim <= max_ndim ? array : NULL;
+}
+
+/* The operand as a 2-D NumPy array, or NULL. */
+static PyArrayObject *
+matrix(PyObject *value)
+{
+    PyArrayObject *array = array_of(value, 2);
+    return array != NULL && PyArray_NDIM(array) == 2 ? array : NULL;
 }
 
 /* Whether the crossover sends the product (m, n, k) of this dtype to NumPy: _small_host.py's
- * _numpy_owns under the default settings (below the crossover's work, or moving much data
- * for little work). 0 also where Python is to decide: another dtype, the size not known yet,
- * or a setting that changes the choice is present. */
+ * _numpy_owns under the default settings, crossover.prefer_numpy's rule (below the
+ * crossover's work, or moving much data for little work). 0 also where Python is to decide:
+ * another dtype, the size not known yet, or a setting that changes the choice is present. */
 static int
 numpy_owns(PyArray_Descr *descr, double m, double n, double k)
 {
@@ -157,16 +170,18 @@ numpy_owns(PyArray_Descr *descr, double m, double n, double k)
     return work < size * size * size || 3.0 * work < (m * k + k * n + m * n) * size;
 }
 
-/* left @ right by NumPy: np.dot's core for tiny operands (less dispatch), np.matmul above
- * dot_limit (np.dot was slower there; see DOT_LIMIT in _small_host.py). */
+/* left @ right by NumPy, into out when given: np.dot's core for tiny operands (less
+ * dispatch; its out must be an aligned C-contiguous array), np.matmul above dot_limit
+ * (np.dot was slower there; see DOT_LIMIT in _small_host.py) or where `batched`. */
 static PyObject *
-numpy_product(PyObject *left, PyObject *right, double work)
+numpy_product(PyObject *left, PyObject *right, PyObject *out, double work, int batched)
 {
-    if (work < dot_limit)
-        return PyArray_MatrixProduct2(left, right, NULL);
+    if (!batched && work < dot_limit && (out == NULL || PyArray_ISCARRAY((PyArrayObject *)out)))
+        return PyArray_MatrixProduct2(left, right, (PyArrayObject *)out);
     PyObject *matmul = matmul_function; /* held: configure() may run while BLAS drops the GIL */
     Py_INCREF(matmul);
-    PyObject *product = PyObject_CallFunctionObjArgs(matmul, left, right, NULL);
+    PyObject *call[3] = {left, right, out};
+    PyObject *product = PyObject_Vectorcall(matmul, call, 2, out == NULL ? NULL : out_kwnames);
     Py_DECREF(matmul);
     return product;
 }
@@ -178,54 +193,186 @@ transposed(PyArrayObject *array)
 }
 
 /* GCC judges the code after a string of early returns cold, and leaves a loop there unvectorised
- * (2.5 us for a 64 x 64 product): the loops live in functions of their own, marked hot. */
-#if defined(__GNUC__)
+ * (2.5 us for a 64 x 64 product): the loops live in functions of their own, marked hot. On
+ * x86-64 each is also built for AVX2, chosen at load time where the CPU has it (the passes
+ * over the result are a tenth of a 64^3 double product's time with SSE2 alone). */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__)
+#define HOT_LOOP __attribute__((hot, noinline, target_clones("avx2", "default")))
+#elif defined(__GNUC__)
 #define HOT_LOOP __attribute__((hot, noinline))
 #else
 #define HOT_LOOP
 #endif
 
-static HOT_LOOP void
-scale_floats(float *data, npy_intp count, float factor)
+/* One row of the result, in its dtype, rounded as NumPy's ufuncs round each step (setup.py
+ * keeps the compiler from fusing a multiply and an add): p = alpha p (SCALE), p = alpha p +
+ * beta c (SCALE_ADD), p = beta c (BETA_C: the product is not read). c's elements lie c_step
+ * bytes apart. */
+enum row_job { SCALE, SCALE_ADD, BETA_C };
+
+#define ROW_LOOPS(TYPE, NAME)                                                                 \
+    static HOT_LOOP void NAME##_contiguous(TYPE *restrict p, const TYPE *restrict c,          \
+                                           npy_intp count, TYPE alpha, TYPE beta, int job)    \
+    {                                                                                         \
+        if (job == SCALE)                                                                     \
+            for (npy_intp i = 0; i < count; i++)                                              \
+                p[i] = alpha * p[i];                                                          \
+        else if (job == SCALE_ADD)                                                            \
+            for (npy_intp i = 0; i < count; i++)                                              \
+                p[i] = alpha * p[i] + beta * c[i];                                            \
+        else                                                                                  \
+            for (npy_intp i = 0; i < count; i++)                                              \
+                p[i] = beta * c[i];                                                           \
+    }                                                                                         \
+    static HOT_LOOP void NAME##_strided(TYPE *restrict p, const char *restrict c,              \
+                                        npy_intp c_step, npy_intp count, TYPE alpha,          \
+                                        TYPE beta, int job)                                   \
+    {                                                                                         \
+        for (npy_intp i = 0; i < count; i++) {                                                \
+            TYPE element = *(const TYPE *)(c + i * c_step);                                   \
+            p[i] = job == SCALE_ADD ? alpha * p[i] + beta * element : beta * element;         \
+        }                                                                                     \
+    }
+
+ROW_LOOPS(float, floats)
+ROW_LOOPS(double, doubles)
+
+
+/* The floating-point exceptions np.multiply reports (through np.errstate: warn, raise, ...).
+ * On x86-64 the loops above run on SSE/AVX, whose flags are MXCSR's: cleared and read there
+ * directly (20 ns, where feclearexcept and fetestexcept, which also save and restore the
+ * x87 state, took 110 ns). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(_MSC_VER))
+#include <xmmintrin.h>
+#define MXCSR_FLAGS 0x1D /* invalid, divide-by-zero, overflow, underflow (not denormal, inexact) */
+static void
+clear_fp_exceptions(void)
 {
-    for (npy_intp i = 0; i < count; i++)
-        data[i] *= factor;
+    _mm_setcsr(_mm_getcsr() & ~0x3Fu);
 }
-
-static HOT_LOOP void
-scale_doubles(double *data, npy_intp count, double factor)
-{
-    for (npy_intp i = 0; i < count; i++)
-        data[i] *= factor;
-}
-
-/* The floating-point exceptions np.multiply reports (through np.errstate: warn, raise, ...). */
-#define FP_EXCEPTIONS (FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID | FE_DIVBYZERO)
-
-/* product *= alpha, in the product's dtype, as np.multiply(product, dtype.type(alpha),
- * out=product) rounds, without a ufunc call's microsecond. 0 when done; 1 when the Python
- * route must redo the call: the product (an ndarray) is not the plain array expected, or the
- * scaling raised a floating-point exception (overflow, say), which NumPy would report as
- * np.errstate says. alpha is finite, and within float32's range for a float32 product. */
 static int
-scale(PyArrayObject *array, double alpha)
+fp_exceptions_raised(void)
 {
-    PyArray_Descr *descr = PyArray_DESCR(array);
-    if (!PyArray_ISONESEGMENT(array) || !PyArray_ISWRITEABLE(array) ||
-        (descr != descr_f32 && descr != descr_f64))
-        return 1;
-    npy_intp count = PyArray_SIZE(array);
+    return (_mm_getcsr() & MXCSR_FLAGS) != 0;
+}
+#else
+#define FP_EXCEPTIONS (FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID | FE_DIVBYZERO)
+static void
+clear_fp_exceptions(void)
+{
     feclearexcept(FP_EXCEPTIONS);
-    if (descr == descr_f32)
-        scale_floats((float *)PyArray_DATA(array), count, (float)alpha);
-    else
-        scale_doubles((double *)PyArray_DATA(array), count, alpha);
+}
+static int
+fp_exceptions_raised(void)
+{
     return fetestexcept(FP_EXCEPTIONS) != 0;
+}
+#endif
+
+/* One job over the whole product p, a fresh C-contiguous rows x cols array of the result's
+ * dtype: c (for all but SCALE) holds the matching element of row r, column q at
+ * c_data + r * c_row + q * c_col. Returns 0 when done; 1 when the Python route must redo
+ * the call: a step raised a floating-point exception (an overflow, say), which NumPy reports
+ * as np.errstate says. */
+static int
+run_rows(PyArrayObject *p, const char *c_data, npy_intp c_row, npy_intp c_col, double alpha,
+         double beta, int job)
+{
+    int single = PyArray_DESCR(p) == descr_f32;
+    npy_intp item = single ? 4 : 8;
+    npy_intp rows = PyArray_DIM(p, 0), cols = PyArray_DIM(p, 1);
+    char *p_data = PyArray_DATA(p);
+    if (job == SCALE || (c_col == item && c_row == cols * item)) { /* one run of elements */
+        cols *= rows;
+        rows = cols > 0;
+    }
+    float alpha_f = (float)alpha, beta_f = (float)beta; /* (exact: rounded already) */
+    clear_fp_exceptions();
+    for (npy_intp r = 0; r < rows; r++) {
+        char *p_row = p_data + r * cols * item;
+        const char *c_here = c_data + r * c_row;
+        if (single && (job == SCALE || c_col == item))
+            floats_contiguous((float *)p_row, (const float *)c_here, cols, alpha_f, beta_f, job);
+        else if (single)
+            floats_strided((float *)p_row, c_here, c_col, cols, alpha_f, beta_f, job);
+        else if (job == SCALE || c_col == item)
+            doubles_contiguous((double *)p_row, (const double *)c_here, cols, alpha, beta, job);
+        else
+            doubles_strided((double *)p_row, c_here, c_col, cols, alpha, beta, job);
+    }
+    return fp_exceptions_raised();
+}
+
+/* c = p, the last step of an in-place call (it raises nothing): p as in run_rows. */
+static void
+copy_back(PyArrayObject *p, char *c_data, npy_intp c_row, npy_intp c_col)
+{
+    npy_intp item = PyArray_ITEMSIZE(p);
+    npy_intp rows = PyArray_DIM(p, 0), cols = PyArray_DIM(p, 1);
+    const char *p_data = PyArray_DATA(p);
+    if (c_col == item && c_row == cols * item) {
+        memcpy(c_data, p_data, (size_t)(rows * cols * item));
+        return;
+    }
+    for (npy_intp r = 0; r < rows; r++) {
+        const char *p_row = p_data + r * cols * item;
+        char *c_here = c_data + r * c_row;
+        if (c_col == item)
+            memcpy(c_here, p_row, (size_t)(cols * item));
+        else
+            for (npy_intp q = 0; q < cols; q++)
+                memcpy(c_here + q * c_col, p_row + q * item, (size_t)item);
+    }
+}
+
+/* Whether no two elements of the 2-D array share memory: contiguous, or each axis's stride
+ * (by size) clears the span of those below it. A sufficient test: what it cannot vouch for is
+ * Python's (_small_host._distinct_elements, the same test). */
+static int
+distinct_elements(PyArrayObject *array)
+{
+    if (PyArray_IS_C_CONTIGUOUS(array) || PyArray_IS_F_CONTIGUOUS(array))
+        return 1;
+    npy_intp step[2], count[2];
+    int axes = 0;
+    for (int axis = 0; axis < 2; axis++)
+        if (PyArray_DIM(array, axis) > 1) {
+            npy_intp stride = PyArray_STRIDE(array, axis);
+            step[axes] = stride < 0 ? -stride : stride;
+            count[axes++] = PyArray_DIM(array, axis);
+        }
+    if (axes == 2 && step[1] < step[0]) {
+        npy_intp s = step[0], n = count[0];
+        step[0] = step[1], count[0] = count[1], step[1] = s, count[1] = n;
+    }
+    npy_intp span = PyArray_ITEMSIZE(array);
+    for (int i = 0; i < axes; i++) {
+        if (step[i] < span)
+            return 0;
+        span = step[i] * count[i];
+    }
+    return 1;
+}
+
+/* A scalar of the routine's dtype, as NumPy would round it (dtype.type(value)); 0 where the
+ * Python route is to handle it: not finite, or beyond float32's range (the cast warns). */
+static int
+rounded(double value, int single, double *out)
+{
+    if (!isfinite(value) || (single && fabs(value) > FLT_MAX))
+        return 0;
+    *out = single ? (double)(float)value : value;
+    return 1;
 }
 
 #define NOT_HERE ((PyObject *)1) /* a call for the Python routine */
 
-/* sgemm, dgemm, gemm: alpha * op(a) @ op(b) as a new Fortran-ordered array, or NOT_HERE. */
+/* sgemm, dgemm, gemm: alpha * op(a) @ op(b) + beta * c as BLAS defines it (alpha == 0 or
+ * k == 0 reads neither a nor b, beta == 0 does not read c, both tested in the routine's
+ * precision), into c where it is overwritten (a writeable ndarray of the dtype whose elements
+ * do not overlap) or as a new Fortran-ordered array; or NOT_HERE. The result is made in an
+ * array of its own first and copied into c last, so that nothing of the caller's changes
+ * unless the call succeeds. */
 static PyObject *
 gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -233,9 +380,9 @@ gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     if (!sort_arguments(args, nargsf, kwnames, gemm_names, 9, GEMM_POSITIONAL, slot))
         return NOT_HERE;
     PyObject *alpha_object = slot[0], *beta_object = slot[3];
-    if (alpha_object == NULL || !is_absent(slot[4]) || !is_absent(slot[8]))
+    if (alpha_object == NULL || !is_absent(slot[8]))
         return NOT_HERE;
-    PyArrayObject *a = matrix(slot[1]), *b = matrix(slot[2]);
+    PyArrayObject *a = matrix(slot[1]), *b = matrix(slot[2]), *c = NULL;
     if (a == NULL || b == NULL)
         return NOT_HERE;
     PyArray_Descr *descr = PyArray_DESCR(a);
@@ -244,12 +391,9 @@ gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     if ((kind == SGEMM && descr != descr_f32) || (kind == DGEMM && descr != descr_f64))
         return NOT_HERE;
     double alpha, beta = 0.0;
-    if (!plain_scalar(alpha_object, &alpha) || alpha == 0.0) /* alpha 0 reads neither */
+    if (!plain_scalar(alpha_object, &alpha))
         return NOT_HERE;
-    /* inf or NaN, or beyond float32 (its cast warns): Python applies it, and reports */
-    if (!isfinite(alpha) || (descr == descr_f32 && fabs(alpha) > FLT_MAX))
-        return NOT_HERE;
-    if (beta_object != NULL && (!plain_scalar(beta_object, &beta) || beta != 0.0))
+    if (beta_object != NULL && !plain_scalar(beta_object, &beta))
         return NOT_HERE;
     int trans_a = trans_flag(slot[5]), trans_b = trans_flag(slot[6]);
     if (trans_a < 0 || trans_b < 0)
@@ -258,49 +402,144 @@ gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     if (k != k_b) /* Python says why */
         return NOT_HERE;
     npy_intp m = PyArray_DIM(a, trans_a ? 1 : 0), n = PyArray_DIM(b, trans_b ? 0 : 1);
+    int in_place = 0;
+    if (!is_absent(slot[4])) {
+        c = matrix(slot[4]);
+        PyObject *overwrite = slot[7];
+        if (c == NULL || PyArray_DESCR(c) != descr || PyArray_DIM(c, 0) != m ||
+            PyArray_DIM(c, 1) != n || !PyArray_ISALIGNED(c))
+            return NOT_HERE;
+        if (overwrite != NULL && !PyLong_CheckExact(overwrite) && !PyBool_Check(overwrite))
+            return NOT_HERE;
+        if (overwrite != NULL && PyObject_IsTrue(overwrite) && PyArray_ISWRITEABLE(c)) {
+            if (!distinct_elements(c))
+                return NOT_HERE;
+            in_place = 1;
+        }
+    }
+    else if (beta != 0.0) /* Python says c is needed */
+        return NOT_HERE;
     if (!numpy_owns(descr, (double)m, (double)n, (double)k))
         return NOT_HERE;
-    double work = (double)PyArray_SIZE(a) * (double)PyArray_SIZE(b);
+    int single = descr == descr_f32;
+    if (beta != 0.0 && !rounded(beta, single, &beta))
+        return NOT_HERE;
+    int product_read = k > 0; /* k == 0: alpha is not read either, whatever it is */
+    if (product_read) {
+        if (!rounded(alpha, single, &alpha))
+            return NOT_HERE;
+        product_read = alpha != 0.0;
+    }
+    if (!product_read)
+        alpha = 0.0;
 
-    /* op(b)^T op(a)^T, transposed back: BLAS writes straight into a Fortran-ordered result. */
-    PyObject *a_t = trans_a ? (Py_INCREF(a), (PyObject *)a) : transposed(a);
-    PyObject *b_t = trans_b ? (Py_INCREF(b), (PyObject *)b) : transposed(b);
-    PyObject *product = NULL, *result = NULL;
-    if (a_t != NULL && b_t != NULL)
-        product = numpy_product(b_t, a_t, work);
-    Py_XDECREF(a_t);
-    Py_XDECREF(b_t);
-    if (product == NULL)
+    /* The result is made as p = op(a) @ op(b) (C-ordered) for a C-ordered c written in place,
+     * else as its transpose p = op(b)^T op(a)^T (C-ordered, so the result p^T is Fortran-
+     * ordered: BLAS writes straight into sgemm's layout). */
+    int direct = in_place && PyArray_IS_C_CONTIGUOUS(c) && !PyArray_IS_F_CONTIGUOUS(c);
+    npy_intp dims[2] = {direct ? m : n, direct ? n : m};
+    PyObject *p_object;
+    if (product_read) {
+        double work = (double)PyArray_SIZE(a) * (double)PyArray_SIZE(b);
+        PyObject *left = direct ? (trans_a ? transposed(a) : (Py_INCREF(a), (PyObject *)a))
+                                : (trans_b ? (Py_INCREF(b), (PyObject *)b) : transposed(b));
+        PyObject *right = direct ? (trans_b ? transposed(b) : (Py_INCREF(b), (PyObject *)b))
+                                 : (trans_a ? (Py_INCREF(a), (PyObject *)a) : transposed(a));
+        p_object = NULL;
+        if (left != NULL && right != NULL)
+            p_object = numpy_product(left, right, NULL, work, 0);
+        Py_XDECREF(left);
+        Py_XDECREF(right);
+    }
+    else if (beta == 0.0)
+        p_object = PyArray_ZEROS(2, dims, PyArray_DESCR(a)->type_num, 0);
+    else
+        p_object = PyArray_EMPTY(2, dims, PyArray_DESCR(a)->type_num, 0);
+    if (p_object == NULL)
         return NULL;
-    if (!PyArray_CheckExact(product) ||
-        (alpha != 1.0 && scale((PyArrayObject *)product, alpha) != 0)) {
-        Py_DECREF(product); /* Python redoes the call and reports what it meets */
+    PyArrayObject *p = (PyArrayObject *)p_object;
+    if (!PyArray_CheckExact(p_object) || PyArray_DESCR(p) != descr ||
+        !PyArray_IS_C_CONTIGUOUS(p) || !PyArray_ISWRITEABLE(p) || !PyArray_ISALIGNED(p)) {
+        Py_DECREF(p_object); /* not the plain array expected: Python redoes the call */
         return NOT_HERE;
     }
-    result = transposed((PyArrayObject *)product);
-    Py_DECREF(product);
+    /* c's element for p's row r, column q */
+    char *c_data = c != NULL ? PyArray_DATA(c) : NULL;
+    npy_intp c_row = 0, c_col = 0;
+    if (c != NULL) {
+        c_row = PyArray_STRIDE(c, direct ? 0 : 1);
+        c_col = PyArray_STRIDE(c, direct ? 1 : 0);
+    }
+    int job = product_read ? (beta != 0.0 ? SCALE_ADD : alpha != 1.0 ? SCALE : -1)
+                           : (beta != 0.0 ? BETA_C : -1);
+    if (job >= 0 && run_rows(p, c_data, c_row, c_col, alpha, beta, job) != 0) {
+        Py_DECREF(p_object); /* Python redoes the call and reports what it meets */
+        return NOT_HERE;
+    }
+    if (in_place) {
+        copy_back(p, c_data, c_row, c_col);
+        Py_DECREF(p_object);
+        Py_INCREF(c);
+        return (PyObject *)c;
+    }
+    if (direct)
+        return p_object;
+    PyObject *result = transposed(p);
+    Py_DECREF(p_object);
     return result;
 }
 
-/* matmul: a @ b for 2-D operands of one GEMM dtype, or NOT_HERE. */
+/* matmul: np.matmul(a, b, out=out) for operands of one GEMM dtype whose every 2-D product
+ * the crossover gives NumPy (vectors, batches broadcast as np.matmul does, an out of the
+ * result's dtype and shape), or NOT_HERE. */
 static PyObject *
 matmul_product(PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     PyObject *slot[4];
     if (!sort_arguments(args, nargsf, kwnames, matmul_names, 4, MATMUL_POSITIONAL, slot))
         return NOT_HERE;
-    if (!is_absent(slot[2]) || !is_absent(slot[3]))
+    if (!is_absent(slot[3]))
         return NOT_HERE;
-    PyArrayObject *a = matrix(slot[0]), *b = matrix(slot[1]);
+    PyArrayObject *a = array_of(slot[0], NPY_MAXDIMS), *b = array_of(slot[1], NPY_MAXDIMS);
     if (a == NULL || b == NULL || PyArray_DESCR(b) != PyArray_DESCR(a))
         return NOT_HERE;
-    if (PyArray_DIM(a, 1) != PyArray_DIM(b, 0))
+    int a_ndim = PyArray_NDIM(a), b_ndim = PyArray_NDIM(b);
+    npy_intp *a_dims = PyArray_DIMS(a), *b_dims = PyArray_DIMS(b);
+    npy_intp m = a_ndim > 1 ? a_dims[a_ndim - 2] : 1, k = a_dims[a_ndim - 1];
+    npy_intp k_b = b_ndim > 1 ? b_dims[b_ndim - 2] : b_dims[0];
+    npy_intp n = b_ndim > 1 ? b_dims[b_ndim - 1] : 1;
+    if (k != k_b)
         return NOT_HERE;
-    double m = (double)PyArray_DIM(a, 0), k = (double)PyArray_DIM(a, 1);
-    if (!numpy_owns(PyArray_DESCR(a), m, (double)PyArray_DIM(b, 1), k))
+    /* The result's shape: the batch dimensions broadcast, then m and n where they are there. */
+    int a_batch = a_ndim > 2 ? a_ndim - 2 : 0, b_batch = b_ndim > 2 ? b_ndim - 2 : 0;
+    int batch = a_batch > b_batch ? a_batch : b_batch;
+    npy_intp shape[NPY_MAXDIMS + 2];
+    for (int i = 0; i < batch; i++) {
+        npy_intp from_a = i - (batch - a_batch) >= 0 ? a_dims[i - (batch - a_batch)] : 1;
+        npy_intp from_b = i - (batch - b_batch) >= 0 ? b_dims[i - (batch - b_batch)] : 1;
+        if (from_a != from_b && from_a != 1 && from_b != 1)
+            return NOT_HERE; /* Python says they do not broadcast */
+        shape[i] = from_a == 1 ? from_b : from_a;
+    }
+    int ndim = batch;
+    if (a_ndim > 1)
+        shape[ndim++] = m;
+    if (b_ndim > 1)
+        shape[ndim++] = n;
+    if (!numpy_owns(PyArray_DESCR(a), (double)m, (double)n, (double)k))
         return NOT_HERE;
+    PyArrayObject *out = NULL;
+    if (!is_absent(slot[2])) {
+        out = array_of(slot[2], NPY_MAXDIMS);
+        if (out == NULL || PyArray_DESCR(out) != PyArray_DESCR(a) || !PyArray_ISWRITEABLE(out) ||
+            PyArray_NDIM(out) != ndim)
+            return NOT_HERE;
+        for (int i = 0; i < ndim; i++)
+            if (PyArray_DIM(out, i) != shape[i])
+                return NOT_HERE;
+    }
     double work = (double)PyArray_SIZE(a) * (double)PyArray_SIZE(b);
-    return numpy_product((PyObject *)a, (PyObject *)b, work);
+    return numpy_product((PyObject *)a, (PyObject *)b, (PyObject *)out, work, batch > 0);
 }
 
 static PyObject *
@@ -504,6 +743,9 @@ PyInit__short_route(void)
     static const char *const matmul_texts[] = {"a", "b", "out", "stream"};
     if (intern_names(gemm_names, gemm_texts, 9) < 0 ||
         intern_names(matmul_names, matmul_texts, 4) < 0)
+        return NULL;
+    out_kwnames = PyTuple_Pack(1, matmul_names[2]);
+    if (out_kwnames == NULL)
         return NULL;
     descr_f32 = PyArray_DescrFromType(NPY_FLOAT32);
     descr_f64 = PyArray_DescrFromType(NPY_FLOAT64);

@@ -1,10 +1,11 @@
 """The short route of small host calls: NumPy's product, when the general path would end there.
 
 A product below the CPU/GPU crossover takes NumPy a microsecond or two, so the general path's
-argument handling would double its time. Plain calls (NumPy operands of the routine's dtype,
-no c or out, beta 0, int flags) that the backend choice sends to NumPy anyway are computed
-here with the BLAS call the NumPy backend makes; every other call returns None and takes the
-general path, which also gives every error message.
+argument handling would double its time. Calls on NumPy operands of the routine's dtype that
+the backend choice sends to NumPy anyway are computed here (sgemm, dgemm and gemm with int
+flags, with or without a c of that dtype, BLAS's rules for zero scalars; matmul with
+vectors, broadcast batches or an `out`) with the BLAS call the NumPy backend makes; every
+other call returns None and takes the general path, which also gives every error message.
 
 Tiny products call BLAS through np.dot (see DOT_LIMIT), the settings are read straight from
 the environment's dict, and the crossover size is kept per dtype. Still, the checks a Python
@@ -24,17 +25,25 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from . import backend, crossover, cuda, settings
-from ._args import GEMM_DTYPES
+from ._args import GEMM_DTYPES, dtype_name
 from .table import TABLE_ENV
 
 _ndarray = np.ndarray
-_dot, _matmul, _multiply = np.dot, np.matmul, np.multiply
+_dot, _matmul, _multiply, _add, _empty, _copyto = (
+    np.dot, np.matmul, np.multiply, np.add, np.empty, np.copyto
+)
+_broadcast_shapes, _prefer_numpy = np.broadcast_shapes, crossover.prefer_numpy
+_F32, _F32_MAX = np.dtype(np.float32), float(np.finfo(np.float32).max)
+# The largest magnitude that rounds to 0 in float32: half its smallest subnormal (a tie, which
+# rounds to the even 0). sgemm tests alpha and beta for 0 after rounding (as BLAS sees them).
+_F32_ROUNDS_TO_0 = 2.0**-150
 # np.dot reaches BLAS with less dispatch than np.matmul (0.3-0.5 us less on tiny operands),
 # but from about 128^3 it ran 1.2-1.3x slower than np.matmul on the H100 machine's 16 cores
 # (bench_host, 2026-11-23): products whose a.size * b.size (n^4 for squares) is below this
 # take np.dot, larger ones np.matmul.
 DOT_LIMIT = 48**4
 _SCALARS = (float, int)
+_FLAGS = (int, bool)  # overwrite_c's types here
 _found = settings.raw_keys(backend.BACKEND_ENV, TABLE_ENV)
 # Where CPython's dict is missing, a key that is always there sends every call to the general
 # decision, which reads os.environ.
@@ -52,9 +61,9 @@ if _native is not None:
         _native.configure(_RAW, (_BACKEND_KEY, _TABLE_KEY), _matmul, float(DOT_LIMIT))
 NATIVE = _native is not None
 
-# (size**3, size) for the crossover size per dtype under the default settings (neither
-# variable above set): crossover.prefer_numpy's test, kept. Filled on first use.
-_limits: dict[np.dtype, tuple[float, float]] = {}
+# (size**3, size, dtype name) for the crossover size per dtype under the default settings
+# (neither variable above set): what crossover.prefer_numpy is given. Filled on first use.
+_limits: dict[np.dtype, tuple[float, float, str]] = {}
 
 
 def forget() -> None:
@@ -64,16 +73,16 @@ def forget() -> None:
         _native.forget()
 
 
-def _limits_for(dtype: np.dtype) -> tuple[float, float] | None:
+def _limits_for(dtype: np.dtype) -> tuple[float, float, str] | None:
     """The crossover's limits for dtype, or None where a call must take the general path to
     be decided (no GPU and the fallback's one warning not given yet)."""
     found = _limits.get(dtype)
     if found is None:  # (filled here only: the GEMM dtypes; any other is never NumPy's here)
         if cuda.status()[0]:
             size = crossover.size_for(dtype)
-            found = (size**3, size)
+            found = (size**3, size, dtype_name(dtype))
         elif backend.has_warned():
-            found = (math.inf, math.inf)  # no GPU: everything runs on NumPy
+            found = (math.inf, math.inf, dtype_name(dtype))  # no GPU: everything on NumPy
         else:
             return None
         _limits[dtype] = found
@@ -83,59 +92,166 @@ def _limits_for(dtype: np.dtype) -> tuple[float, float] | None:
     return found
 
 
-def _numpy_owns(a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> bool:
-    """Whether the backend choice sends the 2-D product a @ b to NumPy without a word.
-
-    First a cheaper screen: under the default settings, a.size * b.size (which is at least
-    m*n*k) below the crossover's work limit means NumPy's, without unpacking shapes (nor
-    checking them: NumPy's product says when they do not align)."""
-    limits = _limits.get(dtype)
-    if (limits is not None and _BACKEND_KEY not in _RAW and _TABLE_KEY not in _RAW
-            and a.size * b.size < limits[0]):  # fmt: skip
-        return True
-    if dtype not in GEMM_DTYPES:
-        return False
-    (m, k), (k_b, n) = a.shape, b.shape
-    if k_b != k:
-        return False  # the general path says why
+def _numpy_owns(m: int, n: int, k: int, dtype: np.dtype) -> bool:
+    """Whether the backend choice sends the host product (m, n, k) of dtype to NumPy without
+    a word: crossover.prefer_numpy under the default settings, the backend's own decision
+    where a setting changes it."""
     if _BACKEND_KEY in _RAW or _TABLE_KEY in _RAW:
-        return backend.quietly_numpy((m, n, k), dtype)
-    limits = _limits_for(dtype)
+        return dtype in GEMM_DTYPES and backend.quietly_numpy((m, n, k), dtype)
+    limits = _limits.get(dtype)
     if limits is None:
+        if dtype not in GEMM_DTYPES:
+            return False
+        limits = _limits_for(dtype)
+        if limits is None:
+            return False
+    work_limit, size, name = limits
+    # prefer_numpy's first test, which decides most small calls, spared its call
+    return m * n * k < work_limit or _prefer_numpy(name, m, n, k, size)
+
+
+def _distinct_elements(c: np.ndarray) -> bool:
+    """Whether no two elements of the 2-D array share memory: contiguous, or each axis's
+    stride (by size) clears the span of those below it. A sufficient test (the C route's
+    distinct_elements): an array it cannot vouch for takes the general path."""
+    flags = c.flags
+    if flags.c_contiguous or flags.f_contiguous:
+        return True
+    span = c.itemsize
+    axes = zip(c.strides, c.shape, strict=True)
+    for step, count in sorted((abs(stride), size) for stride, size in axes if size > 1):
+        if step < span:
+            return False
+        span = step * count
+    return True
+
+
+def _usable(value: float, single: bool) -> bool:
+    """Whether an alpha or beta that is read can be applied here: finite, held by a double,
+    and within float32's range in sgemm (the cast warns beyond it); the general path takes
+    the others."""
+    try:
+        return math.isfinite(value) and (not single or abs(value) <= _F32_MAX)
+    except OverflowError:  # an int too large for a double
         return False
-    work = m * n * k
-    return work < limits[0] or 3 * work < (m * k + k * n + m * n) * limits[1]
 
 
-def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
-            dtype: np.dtype | None) -> np.ndarray | None:  # fmt: skip
-    """alpha * op(a) @ op(b) as a new Fortran-ordered array, or None for the general path.
+def product(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: Any,
+            overwrite_c: Any, dtype: np.dtype | None) -> np.ndarray | None:  # fmt: skip
+    """alpha * op(a) @ op(b) + beta * c as BLAS defines it, or None for the general path.
 
+    alpha == 0 or k == 0 reads neither a nor b, and beta == 0 does not read c, both tested in
+    the routine's precision (sgemm(1e-50, ...) is 0 * op(a) @ op(b)). The result goes into
+    c where it is overwritten (a writeable ndarray of the dtype whose elements do not
+    overlap), else into a new Fortran-ordered array; it is made in an array of its own first
+    and copied into c last, so that an error (np.errstate's 'raise') leaves c as it was.
     dtype None (gemm) takes the inputs' dtype when they share a GEMM dtype."""
     if type(a) is not _ndarray or type(b) is not _ndarray or a.ndim != 2 or b.ndim != 2:
         return None
     dt = a.dtype
     if b.dtype is not dt or (dtype is not None and dt is not dtype):
         return None
-    if type(alpha) not in _SCALARS or type(beta) not in _SCALARS or beta != 0:
+    if type(alpha) not in _SCALARS or type(beta) not in _SCALARS:
         return None
-    # alpha == 0 must not read A and B (BLAS): the general path handles it.
-    if alpha == 0 or type(trans_a) is not int or type(trans_b) is not int:
+    if type(trans_a) is not int or type(trans_b) is not int:
         return None
     if not (0 <= trans_a <= 2 and 0 <= trans_b <= 2):
         return None
-    # op(b)^T op(a)^T, transposed back: BLAS writes straight into a Fortran-ordered result.
-    a_t = a if trans_a else a.T
-    b_t = b if trans_b else b.T
-    if not _numpy_owns(b_t, a_t, dt):
+    m, k = a.shape
+    k_b, n = b.shape
+    if trans_a:
+        m, k = k, m
+    if trans_b:
+        k_b, n = n, k_b
+    if k_b != k:
+        return None  # the general path says why
+    in_place = False
+    if c is not None:
+        if type(c) is not _ndarray or c.dtype is not dt or c.shape != (m, n):
+            return None
+        if not c.flags.aligned or type(overwrite_c) not in _FLAGS:
+            return None
+        if overwrite_c and c.flags.writeable:
+            if not _distinct_elements(c):
+                return None
+            in_place = True
+    elif beta != 0:
+        return None  # the general path says c is needed
+    if not _numpy_owns(m, n, k, dt):
         return None
-    try:
-        result = (_dot if a.size * b.size < DOT_LIMIT else _matmul)(b_t, a_t).T
-    except ValueError:  # inner dimensions differ: the general path says so
+    single = dt is _F32 or dt.itemsize == 4
+    if beta != 0:
+        if not _usable(beta, single):
+            return None
+        if single and abs(beta) <= _F32_ROUNDS_TO_0:
+            beta = 0
+    product_read = k > 0  # k == 0: alpha is not read either, whatever it is
+    if product_read and alpha != 1:
+        if not _usable(alpha, single):
+            return None
+        product_read = alpha != 0 and not (single and abs(alpha) <= _F32_ROUNDS_TO_0)
+    # p = op(a) @ op(b) (C-ordered) for a C-ordered c written in place; else its transpose
+    # op(b)^T op(a)^T, so that the result p.T is Fortran-ordered (BLAS writes straight into
+    # sgemm's layout).
+    direct = in_place and c.flags.c_contiguous and not c.flags.f_contiguous
+    c_view = c if direct or c is None else c.T  # c as p is laid out (None: no c)
+    if product_read:
+        if direct:
+            left, right = a.T if trans_a else a, b.T if trans_b else b
+        else:
+            left, right = b if trans_b else b.T, a if trans_a else a.T
+        p = (_dot if a.size * b.size < DOT_LIMIT else _matmul)(left, right)
+        if alpha != 1:
+            _multiply(p, dt.type(alpha), out=p)
+        if beta != 0:
+            _add(p, c_view if beta == 1 else _multiply(c_view, dt.type(beta)), out=p)
+    else:
+        p = _empty((m, n) if direct else (n, m), dt)
+        if beta == 0:
+            p[...] = 0
+        else:
+            _multiply(c_view, dt.type(beta), out=p)
+    if in_place:
+        _copyto(c_view, p)
+        return c
+    return p.T
+
+
+def _numpy_matmul(a: np.ndarray, b: np.ndarray, out: Any) -> Any:
+    """np.matmul(a, b, out=out) where the backend gives NumPy each 2-D product (vectors and
+    broadcast batches as np.matmul has them; an `out` of the result's dtype and shape), or
+    None for the general path."""
+    dt = a.dtype
+    a_ndim, b_ndim = a.ndim, b.ndim
+    if b.dtype is not dt or a_ndim == 0 or b_ndim == 0:
         return None
-    if alpha != 1:
-        _multiply(result, dt.type(alpha), out=result)
-    return result
+    a_shape, b_shape = a.shape, b.shape
+    batched = a_ndim > 2 or b_ndim > 2
+    if a_ndim == 2 and b_ndim == 2:  # the common form, unpacked at least cost
+        (m, k), (k_b, n) = a_shape, b_shape
+    else:
+        m, k = a_shape[-2:] if a_ndim > 1 else (1, a_shape[0])
+        k_b, n = b_shape[-2:] if b_ndim > 1 else (b_shape[0], 1)
+    if k_b != k:
+        return None  # the general path says why
+    if batched:
+        try:
+            batch = _broadcast_shapes(a_shape[:-2], b_shape[:-2])
+        except ValueError:
+            return None
+    if not _numpy_owns(m, n, k, dt):
+        return None
+    if out is not None:
+        shape = a_shape[-2:-1] + b_shape[-1:] if b_ndim > 1 else a_shape[-2:-1]
+        if batched:
+            shape = batch + shape
+        if type(out) is not _ndarray or out.dtype is not dt or out.ndim == 0:
+            return None
+        if out.shape != shape or not out.flags.writeable:
+            return None
+    if not batched and a.size * b.size < DOT_LIMIT and (out is None or out.flags.carray):
+        return _dot(a, b, out)
+    return _matmul(a, b, out=out)
 
 
 _Routine = TypeVar("_Routine", bound=Callable[..., Any])
@@ -152,15 +268,9 @@ def routed(routine: _Routine) -> _Routine:
     return cast(_Routine, functools.update_wrapper(route, routine))
 
 
-def small_matmul(a: Any, b: Any) -> np.ndarray | None:
-    """a @ b for two 2-D NumPy arrays of one GEMM dtype that NumPy owns (the crossover), or
-    None for the general path (which also gives every error message)."""
+def small_matmul(a: Any, b: Any, out: Any = None) -> np.ndarray | None:
+    """np.matmul(a, b, out=out) for NumPy arrays the crossover gives NumPy (2-D, 1-D, batched),
+    or None for the general path (which also gives every error message)."""
     if type(b) is not _ndarray:
         return None
-    dt = a.dtype
-    if a.ndim == 2 and b.ndim == 2 and b.dtype is dt and _numpy_owns(a, b, dt):
-        try:
-            return (_dot if a.size * b.size < DOT_LIMIT else _matmul)(a, b)
-        except ValueError:
-            pass  # inner dimensions differ: the general path says so
-    return None
+    return _numpy_matmul(a, b, out)

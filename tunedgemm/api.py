@@ -41,8 +41,8 @@ def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: 
           precision: Any) -> Any:  # fmt: skip
     """sgemm, dgemm or gemm (dtype None)."""
     if type(a) is _ndarray:
-        if c is None and stream is None and precision is None:
-            small = _small(alpha, a, b, beta, trans_a, trans_b, dtype)
+        if stream is None and precision is None and (c is None or type(c) is _ndarray):
+            small = _small(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, dtype)
             if small is not None:
                 return small
         signature = None
@@ -140,8 +140,8 @@ def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None,
     float32 and float64 products run on tunedgemm (other dtypes on NumPy, exactly as
     np.matmul). Device arrays give a C-ordered device result of their library, queued on
     `stream` as for sgemm. `precision` as for sgemm."""
-    if out is None and stream is None and precision is None and type(a) is _ndarray:
-        small = _small_host.small_matmul(a, b)
+    if stream is None and precision is None and type(a) is _ndarray:
+        small = _small_host.small_matmul(a, b, out)
         if small is not None:
             return small
     elif type(a) is not _ndarray and out is None:

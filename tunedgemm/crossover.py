@@ -77,11 +77,12 @@ def sizes(gpu: str) -> tuple[dict[str, int], str]:
     return found
 
 
-def prefer_numpy(dtype: str, m: int, n: int, k: int, size: int) -> bool:
+def prefer_numpy(dtype: str, m: int, n: int, k: int, size: float) -> bool:
     """Whether a host call of this shape is faster on NumPy, for crossover size `size`."""
     work = m * n * k
     moved = m * k + k * n + m * n
-    return work < size**3 or work < moved * size / 3
+    # (3 * work, not moved * size / 3: exact in integers, as the C route's test is in doubles)
+    return work < size**3 or 3 * work < moved * size
 
 
 def size_for(dtype: np.dtype) -> int:
