@@ -57,6 +57,17 @@ def info() -> dict[str, Any]:
         f"{d} -> {selection.default_config(d)}" for d in ("float32", "float64")
     )
     report["cublas_as_candidate"] = selection.cublas_allowed()
+    from . import cublaslt, plans
+    from .precision import get_precision
+
+    report["precision"] = (f"{get_precision()} (float32 default: tunedgemm.set_precision, "
+                           "TUNEDGEMM_PRECISION; float64 always ieee)")  # fmt: skip
+    if ok:
+        report["cublaslt"] = ("cuBLASLt: autotuning times its first algorithms" if
+                              cublaslt.available() else "cuBLASLt not found: cublas<t>gemm only")
+    report["plans"] = (f"{len(plans.call_plans.items)} call plans, "
+                       f"{len(plans.device_plans.items)} product plans cached "
+                       f"(at most {plans.MAX_PLANS} each)")  # fmt: skip
     from . import _small_host
 
     report["small_host_route"] = (
