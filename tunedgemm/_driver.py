@@ -39,6 +39,7 @@ def lib() -> Any:
         ("cuEventDestroy_v2", [_P]),
         ("cuStreamWaitEvent", [_P, _P, _U]),
         ("cuGetErrorName", [_I, ctypes.POINTER(ctypes.c_char_p)]),
+        ("cuPointerGetAttribute", [_P, _I, ctypes.c_uint64]),
     ):
         function = getattr(cuda, name)
         function.argtypes = args
@@ -105,6 +106,18 @@ class Launcher:
                                       None)  # fmt: skip
         if code:
             check(code, "cuLaunchKernel")
+
+
+CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+
+
+def device_of(address: int) -> int | None:
+    """The ordinal of the GPU whose memory holds `address` (None: the driver cannot say,
+    say for host memory)."""
+    ordinal = ctypes.c_int(-1)
+    code = lib().cuPointerGetAttribute(ctypes.byref(ordinal), CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                       address)  # fmt: skip
+    return ordinal.value if code == 0 else None
 
 
 def stream_handle(stream: Any) -> int:

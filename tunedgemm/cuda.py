@@ -40,6 +40,14 @@ def device() -> Any:
 
 
 @functools.lru_cache(maxsize=1)
+def device_count() -> int:
+    """GPUs this process sees (after CUDA_VISIBLE_DEVICES)."""
+    import pycuda.driver as drv
+
+    return int(drv.Device.count())
+
+
+@functools.lru_cache(maxsize=1)
 def ordinal() -> int:
     """The ordinal of the device in use, as CuPy and PyTorch number it."""
     import pycuda.driver as drv

@@ -62,6 +62,7 @@ def gemm_into(problem: GemmProblem, config: KernelConfig | None = None, stream: 
 
         pipeline.gemm(problem, tile_launcher(problem.dtype, config, precision))
         return
+    _check_devices(problem)
     producers = _producer_streams(problem)
     if stream is None and not producers:
         # The legacy default stream, after nothing: no bridging to set up or hand back.
@@ -85,6 +86,26 @@ def tile_launcher(dtype: np.dtype, config: KernelConfig | None = None,
 def _tile(form: BlasForm, alpha: float, beta: float, stream: Any, dtype: np.dtype,
           config: KernelConfig | None, precision: str) -> None:  # fmt: skip
     run(form, dtype, alpha, beta, config, stream, precision)
+
+
+def _check_devices(problem: GemmProblem) -> None:
+    """Device operands must lie on the GPU tunedgemm runs on (where more than one is seen):
+    a clear error, not a launch that reads another GPU's memory."""
+    if cuda.device_count() < 2:
+        return
+    from ._driver import device_of
+
+    mine = cuda.ordinal()
+    for name, x in (("a", problem.a), ("b", problem.b), ("c", problem.out),
+                    ("c", problem.c_init)):  # fmt: skip
+        if isinstance(x, DeviceMatrix) and x.shape[0] * x.shape[1] > 0:
+            where = device_of(x.ptr)
+            if where is not None and where != mine:
+                raise ValueError(
+                    f"{name} lies on GPU {where}, but tunedgemm runs on GPU {mine} in this "
+                    "process (device arrays of one call must all lie on that GPU; "
+                    "set CUDA_DEVICE or CUDA_VISIBLE_DEVICES to choose it)"
+                )
 
 
 def _producer_streams(problem: GemmProblem) -> set[int]:

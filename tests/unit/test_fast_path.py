@@ -451,6 +451,7 @@ def fake_gpu(monkeypatch, fake_driver):
     monkeypatch.setenv("TUNEDGEMM_REFINE", "0")  # nothing to time on a pretend GPU
     monkeypatch.setattr(cuda, "status", lambda: (True, "pretend GPU"))
     monkeypatch.setattr(cuda, "ordinal", lambda: 0)
+    monkeypatch.setattr(cuda, "device_count", lambda: 1)
     monkeypatch.setattr(selection, "_current_gpu", lambda: H100)
     monkeypatch.setattr(reference, "status", lambda: (True, "pretend cuBLAS"))
 
