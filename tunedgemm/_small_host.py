@@ -25,16 +25,16 @@ import numpy as np
 
 from . import _env, backend, crossover, cuda
 from ._args import GEMM_DTYPES
+from .numpy_backend import DOT_LIMIT
 from .table import TABLE_ENV
 
 _ndarray = np.ndarray
-_dot, _matmul, _multiply = np.dot, np.matmul, np.multiply
-# np.dot reaches BLAS with less dispatch than np.matmul (0.3-0.5 us less on tiny operands),
-# but from about 128^3 it ran 1.2-1.3x slower than np.matmul on the H100 machine's 16 cores
-# (bench_host, 2026-11-23): products whose a.size * b.size (n^4 for squares) is below this
-# take np.dot, larger ones np.matmul.
-DOT_LIMIT = 48**4
+_dot, _matmul, _multiply, _add = np.dot, np.matmul, np.multiply, np.add
 _SCALARS = (float, int)
+# alpha (nonzero) that the route applies as it is: within the dtype's normal range, so that it
+# neither rounds to 0 or inf in float32 nor is inf or NaN (those, and every k = 0, take the
+# general path, which follows BLAS: alpha is not applied to an empty product).
+_ALPHA_RANGE = {dt: (float(np.finfo(dt).tiny), float(np.finfo(dt).max)) for dt in GEMM_DTYPES}
 _found = _env.raw_keys(backend.BACKEND_ENV, TABLE_ENV)
 # Where CPython's dict is missing, a key that is always there sends every call to the general
 # decision, which reads os.environ.
@@ -119,8 +119,12 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
         return None
     if type(alpha) not in _SCALARS or type(beta) not in _SCALARS or beta != 0:
         return None
-    # alpha == 0 must not read A and B (BLAS): the general path handles it.
-    if alpha == 0 or type(trans_a) is not int or type(trans_b) is not int:
+    # alpha == 0 must not read A and B (BLAS), nor may alpha scale an empty product (k = 0):
+    # the general path handles both, and alphas out of _ALPHA_RANGE.
+    span = _ALPHA_RANGE.get(dt)
+    if span is None or not span[0] <= abs(alpha) <= span[1] or a.size == 0 or b.size == 0:
+        return None
+    if type(trans_a) is not int or type(trans_b) is not int:
         return None
     if not (0 <= trans_a <= 2 and 0 <= trans_b <= 2):
         return None
@@ -135,6 +139,8 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, trans_a: Any, trans_b: Any,
         return None
     if alpha != 1:
         _multiply(result, dt.type(alpha), out=result)
+        if alpha < 0:  # -0 to +0, as BLAS and the NumPy backend give (see numpy_backend)
+            _add(result, 0.0, out=result)
     return result
 
 

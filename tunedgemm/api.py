@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from . import _repeat, _small_host, backend, gpu_backend, numpy_backend, streams
-from ._args import GemmProblem, normalise
+from ._args import GemmProblem, as_flag, normalise
 from ._layout import DeviceMatrix
 
 __all__ = ["dgemm", "gemm", "matmul", "sgemm"]
@@ -50,7 +50,7 @@ def _gemm(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b: 
                     return small
             else:
                 memo_key = _repeat.key(alpha, a, b, beta, None, trans_a, trans_b, dtype)
-        elif overwrite_c and type(c) is not np.ndarray:
+        elif type(c) is not np.ndarray and as_flag(overwrite_c, "overwrite_c"):
             memo_key = _repeat.key(alpha, a, b, beta, c, trans_a, trans_b, dtype)
         if memo_key is not None:
             repeated = _repeat.run(memo_key, a)
@@ -82,14 +82,18 @@ def sgemm(
 ) -> Any:
     """alpha * op(a) @ op(b) + beta * c in float32, as scipy.linalg.blas.sgemm.
 
-    Inputs are cast to float32; trans flags are 0 (none), 1 or 2 (transpose). With
-    beta == 0, c's values are ignored. With overwrite_c and a float32 writeable c, the
-    result is written into c and c is returned; otherwise a new Fortran-ordered array
-    is returned. Device arrays (PyCUDA, CuPy, PyTorch, any __cuda_array_interface__)
-    are used in place and give a device result, queued on `stream` (a PyCUDA, CuPy or
-    PyTorch stream, or a raw handle; default: the legacy default stream) after the work
-    queued there and on the streams the operands name. Calls on host arrays are complete
-    when they return.
+    Inputs are cast to float32, and so are alpha and beta (1e-50 is 0: a and b are then not
+    read). Trans flags are 0 (none), 1 or 2 (transpose). With beta == 0, c's values are
+    ignored; with beta != 0 and no c, c is zeros. With overwrite_c (an int or bool) and a c
+    that can hold the result as it is (a writeable float32 NumPy or device array of the
+    result's shape whose elements do not overlap), the result is written into c and c is
+    returned; otherwise (a list, a read-only or overlapping array, another dtype) a new
+    Fortran-ordered array is returned and c is left as it was. docs/semantics.md lists
+    every rule and where it differs from SciPy. Device arrays (PyCUDA, CuPy, PyTorch, any
+    __cuda_array_interface__) are used in place and give a device result, queued on
+    `stream` (a PyCUDA, CuPy or PyTorch stream, or a raw handle; default: the legacy
+    default stream) after the work queued there and on the streams the operands name.
+    Calls on host arrays are complete when they return.
     """
     return _gemm(alpha, a, b, beta, c, trans_a, trans_b, overwrite_c, stream, _F32)
 

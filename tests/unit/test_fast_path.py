@@ -44,7 +44,7 @@ def test_device_matrix_carries_the_readonly_flag():
     ro = _args.device_matrix(FakeDeviceArray(4096, (3, 5), readonly=True), "c")
     rw = _args.device_matrix(FakeDeviceArray(4096, (3, 5)), "c")
     assert ro.readonly and ro.T.readonly and not rw.readonly
-    assert not _args._writeable(ro) and _args._writeable(rw)
+    assert not _args._holds_result(ro, ro.owner) and _args._holds_result(rw, rw.owner)
 
 
 def test_device_matrix_parses_the_interface():
@@ -455,8 +455,9 @@ def test_anything_that_changes_the_launch_is_not_a_repeat(repeat_memo, monkeypat
         monkeypatch.setattr(_args, "_new_out", lambda like, shape, dtype, order: (
             _args.device_matrix(FakeDeviceArray(65536, shape), "out"), "new"))  # fmt: skip
     elif change == "bool flag":
-        with pytest.raises(TypeError, match="trans_b"):
-            tg.sgemm(trans_b=True, **args)
+        # Accepted as 0 (as SciPy takes it), through the full path: the same launch.
+        assert tg.sgemm(trans_b=False, **args) is c
+        assert len(repeat_memo) == 2 and repeat_memo[0] == repeat_memo[1]
         return
     result = tg.sgemm(**args)
     assert len(repeat_memo) == 2 and repeat_memo[0] != repeat_memo[1]
@@ -501,7 +502,8 @@ def test_new_result_calls_that_differ_are_not_repeats(repeat_memo, new_results):
     tg.sgemm(2.0, a, b)
     tg.sgemm(3.0, a, b)  # another alpha
     tg.sgemm(2.0, FakeDeviceArray(4096, (32, 64)), b, trans_a=1)  # another flag
-    with pytest.raises(ValueError, match="c must be given"):
-        tg.sgemm(2.0, a, b, 1.0)  # beta != 0 without c is still an error
-    assert [args[2] for args in repeat_memo] == [2.0, 3.0, 2.0]
-    assert len({args[0] for args in repeat_memo}) == 3  # three launches, three results
+    tg.sgemm(2.0, a, b, 1.0)  # beta != 0 without c: c is zeros (as SciPy), beta adds nothing
+    with pytest.raises(ValueError, match="beta is inf and c is None"):
+        tg.sgemm(2.0, a, b, np.inf)
+    assert [args[2:4] for args in repeat_memo] == [(2.0, 0.0), (3.0, 0.0), (2.0, 0.0), (2.0, 0.0)]
+    assert len({args[0] for args in repeat_memo}) == 4  # four launches, four results
