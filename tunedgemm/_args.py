@@ -288,8 +288,8 @@ def _zeros_for_c(alpha: float, a: Matrix, b: Matrix, beta: float, like: DeviceMa
     zeros (beta inf or NaN then gives NaN, as in SciPy); on the device a finite beta adds
     nothing, and a non-finite one is refused rather than filled in."""
     if like is None:
-        out = np.zeros(shape, dtype=dtype, order=order)
-        return GemmProblem(alpha, a, b, beta, out, out)
+        zeros = np.zeros(shape, dtype=dtype, order=order)
+        return GemmProblem(alpha, a, b, beta, zeros, zeros)
     if not math.isfinite(beta):
         raise ValueError(f"beta is {beta} and c is None: give c (beta * 0 would be NaN)")
     out, result = _new_out(like, shape, dtype, order)
