@@ -93,12 +93,12 @@ class Runner:
 
 def precompile(configs: list[KernelConfig], dtype: str, trans_a: bool, trans_b: bool,
                aligned: bool, jobs: int = 16) -> None:  # fmt: skip
-    """Fill PyCUDA's disk cache for these configs with nvcc running in parallel."""
+    """Fill the kernel disk cache (compiler.cache_dir) for these configs with nvcc running in parallel."""
     from pycuda.compiler import compile as nvcc_compile
 
     from ..launch import gemm_defines
 
-    arch = cuda.arch()
+    arch, cache_dir = cuda.arch(), compiler.cache_dir()  # the cache compiler.module reads
 
     def one(config: KernelConfig) -> None:
         family = family_of(config)
@@ -107,7 +107,7 @@ def precompile(configs: list[KernelConfig], dtype: str, trans_a: bool, trans_b: 
         # A failure here shows again when the config is timed, which records it as infinity.
         with contextlib.suppress(Exception):
             nvcc_compile(compiler.source_text(family.source), options=compiler.options(defines),
-                         no_extern_c=True, arch=arch)  # fmt: skip
+                         no_extern_c=True, arch=arch, cache_dir=cache_dir)  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, configs))
