@@ -93,7 +93,7 @@ class Runner:
 
 def precompile(configs: list[KernelConfig], dtype: str, trans_a: bool, trans_b: bool,
                aligned: bool, jobs: int = 16) -> None:  # fmt: skip
-    """Fill the kernel disk cache (compiler.cache_dir) for these configs with nvcc running in parallel."""
+    """Fill the kernel disk cache (compiler.cache_dir) for these configs, nvcc in parallel."""
     from pycuda.compiler import compile as nvcc_compile
 
     from ..launch import gemm_defines
