@@ -1,4 +1,4 @@
-"""Give a table written before family_hashes its per-family hashes, from the sources it was tuned on.
+"""Give a table written before family_hashes its family hashes, from the sources it was tuned on.
 
     python benchmarks/add_family_hashes.py tunedgemm/tables/tuned.json --commit e843aa6
 

@@ -316,7 +316,7 @@ def holds_distinct_elements(shape: tuple[int, ...], strides: tuple[int, ...],
     zero stride (np.lib.stride_tricks.as_strided's broadcast views) or rows that interleave
     onto one another."""
     dims = sorted((abs(s), n) for s, n in zip(strides, shape, strict=True) if n > 1)
-    if not dims:
+    if not dims or 0 in shape:  # at most one element, or none
         return True
     small, count = dims[0]
     if small < itemsize:
