@@ -10,24 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import assert_gemm, uniform
+from test_host_pipeline import small_tiles  # noqa: F401 - the fixture: 256-wide tiles
 
 import tunedgemm as tg
-from tunedgemm import cuda, gpu_backend, pinned, pipeline
+from tunedgemm import cuda, gpu_backend, pinned
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("small_tiles")]
 REPEATS = 20
-SHAPE = (700, 601, 333)  # 2 x 2 tiles of 512 with the small tiles below
+SHAPE = (700, 601, 333)  # 2 x 2 tiles of 512 with small_tiles
 # Device memory may differ by the allocator's granularity and a cached kernel module or two.
 MARGIN_BYTES = 64 << 20
-
-
-@pytest.fixture
-def small_tiles(monkeypatch):
-    """Multi-tile pipeline runs on a problem of a few hundred (as tests/gpu/test_host_pipeline)."""
-    monkeypatch.setattr(pipeline, "SINGLE_TILE_BYTES", 0)
-    monkeypatch.setattr(pipeline, "PANEL", 256)
-    monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
-    monkeypatch.setenv("TUNEDGEMM_CUBLAS", "0")
 
 
 def _operands(rng, dtype):
@@ -68,7 +60,7 @@ FAULTS = {
 @pytest.mark.parametrize("repeat", range(REPEATS))
 @pytest.mark.parametrize("fault", list(FAULTS))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_killed_call_leaves_nothing_behind(small_tiles, rng, fault, dtype, repeat):
+def test_a_killed_call_leaves_nothing_behind(rng, fault, dtype, repeat):
     a, b, c = _operands(rng, dtype)
     tg.gemm(1.0, a, b)  # compiled and pooled once, before the baseline
     free_before, pooled_before = _baseline()
@@ -92,7 +84,7 @@ def test_a_killed_call_leaves_nothing_behind(small_tiles, rng, fault, dtype, rep
 @pytest.mark.xfail(strict=False, reason="the pipeline writes finished tiles into an in-place c "
                    "before a later tile fails; issue 14 item 4 on the GPU path: main engineer")
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_a_killed_in_place_call_leaves_c_as_it_was(small_tiles, monkeypatch, rng, fault):
+def test_a_killed_in_place_call_leaves_c_as_it_was(monkeypatch, rng, fault):
     a, b, c = _operands(rng, np.float32)
     module, name, error = FAULTS[fault]()
     monkeypatch.setattr(module, name, _fail_on_call(3, error, getattr(module, name)))
