@@ -21,7 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     verify = sub.add_parser("verify", help="error vs cuBLAS and vs a float64 reference")
     verify.add_argument("--quick", action="store_true", help="fewer shapes")
     cross = sub.add_parser("crossover", help="measure where NumPy beats the GPU for host calls")
-    cross.add_argument("--out", help="file to write (default: beside the tuning table in use)")
+    cross.add_argument("--out", help="file to write (default: crossover.json in the user's "
+                       "cache directory, ~/.cache/tunedgemm on Linux, which lookups read first)")
     args = parser.parse_args(argv)
 
     if args.command == "info":

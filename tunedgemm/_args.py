@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import decimal
+import math
 import numbers
+import operator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,6 +18,8 @@ from .streams import cai_stream
 GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Kinds that cast to a float routine's dtype the way SciPy's BLAS wrappers cast them.
 _CASTABLE_KINDS = "biuf"
+# float32's largest finite value: sgemm's alpha and beta beyond it round to inf (as SciPy's).
+_F32_MAX = float(np.finfo(np.float32).max)
 # Device arrays repeat a few typestrs; np.dtype(typestr) is looked up once for each.
 _TYPESTR_DTYPES: dict[str, np.dtype] = {}
 # NumPy 2 computes dtype.name in Python (microseconds); the hot paths read it from here.
@@ -63,29 +68,67 @@ def is_device_array(obj: Any) -> bool:
 
 
 def as_scalar(value: Any, name: str) -> float:
-    """A real scalar (Python or NumPy number, or a 0-d array); TypeError otherwise."""
-    if type(value) is float or type(value) is int:  # the common case, checked cheaply
-        return float(value)
-    if isinstance(value, np.ndarray) and value.ndim == 0:
+    """A real scalar, as SciPy's wrappers take it: a Python or NumPy real number, a Decimal or
+    Fraction, or a real array of one element (0-d or not). TypeError for anything else (complex
+    included: SciPy would drop the imaginary part silently); ValueError past float's range."""
+    if type(value) is float:  # the common case, checked cheaply
+        return value
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise TypeError(f"{name} must be a real number, got an array of shape {value.shape}")
         value = value.item()
-    if isinstance(value, np.generic):
+    elif isinstance(value, np.generic):
         value = value.item()
-    if not isinstance(value, numbers.Real):
+    if not isinstance(value, numbers.Real | decimal.Decimal):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except (OverflowError, ValueError) as exc:  # 10**400, Decimal("sNaN")
+        shown = repr(value) if len(repr(value)) < 40 else f"{repr(value)[:36]}..."
+        raise ValueError(f"{name} cannot be a float: {shown} ({exc})") from None
+
+
+def in_precision(value: float, dtype: np.dtype) -> float:
+    """value as the routine's dtype holds it: sgemm tests alpha and beta for zero after
+    rounding them to float32, as BLAS sees them (1e-50 is 0 there; 1e39 is inf)."""
+    if dtype.itemsize == 8:
+        return value
+    if abs(value) <= _F32_MAX or not math.isfinite(value):
+        return float(np.float32(value))
+    with np.errstate(over="ignore"):  # rounds to inf (or to the largest float32), silently
+        return float(np.float32(value))
 
 
 def as_trans(value: Any, name: str) -> bool:
-    """A BLAS transpose flag: 0 (none), 1 (transpose) or 2 (conjugate transpose, for reals 1)."""
+    """A BLAS transpose flag: 0 (none), 1 (transpose) or 2 (conjugate transpose, for reals 1).
+
+    As SciPy: an int, bool or NumPy integer, or a float of an integral value (1.0). Unlike
+    SciPy, a fractional float (SciPy truncates 1.5 to 1), a string or None is refused."""
     if type(value) is int and 0 <= value <= 2:  # the common case, checked cheaply
         return value != 0
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer()):
+        flag = int(value)
+    else:
         raise TypeError(f"{name} must be 0, 1 or 2, got {value!r}")
-    if value not in (0, 1, 2):
-        raise ValueError(f"{name} must be 0, 1 or 2, got {value}")
-    return value != 0
+    if flag not in (0, 1, 2):
+        raise ValueError(f"{name} must be 0, 1 or 2, got {value!r}")
+    return flag != 0
+
+
+def as_flag(value: Any, name: str) -> bool:
+    """overwrite_c as SciPy takes it: an int, bool or NumPy integer, true when nonzero.
+    Anything else (the string "0", a float, None) is refused, as SciPy refuses it, rather
+    than judged by Python's truthiness ("0" would be true)."""
+    if type(value) is int or type(value) is bool:  # the common case, checked cheaply
+        return bool(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    try:
+        return operator.index(value) != 0
+    except TypeError:
+        raise TypeError(f"{name} must be an int or a bool, got {value!r}") from None
 
 
 def check_castable(dtype: np.dtype, name: str) -> None:
@@ -183,15 +226,25 @@ def normalise(
     """Check and convert every argument; raises before anything of the caller's is touched.
 
     dtype None takes the dtype from the inputs (gemm); device inputs stay where they are
-    (a cast to another dtype happens later, on the device).
+    (a cast to another dtype happens later, on the device). alpha and beta come out rounded
+    to the dtype (in_precision), so the backends' zero tests see what BLAS would.
+
+    `c` is written in place (and returned) only when overwrite_c is true and c can hold the
+    result as it is: a NumPy array (or device array) of the routine's dtype and the result's
+    shape, writeable, whose elements do not overlap one another (holds_distinct_elements).
+    Otherwise the result is a new array, and c (a list, a tuple, a read-only or overlapping
+    array, another dtype) is left as it was: SciPy does the same, save that SciPy also copies
+    a C-ordered c, which tunedgemm writes in place. beta != 0 with c None takes c as zeros.
     """
     alpha_f = as_scalar(alpha, "alpha")
     beta_f = as_scalar(beta, "beta")
     ta = as_trans(trans_a, "trans_a")
     tb = as_trans(trans_b, "trans_b")
+    overwrite = as_flag(overwrite_c, "overwrite_c")
     ma = as_matrix(a, "a")
     mb = as_matrix(b, "b")
     dtype = np.dtype(dtype) if dtype is not None else gemm_dtype(ma, mb)
+    alpha_f, beta_f = in_precision(alpha_f, dtype), in_precision(beta_f, dtype)
     op_a = ma.T if ta else ma
     op_b = mb.T if tb else mb
     m, k = op_a.shape
@@ -207,15 +260,15 @@ def normalise(
         op_b = op_b.astype(dtype, copy=False)
 
     if c is None:
-        if beta_f != 0.0:
-            raise ValueError("c must be given when beta is not zero")
         like = next((x for x in (ma, mb) if isinstance(x, DeviceMatrix)), None)
+        if beta_f != 0.0:
+            return _zeros_for_c(alpha_f, op_a, op_b, beta_f, like, (m, n), dtype, result_order)
         out, result = _new_out(like, (m, n), dtype, result_order)
         return GemmProblem(alpha_f, op_a, op_b, beta_f, out, result, new_host_out=like is None)
     mc = as_matrix(c, "c")
     if mc.shape != (m, n):
         raise ValueError(f"c has shape {mc.shape}, expected {(m, n)} for op(a) @ op(b)")
-    if bool(overwrite_c) and mc.dtype == dtype and _writeable(mc):
+    if overwrite and mc.dtype == dtype and _holds_result(mc, c):
         return GemmProblem(alpha_f, op_a, op_b, beta_f, mc, c)
     if isinstance(mc, DeviceMatrix):
         out, result = _new_out(mc, (m, n), dtype, result_order)
@@ -228,10 +281,52 @@ def normalise(
     return GemmProblem(alpha_f, op_a, op_b, beta_f, out, out, new_host_out=True)
 
 
-def _writeable(mat: Matrix) -> bool:
+def _zeros_for_c(alpha: float, a: Matrix, b: Matrix, beta: float, like: DeviceMatrix | None,
+                 shape: tuple[int, int], dtype: np.dtype, order: Literal["C", "F"]
+                 ) -> GemmProblem:  # fmt: skip
+    """beta != 0 with no c: c is zeros, as SciPy takes it. On the host that is an array of
+    zeros (beta inf or NaN then gives NaN, as in SciPy); on the device a finite beta adds
+    nothing, and a non-finite one is refused rather than filled in."""
+    if like is None:
+        zeros = np.zeros(shape, dtype=dtype, order=order)
+        return GemmProblem(alpha, a, b, beta, zeros, zeros)
+    if not math.isfinite(beta):
+        raise ValueError(f"beta is {beta} and c is None: give c (beta * 0 would be NaN)")
+    out, result = _new_out(like, shape, dtype, order)
+    return GemmProblem(alpha, a, b, 0.0, out, result)
+
+
+def _holds_result(mat: Matrix, c: Any) -> bool:
+    """Whether the result can be written into c itself: c is a NumPy array (mat its 2-D view,
+    the same memory) or a device array, writeable, with no two elements overlapping."""
     if isinstance(mat, np.ndarray):
-        return bool(mat.flags.writeable)
-    return not mat.readonly
+        if not isinstance(c, np.ndarray) or not mat.flags.writeable:
+            return False  # a list or tuple was copied into mat: writing it would be lost
+        if mat.flags.c_contiguous or mat.flags.f_contiguous:
+            return True
+        return holds_distinct_elements(mat.shape, mat.strides, mat.itemsize)
+    itemsize = mat.dtype.itemsize
+    byte_strides = (mat.strides[0] * itemsize, mat.strides[1] * itemsize)
+    return not mat.readonly and holds_distinct_elements(mat.shape, byte_strides, itemsize)
+
+
+def holds_distinct_elements(shape: tuple[int, ...], strides: tuple[int, ...],
+                            itemsize: int) -> bool:  # fmt: skip
+    """Whether no two elements of a 2-D layout (strides in bytes) share a byte: false for a
+    zero stride (np.lib.stride_tricks.as_strided's broadcast views) or rows that interleave
+    onto one another."""
+    dims = sorted((abs(s), n) for s, n in zip(strides, shape, strict=True) if n > 1)
+    if not dims or 0 in shape:  # at most one element, or none
+        return True
+    small, count = dims[0]
+    if small < itemsize:
+        return False
+    if len(dims) == 1 or dims[1][0] >= small * (count - 1) + itemsize:
+        return True
+    # Rows that interleave without touching (strides (24, 16) for shape (2, 3) of float64):
+    # rare enough to check element by element.
+    offsets = np.add.outer(np.arange(count) * small, np.arange(dims[1][1]) * dims[1][0])
+    return bool((np.diff(np.sort(offsets, axis=None)) >= itemsize).all())
 
 
 def _new_out(

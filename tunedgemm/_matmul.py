@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backend, plans
+from . import backend, numpy_backend, plans
 from ._args import GEMM_DTYPES, GemmProblem, dtype_of, is_device_array, normalise
 from ._layout import DeviceMatrix, blas_form
 from .device_arrays import kind_of
@@ -26,16 +26,17 @@ def matmul(a: Any, b: Any, out: Any = None, stream: Any = None, precision: Any =
         return _device_matmul(a, b, out, stream, precision)
     if a is None or b is None:
         raise TypeError("matmul operands must be arrays, got None")
-    matrix = type(a) if isinstance(a, np.matrix) or isinstance(b, np.matrix) else None
+    if _subclass(a) or _subclass(b) or _subclass(out):
+        # np.matrix, masked arrays, units...: their own __array_ufunc__ / __array_wrap__ decide
+        # what np.matmul returns (np.matrix for np.matrix); NumPy computes them.
+        return np.matmul(a, b, out=out)
     a = np.asarray(a)
     b = np.asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: operands must have at least one dimension (scalars: use *)")
     dtype = np.result_type(a, b)
-    if dtype not in GEMM_DTYPES or matrix is not None:
-        # ints, complex, float16, np.matrix...: NumPy's exact result and type
-        return np.matmul(a if matrix is None else np.asmatrix(a),
-                         b if matrix is None else np.asmatrix(b), out=out)  # fmt: skip
+    if dtype not in GEMM_DTYPES:
+        return np.matmul(a, b, out=out)  # ints, complex, float16...: NumPy's exact result
     mode = resolve(precision, dtype.name)
     m, k, n, batch, shape = _shapes(a.shape, b.shape)
     if out is not None:
@@ -47,6 +48,8 @@ def matmul(a: Any, b: Any, out: Any = None, stream: Any = None, precision: Any =
             raise TypeError(f"out has dtype {out.dtype}; cannot cast the {dtype} result to it")
     # Each product of the batch is m x n x k: small ones are faster on NumPy (the crossover).
     if backend.for_call(False, (m, n, k), dtype) == "numpy":
+        if out is None and a.ndim == 2 and b.ndim == 2:
+            return numpy_backend.product(a, b)  # the short route's bits (see there)
         return np.matmul(a, b, out=out)
 
     from . import gpu_backend, pinned
@@ -69,6 +72,10 @@ def matmul(a: Any, b: Any, out: Any = None, stream: Any = None, precision: Any =
         return result
     np.copyto(out, result, casting="same_kind")
     return out
+
+
+def _subclass(x: Any) -> bool:
+    return isinstance(x, np.ndarray) and type(x) is not np.ndarray
 
 
 def _shapes(a_shape: tuple[int, ...], b_shape: tuple[int, ...]

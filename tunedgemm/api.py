@@ -81,14 +81,20 @@ def sgemm(
 ) -> Any:
     """alpha * op(a) @ op(b) + beta * c in float32, as scipy.linalg.blas.sgemm.
 
-    Inputs are cast to float32; trans flags are 0 (none), 1 or 2 (transpose). With
-    beta == 0, c's values are ignored. With overwrite_c and a float32 writeable c, the
-    result is written into c and c is returned; otherwise a new Fortran-ordered array
-    is returned. Device arrays (PyCUDA, CuPy, PyTorch, any __cuda_array_interface__)
-    are used in place and give a device result of the same library, queued on `stream` (a
-    PyCUDA, CuPy or PyTorch stream, or a raw handle; default: the stream the operands'
-    library queues on now, as CuPy's and PyTorch's own products do). Calls on host arrays
-    are complete when they return.
+    Inputs are cast to float32, and so are alpha and beta (1e-50 is 0: a and b are then not
+    read). Trans flags are 0 (none), 1 or 2 (transpose). With beta == 0, c's values are
+    ignored; with beta != 0 and no c, c is zeros. With overwrite_c (an int or bool) and a c
+    that can hold the result as it is (a writeable float32 NumPy or device array of the
+    result's shape whose elements do not overlap), the result is written into c and c is
+    returned; otherwise (a list, a read-only or overlapping array, another dtype) a new
+    Fortran-ordered array is returned and c is left as it was. docs/semantics.md lists
+    every rule and where it differs from SciPy.
+
+    Device arrays (PyCUDA, CuPy, PyTorch, any __cuda_array_interface__) are used in place
+    and give a device result of the same library, queued on `stream` (a PyCUDA, CuPy or
+    PyTorch stream, or a raw handle; default: the stream the operands' library queues on
+    now, as CuPy's and PyTorch's own products do). Calls on host arrays are complete when
+    they return.
 
     `precision`: "ieee" (float32 arithmetic), "tf32" or "3xtf32" (tensor cores; see
     tunedgemm.precision); default: the current setting (tunedgemm.set_precision).

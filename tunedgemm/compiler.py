@@ -1,17 +1,26 @@
-"""Kernel source + defines -> compiled PyCUDA function, cached on disk and memoised per context."""
+"""Kernel source + defines -> compiled PyCUDA function, cached on disk and memoised per context.
+
+The disk cache is tunedgemm's own: `kernels/` under the user's cache directory (see
+tunedgemm/_userdir.py), mode 0700, passed to PyCUDA's SourceModule as cache_dir; PyCUDA keys
+each entry by the source, the options and nvcc's version. A cache directory that is not the
+user's own, or that others may write to, is not used (every kernel is then compiled afresh),
+and entries in it that are not the user's own or are writable by others are deleted (so
+rebuilt), each with a warning: a planted cubin would run as the user's code.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import functools
 import re
+import warnings
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import cuda
+from . import _userdir, cuda
 
 _INCLUDE = re.compile(r'^#include "([\w.]+)"\s*$', re.MULTILINE)
 
@@ -30,8 +39,13 @@ def kernels_dir() -> Path:
 @functools.cache
 def source_text(name: str) -> str:
     """The template with its local includes inlined, so PyCUDA's disk cache key covers them."""
-    text = (kernels_dir() / name).read_text().replace("#pragma once\n", "")
-    return _INCLUDE.sub(lambda m: source_text(m.group(1)), text)
+    return inline_includes(name, kernels_dir())
+
+
+def inline_includes(name: str, directory: Path) -> str:
+    """The template `name` in directory with its local includes inlined (uncached)."""
+    text = (directory / name).read_text().replace("#pragma once\n", "")
+    return _INCLUDE.sub(lambda m: inline_includes(m.group(1), directory), text)
 
 
 def options(defines: Mapping[str, Any]) -> list[str]:
@@ -49,11 +63,40 @@ def module(source: str, defines: Mapping[str, Any]) -> Any:
     key = (id(cuda.context()), source, tuple(sorted(defines.items())))
     mod = _memo.get(key)
     if mod is None:
-        mod = SourceModule(
-            source_text(source), options=options(defines), no_extern_c=True, arch=cuda.arch()
-        )
+        mod = SourceModule(source_text(source), options=options(defines), no_extern_c=True,
+                           arch=cuda.arch(), cache_dir=cache_dir())  # fmt: skip
         _memo[key] = mod
     return mod
+
+
+@functools.cache
+def cache_dir() -> str | bool:
+    """The kernel cache directory, checked once per process; False (PyCUDA: no disk cache)
+    where it cannot be trusted."""
+    path = _userdir.private_dir(_userdir.base() / "kernels")
+    if path is None:
+        return False
+    remove_untrusted_entries(path)
+    return str(path)
+
+
+def remove_untrusted_entries(path: Path, uid: int | None = None) -> list[str]:
+    """Delete the entries of a cache directory that are not this user's own or that others
+    may write to, with one warning; returns why each went."""
+    reasons = []
+    for entry in path.iterdir():
+        try:
+            reason = _userdir.untrusted_reason(entry, uid)
+            if reason is not None:
+                entry.unlink()
+                reasons.append(reason)
+        except OSError as exc:  # gone meanwhile, or not ours to delete: say so
+            reasons.append(f"{entry}: {exc}")
+    if reasons:
+        warnings.warn(f"tunedgemm: kernel cache entries removed (they will be rebuilt): "
+                      f"{'; '.join(reasons[:3])}{' ...' if len(reasons) > 3 else ''}",
+                      RuntimeWarning, stacklevel=2)  # fmt: skip
+    return reasons
 
 
 def function(source: str, defines: Mapping[str, Any], name: str) -> Any:
@@ -66,7 +109,7 @@ def _cubin(source: str, defines: tuple[tuple[str, Any], ...], arch: str) -> byte
 
     # The same compilation SourceModule makes (and its disk cache entry), kept as bytes.
     return bytes(compile_cubin(source_text(source), options=options(dict(defines)),
-                               no_extern_c=True, arch=arch))  # fmt: skip
+                               no_extern_c=True, arch=arch, cache_dir=cache_dir()))  # fmt: skip
 
 
 _raw: dict[tuple[Any, ...], int] = {}

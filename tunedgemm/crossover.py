@@ -7,8 +7,11 @@ m*n*k / (m*k + k*n + m*n) at least N/3 (that of the N^3 square), so that skinny 
 which move much data for little work, stay on NumPy too.
 
 `python -m tunedgemm crossover` measures N on the machine at hand (NumPy against tunedgemm's
-GPU path, host to host, on squares) and writes it beside the tuning table in use, as
-`<table stem>.crossover.json`; without a file for this GPU the defaults below apply.
+GPU path, host to host, on squares) and writes it to the user's cache directory (see
+tunedgemm/_userdir.py) as `crossover.json`, or where --out says. A lookup reads the user's
+file first, then `<table stem>.crossover.json` beside the tuning table in use (the shipped
+one is measured on the project's H100); the first made for this GPU wins, and without one
+the defaults below apply. A malformed file warns once, naming itself and what is wrong.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda, settings
+from . import _userdir, cuda, settings
 from ._args import dtype_name
 from .table import TABLE_ENV
 
@@ -35,24 +38,58 @@ DEFAULT_SIZE = {"float32": 1024, "float64": 768}
 SWEEP = (32, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
+# A crossover size beyond this is no measurement (the sweep ends at 1024): refused.
+MAX_SIZE = 1 << 16
+
+
 def path_for(table_path: Path) -> Path:
     return table_path.with_name(f"{table_path.stem}.crossover.json")
 
 
 def current_path() -> Path:
+    """The crossover file beside the tuning table in use."""
     from . import table
 
     return path_for(table.table_path())
 
 
+def user_path() -> Path:
+    """The user's own crossover file, which `python -m tunedgemm crossover` writes."""
+    return _userdir.base() / "crossover.json"
+
+
 def _load(path: Path) -> dict[str, Any] | None:
+    """{"gpu": name, dtype: size, ...} from a crossover file; None where there is none, or
+    (with one warning naming the file and the fault) where it is malformed."""
+    from .table import TableError, read_json, warn_once
+
+    if not path.exists():
+        return None
     try:
-        data = json.loads(path.read_text())
-        if data.get("schema_version") != SCHEMA_VERSION:
-            return None
-        return {"gpu": str(data["gpu"]), **{d: int(data["size"][d]) for d in data["size"]}}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # missing, unreadable or malformed: the defaults apply
+        return _parse(read_json(path))
+    except TableError as exc:
+        warn_once(f"crossover file {path} not used (the defaults apply): {exc}")
+        return None
+
+
+def _parse(data: Any) -> dict[str, Any]:
+    from .table import TableError
+
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        raise TableError(f"not a crossover file of schema version {SCHEMA_VERSION}")
+    gpu, size = data.get("gpu"), data.get("size")
+    if not isinstance(gpu, str) or not isinstance(size, dict):
+        raise TableError('"gpu" (a name) and "size" (an object) are needed')
+    found: dict[str, Any] = {"gpu": gpu}
+    for dtype in DEFAULT_SIZE:
+        value = size.get(dtype)
+        if value is None:
+            continue
+        if type(value) is not int or not 1 <= value <= MAX_SIZE:
+            raise TableError(f"size of {dtype} must be an integer from 1 to {MAX_SIZE}, "
+                             f"got {str(value)[:40]}")  # fmt: skip
+        found[dtype] = value
+    return found
 
 
 # (TUNEDGEMM_TABLE's value, GPU name) -> sizes and their source. Every small host call asks,
@@ -66,13 +103,13 @@ def sizes(gpu: str) -> tuple[dict[str, int], str]:
     key = (settings.raw(TABLE_ENV) or "", gpu)
     found = _sizes_cache.get(key)
     if found is None:
-        path = current_path()
-        loaded = _load(path)
-        if loaded is not None and loaded["gpu"] == gpu:
-            values = {d: loaded.get(d, DEFAULT_SIZE[d]) for d in DEFAULT_SIZE}
-            found = (values, f"measured ({path})")
-        else:
-            found = (dict(DEFAULT_SIZE), "built-in default")
+        found = (dict(DEFAULT_SIZE), "built-in default")
+        for path in (user_path(), current_path()):
+            loaded = _load(path)
+            if loaded is not None and loaded["gpu"] == gpu:
+                values = {d: loaded.get(d, DEFAULT_SIZE[d]) for d in DEFAULT_SIZE}
+                found = (values, f"measured ({path})")
+                break
         _sizes_cache[key] = found
     return found
 
@@ -173,7 +210,10 @@ def main(out: str | None, command: str) -> int:
                   f"{faster:>7}")  # fmt: skip
         print(f"{dtype}: crossover at n = {measured['size'][dtype]} "
               f"(work {measured['size'][dtype] ** 3:.3g} = m*n*k)")  # fmt: skip
-    path = Path(out) if out else current_path()
+    path = Path(out) if out else user_path()
+    if not out and _userdir.private_dir(path.parent) is None:
+        print(f"tunedgemm crossover: cannot use {path.parent}; give --out")
+        return 1
     write(path, measured, command)
     print(f"written to {path}")
     return 0 if all(math.isfinite(r["gpu_ms"]) for rows in measured["sweep"].values()

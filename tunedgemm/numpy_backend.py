@@ -6,38 +6,67 @@ import numpy as np
 
 from ._args import GemmProblem
 
+# np.dot reaches BLAS with less dispatch than np.matmul (0.3-0.5 us less on tiny operands),
+# but from about 128^3 it ran 1.2-1.3x slower than np.matmul on the H100 machine's 16 cores
+# (bench_host, 2026-11-23): products whose a.size * b.size (n^4 for squares) is below this
+# take np.dot, larger ones np.matmul. The short routes (tunedgemm/_small_host.py and its C
+# twin) choose the same way, so a call gives the same bits on every route.
+DOT_LIMIT = 48**4
+
+
+def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b of 2-D arrays, as the short routes compute it (np.dot below DOT_LIMIT).
+
+    np.dot and np.matmul differ in the last bit on some layouts (negatively strided vectors:
+    np.dot copies them and calls BLAS, np.matmul loops over them itself), so every route
+    makes this one choice, and a call gives the same bits whichever route serves it."""
+    return (np.dot if a.size * b.size < DOT_LIMIT else np.matmul)(a, b)
+
+
+def fortran_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b as a new Fortran-ordered array: op(b)^T op(a)^T, transposed back, so that BLAS
+    writes straight into a Fortran-ordered result (as the short routes do)."""
+    return product(b.T, a.T).T
+
 
 def gemm_into(problem: GemmProblem) -> None:
-    """Write alpha * a @ b + beta * out into problem.out (host arrays only)."""
+    """Write alpha * a @ b + beta * out into problem.out (host arrays only).
+
+    Everything is computed into new arrays and copied into out at the end, so that an error
+    on the way (a FloatingPointError under np.errstate(...="raise")) leaves out, which may be
+    the caller's c, as it was. alpha and beta are already in the dtype's precision."""
     a, b, out = problem.a, problem.b, problem.out
     assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and isinstance(out, np.ndarray)
     m, n, k = problem.shape
     if m == 0 or n == 0:
         return
-    alpha, beta = out.dtype.type(problem.alpha), out.dtype.type(problem.beta)
+    scalar = out.dtype.type
     # BLAS semantics: with alpha == 0 (or k == 0) A and B are not read, and with
     # beta == 0 C is not read, so NaN or Inf there cannot reach the result.
     if problem.alpha == 0.0 or k == 0:
         if problem.beta == 0.0:
             out[...] = 0
         else:
-            np.multiply(out, beta, out=out)
+            _store(problem, np.multiply(out, scalar(problem.beta)))
         return
-    if problem.beta == 0.0:
-        _matmul_into(a, b, out)
-        if problem.alpha != 1.0:
-            np.multiply(out, alpha, out=out)
-        return
-    product = np.matmul(a, b)
-    product *= alpha
-    np.multiply(out, beta, out=out)
-    out += product
+    result = fortran_product(a, b)
+    if problem.alpha != 1.0:
+        np.multiply(result, scalar(problem.alpha), out=result)
+    if problem.beta != 0.0:
+        result += np.multiply(out, scalar(problem.beta))
+    elif problem.alpha < 0.0:
+        # alpha * (+0) is -0; BLAS adds the scaled product to a zeroed C, giving +0 as SciPy
+        # does. One more pass over the result, for negative alpha only.
+        np.add(result, 0.0, out=result)
+    _store(problem, result)
 
 
-def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """out = a @ b with BLAS writing straight into out: for a Fortran-ordered out (sgemm's
-    default) through out.T = b.T @ a.T, which spares a copy of the whole product."""
-    if out.flags.f_contiguous and not out.flags.c_contiguous:
-        np.matmul(b.T, a.T, out=out.T)
+def _store(problem: GemmProblem, result: np.ndarray) -> None:
+    """Put the finished result in problem.out: a new output of ours is replaced by it (no
+    copy), anything else (the caller's c) gets it copied in."""
+    out = problem.out
+    assert isinstance(out, np.ndarray)
+    if problem.new_host_out and problem.result is out and result.strides == out.strides:
+        problem.out = problem.result = result
     else:
-        np.matmul(a, b, out=out)
+        out[...] = result

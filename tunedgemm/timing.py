@@ -93,10 +93,11 @@ def _hold_kernel() -> Any:
     try:
         from pycuda.compiler import SourceModule
 
+        from .compiler import cache_dir
+
         cuda.context()
-        return SourceModule(_HOLD_SOURCE, no_extern_c=True, arch=cuda.arch()).get_function(
-            "tunedgemm_hold"
-        )
+        return SourceModule(_HOLD_SOURCE, no_extern_c=True, arch=cuda.arch(),
+                            cache_dir=cache_dir()).get_function("tunedgemm_hold")  # fmt: skip
     except Exception:  # timings then include launch gaps, as they did before the hold
         return None
 

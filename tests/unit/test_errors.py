@@ -36,7 +36,12 @@ CASES = [
     (dict(trans_a=3), ValueError, "trans_a"),
     (dict(trans_b=-1), ValueError, "trans_b"),
     (dict(trans_a="T"), TypeError, "trans_a"),
-    (dict(beta=1.0, c=None), ValueError, "c must be given"),
+    (dict(trans_a=1.5), TypeError, "trans_a"),
+    (dict(trans_b=None), TypeError, "trans_b"),
+    (dict(alpha=np.ones(2)), TypeError, "alpha"),
+    (dict(alpha=10**400), ValueError, "alpha"),
+    (dict(overwrite_c="0"), TypeError, "overwrite_c"),
+    (dict(overwrite_c=1.0), TypeError, "overwrite_c"),
 ]
 
 

@@ -62,7 +62,7 @@ def test_device_matrix_carries_the_readonly_flag():
     ro = _args.device_matrix(FakeDeviceArray(4096, (3, 5), readonly=True), "c")
     rw = _args.device_matrix(FakeDeviceArray(4096, (3, 5)), "c")
     assert ro.readonly and ro.T.readonly and not rw.readonly
-    assert not _args._writeable(ro) and _args._writeable(rw)
+    assert not _args._holds_result(ro, ro.owner) and _args._holds_result(rw, rw.owner)
 
 
 def test_device_matrix_parses_the_interface():

@@ -164,7 +164,7 @@ def test_writer_schema_and_lookup(tmp_path):
     path = write_table(tmp_path, results)
     data = json.loads(path.read_text())
     assert "do not edit" in data["_comment"] and data["schema_version"] == table.SCHEMA_VERSION
-    assert data["kernel_hash"] == table.kernel_hash()
+    assert data["family_hashes"] == table.family_hashes() and "kernel_hash" not in data
     loaded = table.load(path)
     near = table.lookup(loaded, GPU, CC, "float32", False, False, 3000, 5000, 4000)
     assert near.level == "device" and (near.entry.m, near.entry.k) == (4096, 4096)
@@ -188,7 +188,7 @@ def test_writer_merges_devices(tmp_path):
 @pytest.mark.parametrize("content,match", [
     ("not json", "cannot read"),
     ('{"schema_version": 99, "devices": []}', "schema_version"),
-    ('{"schema_version": 1, "devices": [{"name": "x"}]}', "malformed"),
+    ('{"schema_version": 1, "devices": [{"name": "x"}]}', "compute_capability are needed"),
 ])  # fmt: skip
 def test_corrupt_tables_are_refused(tmp_path, content, match):
     path = tmp_path / "bad.json"
@@ -229,7 +229,7 @@ def test_broken_tables_warn_and_fall_back(tmp_path, monkeypatch, damage):
     if damage == "corrupt":
         path.write_text(path.read_text()[:50])
     elif damage == "stale":
-        data["kernel_hash"] = "0123456789abcdef"
+        data["family_hashes"]["simt"] = "0123456789abcdef"  # the entry's only family
         path.write_text(json.dumps(data))
     elif damage == "invalid-entry":
         entry = data["devices"][0]["entries"]["float32/NN"][0]

@@ -86,5 +86,3 @@ class Runner:
             theirs = problem.c()
             vs_cublas = float(np.abs(ours - theirs).max() / (np.abs(theirs).max() + 1e-300))
         return (error if ok else math.inf), vs_cublas
-
-
