@@ -214,9 +214,9 @@ enum row_job { SCALE, SCALE_ADD, BETA_C };
     static HOT_LOOP void NAME##_contiguous(TYPE *restrict p, const TYPE *restrict c,          \
                                            npy_intp count, TYPE alpha, TYPE beta, int job)    \
     {                                                                                         \
-        if (job == SCALE)                                                                     \
+        if (job == SCALE) /* + 0: a zero product scaled by a negative alpha is +0, as BLAS */ \
             for (npy_intp i = 0; i < count; i++)                                              \
-                p[i] = alpha * p[i];                                                          \
+                p[i] = alpha * p[i] + (TYPE)0;                                                \
         else if (job == SCALE_ADD)                                                            \
             for (npy_intp i = 0; i < count; i++)                                              \
                 p[i] = alpha * p[i] + beta * c[i];                                            \

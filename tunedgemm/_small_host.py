@@ -203,6 +203,8 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b
         p = (_dot if a.size * b.size < DOT_LIMIT else _matmul)(left, right)
         if alpha != 1:
             _multiply(p, dt.type(alpha), out=p)
+            if alpha < 0 and beta == 0:
+                _add(p, 0.0, out=p)  # alpha * (+0) is -0; BLAS adds to a zeroed C: +0
         if beta != 0:
             _add(p, c_view if beta == 1 else _multiply(c_view, dt.type(beta)), out=p)
     else:

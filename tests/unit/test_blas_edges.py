@@ -24,13 +24,6 @@ ROUTINES = {"sgemm": (tg.sgemm, scipy_blas.sgemm), "dgemm": (tg.dgemm, scipy_bla
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
 
-def c_route_may_fail(request: pytest.FixtureRequest, route: str) -> None:
-    """A case the C short route (tunedgemm/_short_route.c) still gets wrong on this branch."""
-    if route == "short" and _small_host.NATIVE:
-        reason = "C route: fixed on branch croute"
-        request.applymarker(pytest.mark.xfail(strict=False, reason=reason))
-
-
 @pytest.fixture(params=["short", "numpy"])
 def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "numpy":
@@ -250,9 +243,7 @@ def test_matmul_of_np_matrix_returns_what_np_matmul_returns(route):
 
 
 @pytest.mark.parametrize("name", ["sgemm", "dgemm"])
-def test_negative_alpha_on_zeros_gives_positive_zero(request, route, name):
-    if name == "dgemm":
-        c_route_may_fail(request, route)
+def test_negative_alpha_on_zeros_gives_positive_zero(route, name):
     got = same_as_scipy(name, -1.0, np.zeros((2, 3)), np.ones((3, 2)))
     assert not np.signbit(got).any()
     got = same_as_scipy(name, -1.0, np.zeros((2, 0)), np.ones((0, 2)))
