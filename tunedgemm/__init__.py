@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from ._warnings import NumpyFallbackWarning, TableWarning
 from .api import dgemm, gemm, matmul, sgemm
 from .info import info
 from .selection import explain
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "dgemm", "explain", "gemm", "info", "matmul", "sgemm"]
+
+# help() and repr name the public module, not the one each routine is written in (they
+# pickle by this name too: tunedgemm.sgemm is the same object).
+for _routine in (sgemm, dgemm, gemm, matmul, explain, info):
+    _routine.__module__ = __name__
+del _routine
+__all__ = [
+    "NumpyFallbackWarning", "TableWarning", "__version__", "dgemm", "explain", "gemm", "info",
+    "matmul", "sgemm",
+]

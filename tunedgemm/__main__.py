@@ -6,6 +6,17 @@ import argparse
 import sys
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (argparse turns the error into usage)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive size")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tunedgemm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -13,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="run and check sgemm/dgemm on random matrices")
     demo.add_argument(
         "--size",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=[1024, 4096],
         help="square sizes to run (default: 1024 4096)",

@@ -154,13 +154,15 @@ def routed(routine: _Routine) -> _Routine:
 
 @routed
 def matmul(a: Any, b: Any, out: Any = None, *, stream: Any = None) -> Any:
-    """np.matmul semantics; float32/float64 products run on tunedgemm, other dtypes on NumPy.
+    """Matrix product with np.matmul's semantics: a @ b, broadcast over leading batch dimensions.
 
-    `stream` orders device-array products as for sgemm.
-
-    (tunedgemm.matmul's Python routine, defined beside its short route; where the C route is
-    built it runs only for the calls that route passes on. Everything else goes to
-    api.general_matmul.)"""
+    float32 and float64 products run on tunedgemm (on the GPU where one is usable and the
+    product is large enough to gain from it, else on NumPy); other dtypes run on NumPy
+    unchanged. `out` is as for np.matmul. Device arrays (PyCUDA, CuPy, PyTorch, any
+    __cuda_array_interface__; 2-D so far) give a device result, queued on `stream` as for
+    sgemm."""
+    # tunedgemm.matmul's Python routine, defined beside its short route: where the C route is
+    # built it sees only the calls that route passes on; the rest goes to api.general_matmul.
     if out is None and stream is None and type(a) is _ndarray and type(b) is _ndarray:
         dt = a.dtype
         if a.ndim == 2 and b.ndim == 2 and b.dtype is dt and _numpy_owns(a, b, dt):
