@@ -9,6 +9,15 @@ import pytest
 from helpers import gpu_available, table_configs
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which tunedgemm the tests import: the installed one (editable or not), or a source
+    tree in front of it (then they test the tree, not what is installed)."""
+    from tunedgemm import _install
+    from tunedgemm.info import small_host_route
+
+    return f"tunedgemm: {_install.find().describe()}; small host route {small_host_route()}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if gpu_available():
         return

@@ -1,4 +1,4 @@
-"""Command line: python -m tunedgemm {info,demo,verify,crossover}."""
+"""Command line: python -m tunedgemm {info,doctor,demo,verify,crossover}."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tunedgemm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="backend in use and why, GPU, versions, kernel choice")
+    sub.add_parser("doctor", help="check the CUDA toolkit, driver, PyCUDA, scikit-cuda and the "
+                   "C extension one by one, and say what to do")  # fmt: skip
     demo = sub.add_parser("demo", help="run and check sgemm/dgemm on random matrices")
     demo.add_argument(
         "--size",
@@ -40,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(format_info(info()))
         return 0
+    if args.command == "doctor":
+        from .doctor import doctor
+
+        return doctor()
     if args.command == "demo":
         from .demo import demo as run_demo
 
