@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
         "--size",
         type=positive_int,
         nargs="+",
-        default=[1024, 4096],
-        help="square sizes to run (default: 1024 4096)",
+        default=None,
+        help="square sizes to run (default: 1024 4096 on a GPU, 512 1024 on NumPy)",
     )
     verify = sub.add_parser("verify", help="error vs cuBLAS and vs a float64 reference")
     verify.add_argument("--quick", action="store_true", help="fewer shapes")

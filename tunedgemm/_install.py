@@ -41,15 +41,23 @@ def find(imported: Path | None = None) -> Install:
     """Where the running tunedgemm comes from, and where the installed distribution lies."""
     if imported is None:
         imported = Path(__file__).resolve().parent
-    try:
-        dist = metadata.distribution(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
+    dist = _installed_distribution()
+    if dist is None:
         return Install(imported, None, False)
     editable, project = _editable_project(dist)
     if editable and project is not None:
         return Install(imported, (project / "tunedgemm").resolve(), True)
     init = dist.locate_file("tunedgemm/__init__.py")
     return Install(imported, Path(str(init)).resolve().parent, False)
+
+
+def _installed_distribution() -> metadata.Distribution | None:
+    """The distribution an installer put in place. A build leaves a tunedgemm.egg-info in the
+    source tree, which importlib.metadata finds first when the tree is on sys.path: it has
+    no INSTALLER record, and says nothing of where tunedgemm is installed."""
+    found = list(metadata.distributions(name=DISTRIBUTION))
+    installed = [d for d in found if d.read_text("INSTALLER") is not None]
+    return installed[0] if installed else None
 
 
 def _editable_project(dist: metadata.Distribution) -> tuple[bool, Path | None]:

@@ -85,14 +85,22 @@ def test_extension_check_follows_the_route_in_use(monkeypatch):
 
 
 def _dist(monkeypatch, tmp_path, direct_url=None, files_at=None):
+    """An installed distribution, found after a build's egg-info in the source tree."""
+
     class Dist:
+        def __init__(self, installer):
+            self.installer = installer
+
         def read_text(self, name):
+            if name == "INSTALLER":
+                return self.installer
             return json.dumps(direct_url) if direct_url is not None else None
 
         def locate_file(self, path):
-            return files_at / path
+            return files_at / path if self.installer else tmp_path / "egg-info-tree" / path
 
-    monkeypatch.setattr(_install.metadata, "distribution", lambda name: Dist())
+    found = [Dist(None), Dist("pip\n")]
+    monkeypatch.setattr(_install.metadata, "distributions", lambda name: iter(found))
 
 
 def test_source_tree_shadowing_an_installed_copy_is_told_apart(monkeypatch, tmp_path):
@@ -118,10 +126,7 @@ def test_editable_install_of_this_tree_is_no_shadow(monkeypatch, tmp_path):
 
 
 def test_not_installed_at_all(monkeypatch, tmp_path):
-    def missing(name):
-        raise _install.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(_install.metadata, "distribution", missing)
+    monkeypatch.setattr(_install.metadata, "distributions", lambda name: iter(()))
     found = _install.find(tmp_path / "tunedgemm")
     assert not found.shadowed and "not installed" in found.describe()
 
