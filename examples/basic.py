@@ -1,9 +1,15 @@
 """tunedgemm as a drop-in for scipy.linalg.blas.sgemm / dgemm and np.matmul."""
 
+import warnings
+
 import numpy as np
 
 import tunedgemm
 from tunedgemm import dgemm, matmul, sgemm
+
+# Without a GPU, tunedgemm says once that NumPy computes. Keep that a message even where
+# warnings are errors (python -W error): the example runs either way.
+warnings.filterwarnings("default", category=tunedgemm.NumpyFallbackWarning)
 
 rng = np.random.default_rng(0)
 a = rng.standard_normal((300, 200), dtype=np.float32)

@@ -1,15 +1,21 @@
-"""Hardware skips in one place, the backend fixture, and shared helpers for the test suite."""
+"""Hardware skips in one place, the backend fixture, and which tunedgemm the tests import.
+
+Shared helpers (assert_gemm, uniform, ...) live in tests/helpers.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import gpu_available, table_configs
 
 
-def gpu_available() -> bool:
-    from tunedgemm import cuda
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which tunedgemm the tests import: the installed one (editable or not), or a source
+    tree in front of it (then they test the tree, not what is installed)."""
+    from tunedgemm import _install
+    from tunedgemm.info import small_host_route
 
-    return cuda.status()[0]
+    return f"tunedgemm: {_install.find().describe()}; small host route {small_host_route()}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -21,19 +27,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-def table_configs() -> list[tuple[str, object]]:
-    """(dtype, config) for every own config the shipped table can choose: each entry's best
-    and its runners-up, which the wave model may pick at shapes between entries."""
-    from tunedgemm import table
-
-    current = table.load(table.shipped_path())
-    found = set()
-    for device in current.devices:
-        for key, entries in device.entries.items():
-            found |= {(key.split("/")[0], config) for e in entries for config, _ in e.top}
-    return sorted(found, key=str)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -82,26 +75,3 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 def rng() -> np.random.Generator:
     """Fresh random inputs each run (the seed is printed on failure by pytest's -ra)."""
     return np.random.default_rng()
-
-
-def uniform(rng: np.random.Generator, shape: tuple[int, ...], dtype, order: str = "C"):
-    """Uniform(-1, 1) values: never zeros, signs mixed so cancellation is exercised."""
-    return np.asarray(rng.uniform(-1, 1, shape), dtype=dtype, order=order)
-
-
-def assert_gemm(out, alpha, a, b, beta, c, dtype) -> None:
-    from tunedgemm import checks
-
-    ok, error, tol = checks.check(out, alpha, a, b, beta, c, np.dtype(dtype))
-    assert ok, f"scaled error {error:.3e} > tolerance {tol:.3e}"
-
-
-def dask_client(n_workers: int, processes: bool):
-    """Yields a distributed Client on a LocalCluster of one-thread workers, closed after (the
-    dashboard on any free port, so that two clusters at once do not compete for one)."""
-    import distributed
-
-    cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                       processes=processes, dashboard_address=":0")  # fmt: skip
-    with cluster, distributed.Client(cluster) as client:
-        yield client

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, uniform
+from helpers import assert_gemm, uniform
 
 import tunedgemm as tg
 

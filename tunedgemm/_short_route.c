@@ -647,7 +647,7 @@ static PyGetSetDef route_getset[] = {
 
 static PyTypeObject RouteType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "tunedgemm._short_route.Route",
+    .tp_name = "tunedgemm._short_route.compiled_function", /* help() heads its page with this */
     .tp_doc = "Route(function, kind): a public routine with its short route in C.",
     .tp_basicsize = sizeof(Route),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import crossover, cuda, settings
+from ._warnings import NumpyFallbackWarning, caller_stacklevel
 
 BACKEND_ENV = "TUNEDGEMM_BACKEND"  # auto (default), gpu or numpy
 _warned = False
@@ -32,6 +33,25 @@ def selected() -> tuple[str, str]:
     if wish == "gpu":
         raise GpuUnavailableError(f"{BACKEND_ENV}=gpu but the GPU is unusable: {reason}")
     return "numpy", f"no usable GPU: {reason}"
+
+
+def _warn_fallback(reason: str) -> None:
+    """The one warning of a NumPy fallback, at the caller's line. It is given before anything
+    is computed: under `python -W error` the first call raises it, arrays untouched, and
+    later calls compute (docs/settings.md, "Warnings")."""
+    from .plans import LOG_SHAPES_ENV  # (the module that logs them)
+
+    global _warned
+    # Set before warnings.warn, which may raise (-W error): the next call must not repeat it.
+    _warned = True
+    level = caller_stacklevel()
+    log_shapes = settings.raw(LOG_SHAPES_ENV)
+    warnings.warn(f"tunedgemm: computing with NumPy (no usable GPU: {reason})",
+                  NumpyFallbackWarning, stacklevel=level)  # fmt: skip
+    if log_shapes:
+        warnings.warn(f"tunedgemm: {LOG_SHAPES_ENV}={log_shapes} logs no shapes here: only "
+                      "calls that run on the GPU are logged", NumpyFallbackWarning,
+                      stacklevel=level)  # fmt: skip
 
 
 def has_warned() -> bool:
@@ -74,9 +94,7 @@ def for_call(on_device: bool, shape: tuple[int, int, int] | None = None,
         if wish == "gpu":
             raise GpuUnavailableError(f"{BACKEND_ENV}=gpu but the GPU is unusable: {reason}")
         if not _warned:
-            _warned = True
-            warnings.warn(f"tunedgemm: computing with NumPy (no usable GPU: {reason})",
-                          RuntimeWarning, stacklevel=4)  # fmt: skip
+            _warn_fallback(reason)
         return "numpy"
     if wish == "auto" and shape is not None and crossover.for_call(dtype, *shape):
         return "numpy"

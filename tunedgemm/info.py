@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _install
+
 
 def info() -> dict[str, Any]:
     """A dict describing the backend in use and why, the GPU, versions, and the kernel source."""
@@ -68,13 +70,24 @@ def info() -> dict[str, Any]:
     report["plans"] = (f"{len(plans.call_plans.items)} call plans, "
                        f"{len(plans.device_plans.items)} product plans cached "
                        f"(at most {plans.MAX_PLANS} each)")  # fmt: skip
+    report["imported_from"] = _install.find().describe()
+    report["small_host_route"] = small_host_route()
+    return report
+
+
+def small_host_route() -> str:
+    """Which short route of small host calls runs, and, where it is Python's, why."""
     from . import _small_host
 
-    report["small_host_route"] = (
-        "in C (tunedgemm._short_route)" if _small_host.NATIVE
-        else "in Python (the C extension is not built: see setup.py)"
-    )  # fmt: skip
-    return report
+    if _small_host.NATIVE:
+        return "in C (tunedgemm._short_route)"
+    where = _install.find()
+    if where.shadowed:
+        return (f"in Python: this source tree ({where.imported}) has no build of the C "
+                "extension, and it shadows the installed tunedgemm, which may have one (run "
+                "from another directory, or build here: python setup.py build_ext --inplace)")
+    return ("in Python: the C extension is not built (it needs a C compiler and Python's "
+            "headers at install; see docs/development.md)")
 
 
 def _version(code: int) -> str:

@@ -178,10 +178,13 @@ def _with_lt_algorithms(key: GemmKey, candidates: tuple[Any, ...]) -> tuple[Any,
     return tuple(out)
 
 
+LOG_SHAPES_ENV = "TUNEDGEMM_LOG_SHAPES"
+
+
 def _log_shape(key: GemmKey) -> None:
     """Append the key's shape to TUNEDGEMM_LOG_SHAPES's file (once per plan: the tuner reads
     distinct shapes); a file that cannot be written warns once and never fails the call."""
-    path = settings.get("TUNEDGEMM_LOG_SHAPES")
+    path = settings.get(LOG_SHAPES_ENV)
     if not path:
         return
     import json
@@ -194,7 +197,7 @@ def _log_shape(key: GemmKey) -> None:
     except OSError as exc:
         from . import table
 
-        table.warn_once(f"TUNEDGEMM_LOG_SHAPES={path!r} cannot be written ({exc}); shapes "
+        table.warn_once(f"{LOG_SHAPES_ENV}={path!r} cannot be written ({exc}); shapes "
                         "are not logged")  # fmt: skip
 
 

@@ -240,14 +240,30 @@ def explain(
     """Which table entry and config would run for sgemm/dgemm of this shape, and why.
 
     Shapes and flags are those of the call (row-major operands are explained as the
-    column-major call they become). `precision` None is the mode a call of dtype would
-    run in now (tunedgemm.precision)."""
-    from .precision import dtype_info, resolve
+    column-major call they become). dtype is float32 or float64; `precision` None is the mode
+    a call of dtype would run in now (tunedgemm.precision). Without a GPU (and without `gpu=`
+    and `cc=` naming one) it says that NumPy computes, and why."""
+    from .precision import resolve
 
-    name = dtype_info(dtype).name
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = None
+    if name not in ("float32", "float64"):
+        raise ValueError(f"explain: dtype must be 'float32' or 'float64', got {dtype!r}")
     mode = resolve(precision, name)
+    shape = f"{name} {m}x{n}x{k} trans=({trans_a},{trans_b}) precision={mode}"
+    if gpu is None or cc is None:
+        from . import backend
+
+        try:
+            wish, why = backend.selected()
+        except backend.GpuUnavailableError:  # TUNEDGEMM_BACKEND=gpu without one: as with gpu=
+            wish, why = "gpu", ""
+        if wish == "numpy":
+            return (f"{shape}: NumPy computes it ({why}); "
+                    "explain(..., gpu=NAME, cc='9.0') says what a GPU would run")  # fmt: skip
     choice = choose(name, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, warn=False,
                     precision=mode)  # fmt: skip
     what = "cuBLAS (through scikit-cuda)" if choice.config == table.CUBLAS else str(choice.config)
-    shape = f"{name} {m}x{n}x{k} trans=({trans_a},{trans_b}) precision={mode}"
     return f"{shape}: {what}; {choice.reason}"

@@ -32,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ._warnings import TableWarning, caller_stacklevel
 from .params import KernelConfig
 
 SCHEMA_VERSION = 1
@@ -446,4 +447,4 @@ _warned: set[str] = set()
 def warn_once(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
-        warnings.warn(f"tunedgemm: {message}", RuntimeWarning, stacklevel=5)
+        warnings.warn(f"tunedgemm: {message}", TableWarning, stacklevel=caller_stacklevel())

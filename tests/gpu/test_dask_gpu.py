@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, dask_client, uniform
+from helpers import assert_gemm, dask_client, uniform
 
 pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_gemm
+from helpers import assert_gemm
 
 import tunedgemm as tg
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, uniform
-from test_host_pipeline import small_tiles  # noqa: F401 - the fixture: 256-wide tiles
+from helpers import assert_gemm, uniform
 
 import tunedgemm as tg
 from tunedgemm import cuda, gpu_backend, pinned

@@ -7,22 +7,13 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, uniform
+from helpers import assert_gemm, uniform
 
 import tunedgemm as tg
 from tunedgemm import pipeline
 from tunedgemm._args import normalise
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture
-def small_tiles(monkeypatch):
-    """Tiles of 256 on problems of a few hundred, so every path of the pipeline runs fast."""
-    monkeypatch.setattr(pipeline, "SINGLE_TILE_BYTES", 0)
-    monkeypatch.setattr(pipeline, "PANEL", 256)
-    monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
-    monkeypatch.setenv("TUNEDGEMM_CUBLAS", "0")
 
 
 def run_pipeline(rng, dtype, shape, trans, order_ab, out_order, beta, budget):

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import assert_gemm
+from helpers import assert_gemm
 
 from tunedgemm.families import FAMILIES
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, uniform
+from helpers import assert_gemm, uniform
 
 import tunedgemm as tg
 from tunedgemm import plans

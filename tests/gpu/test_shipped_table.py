@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, table_configs
+from helpers import assert_gemm, table_configs
 
 pytestmark = pytest.mark.gpu
 

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import uniform
+from helpers import uniform
 
 import tunedgemm as tg
 

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import uniform
+from helpers import uniform
 from scipy.linalg import blas as scipy_blas
 
 import tunedgemm as tg

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, dask_client, uniform
+from helpers import assert_gemm, dask_client, uniform
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")

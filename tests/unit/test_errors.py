@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import assert_gemm
+from helpers import assert_gemm
 
 import tunedgemm as tg
 from tunedgemm import settings

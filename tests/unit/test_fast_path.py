@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import assert_gemm, uniform
+from helpers import assert_gemm, uniform
 
 import tunedgemm as tg
 from tunedgemm import (

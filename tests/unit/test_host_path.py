@@ -200,7 +200,8 @@ def test_malformed_crossover_file_falls_back_to_defaults(tmp_path, monkeypatch, 
     table = tmp_path / "mine.json"
     monkeypatch.setenv("TUNEDGEMM_TABLE", str(table))
     crossover.path_for(table).write_text(text)
-    assert crossover.sizes("GPU X") == (crossover.DEFAULT_SIZE, "built-in default")
+    with pytest.warns(tg.TableWarning, match="crossover file"):
+        assert crossover.sizes("GPU X") == (crossover.DEFAULT_SIZE, "built-in default")
 
 
 def test_crossover_file_is_read_once_per_table(tmp_path, monkeypatch):

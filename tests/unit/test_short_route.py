@@ -69,7 +69,7 @@ def assert_near_reference(result, alpha, a, b, trans_a, trans_b):
 
 @pytest.mark.parametrize("name,dtype", [("sgemm", F32), ("dgemm", F64), ("gemm", F32),
                                         ("gemm", F64)])  # fmt: skip
-@pytest.mark.parametrize("trans_a,trans_b", itertools.product([0, 1, 2], repeat=2))
+@pytest.mark.parametrize("trans_a,trans_b", list(itertools.product([0, 1, 2], repeat=2)))
 @pytest.mark.parametrize("alpha", [1.0, -0.75, 3])
 @pytest.mark.parametrize("m,n,k", [(5, 7, 9), (1, 1, 1), (9, 1, 8), (0, 4, 3)])
 def test_gemm_served_as_the_python_route_would(route, rng, name, dtype, trans_a, trans_b, alpha,

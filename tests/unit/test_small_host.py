@@ -37,7 +37,7 @@ def general(alpha, a, b, trans_a, trans_b, dtype):
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("trans_a,trans_b", itertools.product([0, 1, 2], repeat=2))
+@pytest.mark.parametrize("trans_a,trans_b", list(itertools.product([0, 1, 2], repeat=2)))
 @pytest.mark.parametrize("alpha", [1.0, -0.75, 3])
 @pytest.mark.parametrize("m,n,k", [(5, 7, 9), (60, 50, 70)])  # below and above DOT_LIMIT
 def test_same_result_as_the_general_path(rng, dtype, trans_a, trans_b, alpha, m, n, k):
@@ -117,7 +117,7 @@ def test_below_crossover_only(monkeypatch, rng):
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("a_order,b_order", itertools.product("CF", repeat=2))
+@pytest.mark.parametrize("a_order,b_order", list(itertools.product("CF", repeat=2)))
 @pytest.mark.parametrize("size", [1, 10])  # below and above DOT_LIMIT
 def test_matmul_route_is_numpys_product(rng, dtype, a_order, b_order, size):
     a = np.asarray(rng.uniform(-1, 1, (5 * size, 9 * size)), dtype, order=a_order)
@@ -139,6 +139,7 @@ def test_matmul_route_is_numpys_product(rng, dtype, a_order, b_order, size):
         ("matrix", "2d"),
     ],
 )
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_other_matmuls_take_the_general_path(rng, a_form, b_form):
     base = rng.uniform(-1, 1, (4, 4)).astype(F32)
     forms = {"2d": base, "3d": np.stack([base, base]), "f64": base.astype(F64),

@@ -270,8 +270,23 @@ def test_explain_says_what_and_why(tmp_path, monkeypatch):
 def test_dry_run_without_gpu(capsys):
     from tunedgemm.tuning.cli import main
 
-    assert main(["--dry-run", "--dtype", "float64", "--trans", "NN", "--shapes", "64x64x64"]) == 0
+    args = ["--dry-run", "--dtype", "float64", "--trans", "NN", "--shapes", "64x64x64,96x96x96"]
+    assert main(args) == 0
+    summary = capsys.readouterr().out
+    assert "2 tasks" in summary and "estimated time" in summary
+    assert "float64/NN/64x64x64" not in summary  # the detail waits for --list
+    assert main([*args, "--list"]) == 0
     assert "float64/NN/64x64x64" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", [["--shapes", "bogus"], ["--shapes", "8x8"], ["--list"]])
+def test_tuner_usage_errors_are_usage_errors(bad, capsys):
+    from tunedgemm.tuning.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--dry-run", *bad] if bad != ["--list"] else bad)
+    assert stop.value.code == 2
+    assert "usage: tunedgemm-tune" in capsys.readouterr().err
 
 
 def test_mid_grid_lies_between_the_default_grid_points():

@@ -51,8 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="resume file: finished shapes are skipped on rerun",
     )
     p.add_argument("--out", default="tunedgemm-table.json", help="table file to write or merge")
-    p.add_argument("--dry-run", action="store_true", help="list candidate counts; no GPU needed")
+    p.add_argument("--dry-run", action="store_true",
+                   help="say what a run would do (tasks, candidates, estimated time); no GPU "
+                   "needed")  # fmt: skip
+    p.add_argument("--list", action="store_true",
+                   help="with --dry-run: one line per task (candidates after pruning, timed)")
     return p
+
+
+# Seconds per timed config in a tuning run, compilation on a warm kernel cache included: the
+# H100 runs of 2026-11-22 (docs/tuning.md) took 1.2-1.4 s per shape at 24 configs each.
+SECONDS_PER_TIMING = 0.055
 
 
 def make_tasks(args: argparse.Namespace) -> list[Task]:
@@ -64,22 +73,40 @@ def make_tasks(args: argparse.Namespace) -> list[Task]:
 
 
 def dry_run(tasks: list[Task], args: argparse.Namespace) -> int:
-    total_timed = 0
+    """A summary of what a run would do; with --list, one line per task first."""
+    total_valid = total_timed = 0
     per_key: Counter[str] = Counter()
-    print(f"{'task':40} {'valid after pruning':>20} {'timed':>6}")
+    if args.list:
+        print(f"{'task':40} {'valid after pruning':>20} {'timed':>6}")
     for task in tasks:
         valid = len(candidates(task.dtype, task.shape))
         timed = len(planned(task, args.strategy, args.max_evals, 132))
+        total_valid += valid
         total_timed += timed
         per_key[task.key] += timed
-        print(f"{task.id:40} {valid:20d} {timed:6d}")
-    print(f"{len(tasks)} tasks, {total_timed} timings; per key: {dict(per_key)}")
+        if args.list:
+            print(f"{task.id:40} {valid:20d} {timed:6d}")
+    seconds = total_timed * SECONDS_PER_TIMING
+    estimate = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+    keys = ", ".join(f"{k} {n}" for k, n in sorted(per_key.items()))
+    print(f"{len(tasks)} tasks ({len(per_key)} dtype/transpose keys), strategy {args.strategy}")
+    print(f"candidates after pruning: {total_valid} in all; {total_timed} to time ({keys})")
+    print(f"estimated time: about {estimate} on an H100 "
+          f"({SECONDS_PER_TIMING} s per timed config; more where kernels are not compiled yet)")
+    if not args.list:
+        print("(--list shows each task)")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    tasks = make_tasks(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list and not args.dry_run:
+        parser.error("--list goes with --dry-run")
+    try:
+        tasks = make_tasks(args)
+    except (ValueError, OSError) as exc:  # a bad --shapes or --shapes-log: usage, not traceback
+        parser.error(str(exc))
     if args.dry_run:
         return dry_run(tasks, args)
     from .. import cuda

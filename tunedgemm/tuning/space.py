@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from pathlib import Path
@@ -79,14 +80,20 @@ def shapes_from_log(path: str | Path) -> dict[tuple[str, bool, bool], list[Shape
 
 
 def candidates(dtype: str, shape: Shape, num_sms: int = NUM_SMS) -> list[KernelConfig]:
-    """Every valid config of every family for dtype, less those pruned at this shape.
+    """Every valid config of every family for dtype, less those pruned at this shape."""
+    return [c for c in valid_space(dtype) if prune_reason(c, shape, num_sms) is None]
 
-    The baseline family is represented by its default only: it is there as a fallback,
-    not as a contender."""
-    picked = []
+
+@functools.cache
+def valid_space(dtype: str) -> tuple[KernelConfig, ...]:
+    """Every config of every family for dtype that meets the family's constraints.
+
+    Kept: checking a family's whole declared space takes seconds, and a tuning run (or
+    --dry-run) asks for it once per shape. The baseline family is represented by its
+    default only: it is there as a fallback, not as a contender."""
+    found: list[KernelConfig] = []
     for family in FAMILIES.values():
-        if dtype not in family.dtypes:
-            continue
-        space = [family.default_config(dtype)] if family.name == "tiled" else family.space(dtype)
-        picked += [c for c in space if prune_reason(c, shape, num_sms) is None]
-    return picked
+        if dtype in family.dtypes:
+            tiled = family.name == "tiled"
+            found += [family.default_config(dtype)] if tiled else family.space(dtype)
+    return tuple(found)

@@ -5,6 +5,7 @@ shapes and each is compiled once per variant for the whole tuning run."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 
@@ -15,12 +16,18 @@ from . import Evaluate
 DEFAULT_MAX_EVALS = 24
 
 
+@functools.cache
 def _rank(config: KernelConfig) -> str:
     return hashlib.sha256(str(config).encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def _defaults() -> frozenset[KernelConfig]:
+    return frozenset(f.default_config(d) for f in FAMILIES.values() for d in f.dtypes)
+
+
 def order(candidates: Sequence[KernelConfig]) -> list[KernelConfig]:
-    defaults = {f.default_config(d) for f in FAMILIES.values() for d in f.dtypes}
+    defaults = _defaults()
     first = [c for c in candidates if c in defaults]
     rest = sorted((c for c in candidates if c not in defaults), key=_rank)
     return first + rest
