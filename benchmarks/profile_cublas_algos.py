@@ -22,21 +22,12 @@ def main() -> None:
     import cupy
     import torch
 
+    from profile_device import gpu_us  # (this folder: scripts run as benchmarks/NAME.py)
+
     from tunedgemm import cublaslt, cuda, reference
 
     torch.backends.cuda.matmul.allow_tf32 = False
     cuda.context()
-
-    def per_call(work, calls=200) -> float:
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        for _ in range(5):
-            work()
-        start.record()
-        for _ in range(calls):
-            work()
-        stop.record()
-        stop.synchronize()
-        return cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls
 
     for dtype in ("float32", "float64"):
         for size in (int(s) for s in args.sizes.split(",")):
@@ -56,7 +47,7 @@ def main() -> None:
                 rows[f"{algo} (ws {algo.workspace_size >> 10} KiB)"] = (
                     lambda algo=algo: algo(a, b, pc, 1.0, 0.0, 0))
             for name, work in rows.items():
-                print(f"{dtype} {size:5d} {name:36} {per_call(work):8.1f} us", flush=True)
+                print(f"{dtype} {size:5d} {name:36} {gpu_us(work):8.1f} us", flush=True)
 
 
 if __name__ == "__main__":

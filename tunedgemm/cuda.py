@@ -266,6 +266,17 @@ def allocate(nbytes: int) -> ScratchBuffer:
     return _scratch.take(nbytes)
 
 
+def release_pool() -> int:
+    """Free the device memory tunedgemm's pool keeps for reuse (new PyCUDA results, scratch,
+    workspaces) once the work that used it has run; returns the bytes freed. Blocks still in
+    use (arrays you hold) are not touched: they come back to the pool when dropped."""
+    _reap()
+    with _scratch.lock:
+        held = sum(size * len(blocks) for size, blocks in _scratch.held.items())
+    _scratch.free_held()
+    return held
+
+
 def free_bytes(release_pool: bool = False) -> int:
     """Device memory free now; with release_pool, after the pool frees what it holds for reuse
     (which makes the next allocations slower, so only when memory is short)."""
