@@ -21,7 +21,6 @@ def main() -> None:
     args = parser.parse_args()
     import cupy
     import torch
-
     from profile_device import gpu_us  # (this folder: scripts run as benchmarks/NAME.py)
 
     from tunedgemm import cublaslt, cuda, reference
