@@ -33,11 +33,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _precompiled(request: pytest.FixtureRequest) -> None:
     """With a GPU: compile every variant (transposes x alignment) of every config the shipped
     table and the family defaults offer, in parallel, before the GPU tests run; otherwise
-    each test compiles the kernels it first meets, one nvcc run at a time."""
+    each test compiles the kernels it first meets, one nvcc run at a time.
+    TUNEDGEMM_TEST_PRECOMPILE=0 skips it (a run of a few GPU tests, on a fresh machine)."""
+    import os
+
+    if os.environ.get("TUNEDGEMM_TEST_PRECOMPILE") == "0":
+        return
     if not any("gpu" in item.keywords for item in request.session.items) or not gpu_available():
         return
     import itertools
-    import os
 
     from tunedgemm.compiler import precompile
     from tunedgemm.families import FAMILIES
