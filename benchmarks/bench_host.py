@@ -86,10 +86,11 @@ def pinned_bandwidth(nbytes: int = 256 << 20) -> tuple[float, float]:
 
 def kernel_ms(size: int, dtype: Any) -> tuple[float, float]:
     """(tunedgemm's choice, cuBLAS) CUDA-event median ms on device operands of size^3."""
-    from tunedgemm import gpu_backend, gpu_problem, reference
+    from tunedgemm import gpu_backend, reference
     from tunedgemm.timing import gpu_median_ms
+    from tunedgemm.tuning import problems
 
-    problem = gpu_problem.make(size, size, size, dtype)
+    problem = problems.make(size, size, size, dtype)
     ours = gpu_median_ms(lambda: gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0))
     theirs = gpu_median_ms(lambda: reference.gemm(problem.form, problem.dtype, 1.0, 0.0))
     return ours, theirs

@@ -46,11 +46,12 @@ def candidates(dtype: str, shape: tuple[int, int, int], sweep: int) -> list[Any]
 
 def time_shape(shape: tuple[int, int, int], dtype: str, sweep: int) -> dict[str, Any]:
     """Fastest of our candidates and cuBLAS on the same fresh operands."""
-    from tunedgemm import gpu_backend, gpu_problem, reference
+    from tunedgemm import gpu_backend, reference
     from tunedgemm.timing import gpu_median_ms
+    from tunedgemm.tuning import problems
 
     m, n, k = shape
-    problem = gpu_problem.make(m, n, k, dtype)
+    problem = problems.make(m, n, k, dtype)
     best_ms, best_config = math.inf, None
     for config in candidates(dtype, shape, sweep):
         try:

@@ -66,10 +66,11 @@ def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
 
 def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
     """Median ms of the tuned choice (own kernels only), each pool config and cuBLAS."""
-    from tunedgemm import autotune, gpu_backend, gpu_problem, reference, selection, table
+    from tunedgemm import autotune, gpu_backend, reference, selection, table
     from tunedgemm.timing import call_ms
+    from tunedgemm.tuning import problems
 
-    problem = gpu_problem.make(*shape, dtype, padded=PADDED)
+    problem = problems.make(*shape, dtype, padded=PADDED)
     tuned = selection.choose(dtype, *shape, warn=False)
     times: dict[str, float] = {}
 

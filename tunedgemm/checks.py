@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 
-def reference(
+def float64_reference(
     alpha: float, a: np.ndarray, b: np.ndarray, beta: float, c: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(exact, scale): alpha a b + beta c in float64, and the elementwise magnitude
@@ -57,7 +57,7 @@ def check(
     dtype: DTypeLike,
 ) -> tuple[bool, float, float]:
     """(passed, error, tolerance) of out against the float64 reference."""
-    exact, scale = reference(alpha, a, b, beta, c)
+    exact, scale = float64_reference(alpha, a, b, beta, c)
     error = scaled_error(out, exact, scale)
     tol = tolerance(a.shape[1], np.dtype(dtype))
     return error <= tol, error, tol

@@ -126,7 +126,7 @@ def check_sample(x: da.Array, y: da.Array, product: da.Array, blocks: int = 2, l
         rows = _some(rng, row_ends[i], row_ends[i + 1], lines)
         cols = _some(rng, col_ends[j], col_ends[j + 1], lines)
         a, b, out = dask.compute(x[rows, :], y[:, cols], product[rows, :][:, cols])
-        exact, scale = checks.reference(1.0, _host(a), _host(b), 0.0, None)
+        exact, scale = checks.float64_reference(1.0, _host(a), _host(b), 0.0, None)
         worst = max(worst, checks.scaled_error(_host(out), exact, scale))
     return bool(worst <= tol), float(worst), float(tol)
 

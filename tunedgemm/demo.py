@@ -63,9 +63,10 @@ def demo(sizes: list[int] | None = None) -> int:
 
 
 def _kernel_times(size: int, dtype: type, rng: np.random.Generator) -> tuple[str, float, float]:
-    from . import gpu_backend, gpu_problem, reference
+    from . import gpu_backend, reference
+    from .tuning import problems
 
-    problem = gpu_problem.make(size, size, size, dtype, rng=rng)
+    problem = problems.make(size, size, size, dtype, rng=rng)
     config = gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0)
     kernel_ms = gpu_median_ms(
         lambda: gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, config)

@@ -30,7 +30,8 @@ def verify(quick: bool = False) -> int:
     print(f"tunedgemm verify: backend {name} ({reason})")
     if name != "gpu":
         return _verify_numpy(QUICK_SHAPES if quick else SHAPES)
-    from . import gpu_backend, gpu_problem, reference
+    from . import gpu_backend, reference
+    from .tuning import problems
 
     cublas_ok, cublas_why = reference.status()
     print(f"reference: {cublas_why}")
@@ -45,7 +46,7 @@ def verify(quick: bool = False) -> int:
         QUICK_SHAPES if quick else SHAPES,
     ):
         m, n, k = shape
-        problem = gpu_problem.make(m, n, k, dtype, ta, tb)
+        problem = problems.make(m, n, k, dtype, ta, tb)
         c0 = np.random.default_rng().uniform(-1, 1, (m, n))
         problem.set_c(c0)
         ran = gpu_backend.run(problem.form, problem.dtype, 1.5, -0.5)

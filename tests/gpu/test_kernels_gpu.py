@@ -43,11 +43,12 @@ def configs(sample: int = 4):
 @pytest.mark.parametrize("config,dtype", configs())
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
 def test_config_correct(config, dtype, trans_a, trans_b):
-    from tunedgemm import gpu_backend, gpu_problem
+    from tunedgemm import gpu_backend
+    from tunedgemm.tuning import problems
 
     rng = np.random.default_rng()
     for m, n, k in SHAPES:
-        problem = gpu_problem.make(m, n, k, dtype, trans_a, trans_b, rng)  # C poisoned: NaN
+        problem = problems.make(m, n, k, dtype, trans_a, trans_b, rng)  # C poisoned: NaN
         gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, config)
         out = problem.c()
         assert np.isfinite(out).all(), f"unwritten or NaN elements at {(m, n, k)}"
@@ -88,19 +89,20 @@ def test_unaligned_offsets(config, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
 def test_agrees_with_cublas(dtype, trans_a, trans_b):
-    from tunedgemm import checks, gpu_backend, gpu_problem, reference
+    from tunedgemm import checks, gpu_backend, reference
+    from tunedgemm.tuning import problems
 
     ok, why = reference.status()
     if not ok:
         pytest.skip(why)
     m, n, k = 513, 257, 1031
-    problem = gpu_problem.make(m, n, k, dtype, trans_a, trans_b)
+    problem = problems.make(m, n, k, dtype, trans_a, trans_b)
     gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0)
     ours = problem.c()
     problem.poison_c()
     reference.gemm(problem.form, problem.dtype, 1.0, 0.0)
     theirs = problem.c()
-    exact, scale = checks.reference(1.0, problem.op_a, problem.op_b, 0.0, None)
+    exact, scale = checks.float64_reference(1.0, problem.op_a, problem.op_b, 0.0, None)
     tol = checks.tolerance(k, np.dtype(dtype))
     assert checks.scaled_error(theirs, exact, scale) <= tol  # the reference itself is sane
     assert checks.scaled_error(ours, theirs.astype(np.float64), scale) <= 2 * tol

@@ -17,17 +17,18 @@ SHAPES = [(33, 65, 17), (130, 67, 91), (257, 129, 300)]  # odd: edge tiles, unal
 
 @pytest.mark.parametrize("dtype,config", table_configs(), ids=str)
 def test_shipped_config(dtype, config):
-    from tunedgemm import gpu_backend, gpu_problem
+    from tunedgemm import gpu_backend
+    from tunedgemm.tuning import problems
 
     rng = np.random.default_rng()
     for (m, n, k), (ta, tb) in itertools.product(SHAPES, itertools.product((False, True),
                                                                            repeat=2)):  # fmt: skip
-        problem = gpu_problem.make(m, n, k, dtype, ta, tb, rng)
+        problem = problems.make(m, n, k, dtype, ta, tb, rng)
         gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, config)
         out = problem.c()
         assert np.isfinite(out).all(), f"unwritten elements at {(m, n, k, ta, tb)}"
         assert_gemm(out, 1.0, problem.op_a, problem.op_b, 0.0, None, dtype)
-    aligned = gpu_problem.make(128, 64, 96, dtype, False, False, rng)
+    aligned = problems.make(128, 64, 96, dtype, False, False, rng)
     assert aligned.form.aligned()
     gpu_backend.run(aligned.form, aligned.dtype, 1.0, 0.0, config)
     assert_gemm(aligned.c(), 1.0, aligned.op_a, aligned.op_b, 0.0, None, dtype)

@@ -200,7 +200,7 @@ def test_c_forms_same_result_as_the_general_path(rng, dtype, order, overwrite_c,
         if not overwrite_c:
             np.testing.assert_array_equal(c, np.asarray(values, dtype))
             assert fast.flags.f_contiguous
-        scale = checks.reference(alpha, a.T if trans_a else a, b.T if trans_b else b, beta,
+        scale = checks.float64_reference(alpha, a.T if trans_a else a, b.T if trans_b else b, beta,
                                  np.asarray(values, dtype))[1]  # fmt: skip
         error = checks.scaled_error(fast, np.asarray(expected, np.float64), scale)
         assert error <= checks.tolerance(9, dtype)

@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import checks, gpu_backend, gpu_problem, reference
+from .. import checks, gpu_backend, reference
 from ..params import KernelConfig
+from . import problems
 from .space import Shape
 
 L2_BYTES = 50 * 2**20
@@ -31,7 +32,7 @@ class Runner:
         count = min(MAX_OPERAND_SETS, max(1, math.ceil(2 * L2_BYTES / max(footprint, 1))))
         rng = np.random.default_rng()
         # Padded leading dimensions, as host calls lay out their tiles: the aligned variants.
-        self.sets = [gpu_problem.make(shape.m, shape.n, shape.k, dtype, trans_a, trans_b, rng,
+        self.sets = [problems.make(shape.m, shape.n, shape.k, dtype, trans_a, trans_b, rng,
                                       padded=True) for _ in range(count)]  # fmt: skip
         self.failures: list[str] = []
 

@@ -1,4 +1,4 @@
-"""Random GEMM operands on the device in a chosen layout, for demo, verify, benchmarks and tests."""
+"""Random GEMM operands on the device in a chosen layout: the tuner's fixture (also demo, verify)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ._layout import BlasForm, DeviceMatrix, blas_form
-from .gpu_backend import upload
+from .._layout import BlasForm, DeviceMatrix, blas_form
+from ..gpu_backend import upload
 
 
 @dataclass
