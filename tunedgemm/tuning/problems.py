@@ -1,4 +1,4 @@
-"""Random GEMM operands on the device in a chosen layout: the tuner's fixture (also demo, verify)."""
+"""Random GEMM operands on the device in a chosen layout: the tuner's fixture (demo, verify too)."""
 
 from __future__ import annotations
 
