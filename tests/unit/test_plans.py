@@ -451,3 +451,22 @@ def test_dtype_registry():
     with pytest.raises(ValueError, match="dtype must be one of float32, float64, got 'int8'"):
         registry.dtype_info("int8")
     assert all(set(m.dtypes) <= set(registry.DTYPES) for m in registry.MODES.values())
+
+
+def test_the_runtime_never_imports_the_tuner():
+    """Two towers: calls (and explain, info, plans) load no module of tunedgemm.tuning."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, warnings, numpy as np\n"
+        "warnings.simplefilter('ignore')\n"
+        "import tunedgemm as tg\n"
+        "a = np.ones((300, 200), np.float32)\n"
+        "tg.sgemm(1.0, a, a.T); tg.matmul(a, a.T); tg.plan(a, a.T).run(a, a.T)\n"
+        "tg.explain(100, 100, 100); tg.info()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tunedgemm.tuning')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    assert out.stdout.strip() == "[]", out.stdout
