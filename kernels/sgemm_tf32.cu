@@ -49,10 +49,13 @@
 //     epilogue adds with atomicAdd after the launcher's scale_c (C *= beta): faster for small
 //     m*n with long k, but the order of the additions, hence the rounding, varies from run to
 //     run: results are NOT bitwise deterministic. SPLIT_K=1 is deterministic.
-//   * FLUSH=1 (3xtf32 only): the mma accumulate into per-k-tile partial sums that are added to
-//     the FP32 result with ordinary (round-to-nearest) FADD after each k-tile, as Ootomo &
-//     Yokota do, so that the tensor core's internal accumulation rounding acts on short sums
-//     only (costs a second set of accumulator registers).
+//   * FLUSH=1 (3xtf32 only): the tensor cores add into their FP32 accumulator with truncation
+//     (round toward zero; Fasi et al. 2021 for V100-A100), a bias that grows with k: in a NumPy
+//     model of it the error of a 16384-long dot product is ~100x that of an FFMA chain. As
+//     Ootomo & Yokota do, the products are accumulated outside the tensor core instead: per
+//     k-step the three mma of an accumulator tile run into zero-initialised temporaries (FG
+//     n-tiles at a time, 4*FG registers) and are added to the result with FADD (round to
+//     nearest). Costs 4 FADD per 3 mma; the model's error then falls below the FFMA chain's.
 #include "common.cuh"
 
 #if DTYPE != 0
@@ -87,7 +90,7 @@
 #define PRECISION 1    // 0: tf32 (operands rounded to TF32); 1: 3xtf32 (big + small split)
 #endif
 #ifndef FLUSH
-#define FLUSH 0        // 1: per-k-tile partial sums added to the result with FP32 FADD
+#define FLUSH 1        // 3xtf32: 1 adds each k-step's products to the result with FADD (tf32: unused)
 #endif
 // Derived (passed by tunedgemm/families/tf32.py; defaults here match the defaults above).
 #ifndef THREADS
@@ -99,6 +102,7 @@
 #define RA (2 * MT)                // consecutive rows of the warp tile per lane group (A, C)
 #define RB NT                      // consecutive columns of the warp tile per lane group (B, C)
 #define KSTEPS (BK / 8)            // mma k-steps per k-tile
+#define FG (NT < 4 ? NT : 4)       // n-tiles per group of FLUSH temporaries
 #define VEC (ALIGNED ? 4 : 1)      // floats per cp.async
 #define A_KCONTIG (TRANS_A)        // A's unit stride runs along k
 #define B_KCONTIG (!TRANS_B)       // B's unit stride runs along k
@@ -119,9 +123,6 @@
 #endif
 #if PRECISION != 0 && PRECISION != 1
 #error "PRECISION must be 0 (tf32) or 1 (3xtf32)"
-#endif
-#if FLUSH && PRECISION != 1
-#error "FLUSH applies to PRECISION=1 only"
 #endif
 
 // ---- shared layouts -----------------------------------------------------------------------
@@ -170,46 +171,66 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 
+// Returns its argument through an opaque move: products of the leading dimension then stay
+// per-call integer multiplies instead of being hoisted out of the k loop as one 64-bit
+// register pair per copy.
+__device__ __forceinline__ int opaque(int v)
+{
+    int r;
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(r) : "r"(v));
+    return r;
+}
+
 // Stage one BX x BK slice of operand G (extent X along mn, K along k) into ring slot s.
 // G(x, p) = KCONTIG ? G[p + x * ld] : G[x + p * ld]; x0 / k0 are the slice's origin; R is the
 // operand's lane-group size (selects the swizzle). Copies run along the unit stride, VEC
-// floats each; the partial vector at an edge copies its valid floats and zero-fills the rest.
+// floats each; the partial vector at an edge copies its valid floats and zero-fills the rest
+// (src-size), and copies wholly outside read nothing.
 template <int KCONTIG, int BX, int R>
 __device__ __forceinline__ void load_tile(float* __restrict__ s, const float* __restrict__ G,
                                           int ld, int x0, int X, int k0, int K, int tid)
 {
     constexpr int CPR = (KCONTIG ? BK : BX) / VEC;   // copies per row along the unit stride
-    constexpr int ROWS = KCONTIG ? BX : BK;
+    constexpr int ROWS = KCONTIG ? BX : BK;          // rows: x (k-contiguous) or k
     constexpr int TOTAL = ROWS * CPR;
     constexpr int ITERS = (TOTAL + THREADS - 1) / THREADS;
-    // With THREADS a multiple of CPR, a pass of the block covers whole rows and the
-    // unit-stride coordinate (and its edge test) is fixed per thread.
-    constexpr bool WHOLE = THREADS % CPR == 0;
-    constexpr int RSTEP = WHOLE ? THREADS / CPR : 1;   // rows per pass of the block
-    const int tc_fixed = (tid % CPR) * VEC;
-    const int crem_fixed = (KCONTIG ? K - (k0 + tc_fixed) : X - (x0 + tc_fixed));
-    const int cbytes_fixed = crem_fixed > 0 ? 4 * (crem_fixed < VEC ? crem_fixed : VEC) : 0;
+    // Opaque: the per-copy offsets below are recomputed per k-tile (a few integer operations
+    // each) instead of being hoisted out of the k loop into one register per copy.
+    ld = opaque(ld);
+    tid = opaque(tid);
+    // Origin and extents in (row, column-along-the-unit-stride) terms.
+    const int r0 = KCONTIG ? x0 : k0, c0 = KCONTIG ? k0 : x0;
+    const int rend = KCONTIG ? X : K, cend = KCONTIG ? K : X;
+    if (THREADS % CPR == 0) {
+        // A pass of the block covers RSTEP whole rows: the column, and its edge test, are
+        // fixed per thread, and the source pointer advances by RSTEP rows per copy.
+        constexpr int RSTEP = THREADS / CPR;
+        const int tr = tid / CPR, tc = (tid % CPR) * VEC;
+        const int crem = cend - (c0 + tc);
+        const int cbytes = crem > 0 ? 4 * (crem < VEC ? crem : VEC) : 0;
+        const int rows_left = rend - (r0 + tr);      // copy it is in range while it*RSTEP < this
+        const float* src = G + (size_t)(r0 + tr) * ld + (c0 + tc);
+        const size_t step = (size_t)RSTEP * ld;
 #pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-        const int idx = tid + it * THREADS;
-        if (TOTAL % THREADS != 0 && idx >= TOTAL) break;
-        const int r = WHOLE ? tid / CPR + it * RSTEP : idx / CPR;
-        const int tc = WHOLE ? tc_fixed : (idx % CPR) * VEC;
-        int cbytes = cbytes_fixed;
-        if (!WHOLE) {
-            const int crem = (KCONTIG ? K - (k0 + tc) : X - (x0 + tc));
-            cbytes = crem > 0 ? 4 * (crem < VEC ? crem : VEC) : 0;
+        for (int it = 0; it < ITERS; ++it) {
+            const int r = tr + it * RSTEP;
+            if (TOTAL % THREADS != 0 && r >= ROWS) break;
+            const int bytes = it * RSTEP < rows_left ? cbytes : 0;
+            float* dst = s + (KCONTIG ? kc_pos<R>(r, tc) : mn_pos<BX, R>(r, tc));
+            cp_async<4 * VEC>(dst, bytes ? src : G, bytes);
+            src += step;
         }
-        if (KCONTIG) {
-            const int gx = x0 + r;
-            const int bytes = gx < X ? cbytes : 0;
-            const float* src = bytes ? G + (size_t)gx * ld + (k0 + tc) : G;
-            cp_async<4 * VEC>(s + kc_pos<R>(r, tc), src, bytes);
-        } else {
-            const int gp = k0 + r;
-            const int bytes = gp < K ? cbytes : 0;
-            const float* src = bytes ? G + (size_t)gp * ld + (x0 + tc) : G;
-            cp_async<4 * VEC>(s + mn_pos<BX, R>(r, tc), src, bytes);
+    } else {
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const int idx = tid + it * THREADS;
+            if (TOTAL % THREADS != 0 && idx >= TOTAL) break;
+            const int r = idx / CPR, c = (idx % CPR) * VEC;
+            const int crem = cend - (c0 + c);
+            const int bytes = (r0 + r < rend && crem > 0) ? 4 * (crem < VEC ? crem : VEC) : 0;
+            const float* src = bytes ? G + (size_t)(r0 + r) * ld + (c0 + c) : G;
+            float* dst = s + (KCONTIG ? kc_pos<R>(r, c) : mn_pos<BX, R>(r, c));
+            cp_async<4 * VEC>(dst, src, bytes);
         }
     }
 }
@@ -252,6 +273,15 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], 
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// d = a * b (no accumulator input: C is zero).
+__device__ __forceinline__ void mma_tf32_zero(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.f));
 }
 
 // Fragments of one k-step: af[i] = {A(g, t), A(g+8, t), A(g, t+4), A(g+8, t+4)} of m-tile i,
@@ -382,15 +412,42 @@ __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const Frags& f
 #pragma unroll
         for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], f.a[i], f.b[j]);
 #else
-    unsigned a_big[MT][4], a_small[MT][4], b_big[NT][2], b_small[NT][2];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int v = 0; v < 4; ++v) split_tf32(f.a[i][v], a_big[i][v], a_small[i][v]);
+    unsigned b_big[NT][2], b_small[NT][2];
 #pragma unroll
     for (int j = 0; j < NT; ++j)
 #pragma unroll
         for (int v = 0; v < 2; ++v) split_tf32(f.b[j][v], b_big[j][v], b_small[j][v]);
+#if FLUSH
+    // Per (m-tile, group of FG n-tiles): the three products of this k-step go into fresh
+    // temporaries (the first mma adds to zero), which are then added to the result with FADD
+    // (round to nearest): the tensor core's own accumulation rounding acts on 24-product sums
+    // only, never on the long running sum.
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        unsigned a_big[4], a_small[4];   // split per m-tile: fewer registers live
+#pragma unroll
+        for (int v = 0; v < 4; ++v) split_tf32(f.a[i][v], a_big[v], a_small[v]);
+#pragma unroll
+        for (int j0 = 0; j0 < NT; j0 += FG) {
+            float tmp[FG][4];
+#pragma unroll
+            for (int jj = 0; jj < FG; ++jj) mma_tf32_zero(tmp[jj], a_small, b_big[j0 + jj]);
+#pragma unroll
+            for (int jj = 0; jj < FG; ++jj) mma_tf32(tmp[jj], a_big, b_small[j0 + jj]);
+#pragma unroll
+            for (int jj = 0; jj < FG; ++jj) mma_tf32(tmp[jj], a_big, b_big[j0 + jj]);
+#pragma unroll
+            for (int jj = 0; jj < FG; ++jj)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j0 + jj][e] += tmp[jj][e];
+        }
+    }
+#else
+    unsigned a_big[MT][4], a_small[MT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) split_tf32(f.a[i][v], a_big[i][v], a_small[i][v]);
     // Three passes over the warp tile, small terms first and the big product last (its
     // rounding dominates). Pass by pass, consecutive mma write different accumulators: the
     // three mma of one accumulator would otherwise issue back to back, each waiting for the
@@ -407,6 +464,7 @@ __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const Frags& f
     for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], a_big[i], b_big[j]);
+#endif
 #endif
 }
 
@@ -472,18 +530,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         for (int j = 0; j < NT; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-#if FLUSH
-    float part[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) part[i][j][e] = 0.f;
-#define MMA_INTO part
-#else
-#define MMA_INTO acc
-#endif
 
     // Prologue: fill STAGES-1 slots (empty groups keep the wait counts uniform).
 #pragma unroll
@@ -531,22 +577,10 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             } else {
                 load_frags(fr[(ks + 1) & 1], a_s, b_s, rd, lane, wm0, wn0, ks + 1);
             }
-            mma_step(MMA_INTO, fr[ks & 1]);
+            mma_step(acc, fr[ks & 1]);
         }
-#if FLUSH
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    acc[i][j][e] += part[i][j][e];
-                    part[i][j][e] = 0.f;
-                }
-#endif
         if (KSTEPS & 1) fr[0] = fr[1];   // odd k-steps: the next tile's first fragments are in 1
     }
-#undef MMA_INTO
     cp_async_wait<0>();
 
     // Epilogue: acc[i][j][2h + e] is C(row0 + wm0 + RA*g + 2i + h, col0 + wn0 + RB*(2t + e) + j):

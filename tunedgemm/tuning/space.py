@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..families import FAMILIES
-from ..params import KernelConfig
+from ..families import FAMILIES, serving
+from ..params import IEEE, KernelConfig
 
 NUM_SMS = 132  # H100 SXM; the runner passes the real count of the GPU at hand
 
@@ -139,15 +139,18 @@ def _ceil_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
-def candidates(dtype: str, shape: Shape, num_sms: int = NUM_SMS) -> list[KernelConfig]:
-    """Every valid config of every family for dtype, less those pruned at this shape.
+def candidates(dtype: str, shape: Shape, num_sms: int = NUM_SMS,
+               precision: str = IEEE) -> list[KernelConfig]:  # fmt: skip
+    """Every valid config of every family for dtype in this precision mode (default: the
+    dtype's own IEEE arithmetic), less those pruned at this shape.
 
     The baseline family is represented by its default only: it is there as a fallback,
     not as a contender."""
     picked = []
-    for family in FAMILIES.values():
-        if dtype not in family.dtypes:
-            continue
-        space = [family.default_config(dtype)] if family.name == "tiled" else family.space(dtype)
+    for family in serving(dtype, precision):
+        if family.name == "tiled":
+            space = [family.default_config(dtype)]
+        else:
+            space = list(family.space(dtype, precision))
         picked += [c for c in space if prune_reason(c, shape, num_sms) is None]
     return picked
