@@ -96,7 +96,9 @@ def default_for(precision: str) -> KernelConfig:
     try:
         return KernelConfig.make(NAME, DEFAULTS_BY_PRECISION[precision])
     except KeyError:
-        raise ValueError(f"family {NAME} has no precision {precision!r}; known: {PRECISIONS}") from None
+        raise ValueError(
+            f"family {NAME} has no precision {precision!r}; known: {PRECISIONS}"
+        ) from None
 
 
 FAMILY = KernelFamily(
@@ -126,9 +128,12 @@ FAMILY = KernelFamily(
         divides("WM", "BM"),
         divides("WN", "BN"),
         Constraint(
-            "WM and WN are 32, 64 or 128", lambda p, s: p["WM"] in (32, 64, 128) and p["WN"] in (32, 64, 128)
+            "WM and WN are 32, 64 or 128",
+            lambda p, s: p["WM"] in (32, 64, 128) and p["WN"] in (32, 64, 128),
         ),
-        Constraint("BM and BN are multiples of 32", lambda p, s: p["BM"] % 32 == 0 and p["BN"] % 32 == 0),
+        Constraint(
+            "BM and BN are multiples of 32", lambda p, s: p["BM"] % 32 == 0 and p["BN"] % 32 == 0
+        ),
         Constraint("BK is 16 or 32", lambda p, s: p["BK"] in (16, 32)),
         Constraint("PRECISION is 0 or 1", lambda p, s: p["PRECISION"] in (0, 1)),
         Constraint("FLUSH only in 3xtf32 mode", lambda p, s: p["FLUSH"] in (0, p["PRECISION"])),
