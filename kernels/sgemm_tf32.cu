@@ -66,13 +66,13 @@
 #define BM 128         // rows of C per block
 #endif
 #ifndef BN
-#define BN 128         // columns of C per block
+#define BN 64          // columns of C per block
 #endif
 #ifndef BK
 #define BK 32          // depth of one k-tile staged in shared memory (16 or 32)
 #endif
 #ifndef WM
-#define WM 64          // rows of C per warp (32, 64 or 128)
+#define WM 32          // rows of C per warp (32, 64 or 128)
 #endif
 #ifndef WN
 #define WN 32          // columns of C per warp (32, 64 or 128)
@@ -292,45 +292,22 @@ struct Frags {
     unsigned b[NT][2];
 };
 
-// Per-lane reading positions inside one ring slot, fixed for the whole kernel.
+// Per-lane ldmatrix row addresses into the k-contiguous tiles, fixed for the whole kernel:
+// lane L addresses row L % 8 of matrix L / 8 (the m-tile / n-tile and k-step offsets are added
+// at each read, inside the swizzle).
 struct Readers {
-    int a[4];   // A: per ldmatrix matrix row (k-contiguous) or per k-row half (mn-contiguous)
-    int b[4];
+    int a_x, a_k;   // A: row x = RA * (L % 8) + h (h = matrix & 1), k offset 4 * (matrix >> 1)
+    int b_x, b_k;   // B: row x = RB * (L % 8) + (matrix >> 1), k offset 4 * (matrix & 1)
 };
 
 __device__ __forceinline__ Readers make_readers(int lane, int wm0, int wn0)
 {
-    Readers r;
-    const int g = lane >> 2, t = lane & 3;
-    const int mrow = lane & 7, mat = lane >> 3;   // this lane's ldmatrix row address
-    (void)g; (void)t; (void)mrow; (void)mat;
-#if A_KCONTIG
-    // Matrix mat of m-tile i: rows h = mat & 1, k half = mat >> 1; the lane's row x = RA*mrow
-    // + 2i + h; the i and k-step offsets are added at the read (their swizzle is the lane's).
-    r.a[0] = wm0 + RA * mrow + (mat & 1);   // x without 2i
-    r.a[1] = 4 * (mat >> 1);                // k without the k-step
-    r.a[2] = r.a[3] = 0;
-#else
-    r.a[0] = mn_pos<BM, RA>(t, wm0 + RA * g);       // row kk + t (kk a multiple of 8)
-    r.a[1] = mn_pos<BM, RA>(t + 4, wm0 + RA * g);   // row kk + t + 4
-    r.a[2] = r.a[3] = 0;
-#endif
-#if B_KCONTIG
-    // Matrix mat of n-tile pair (j, j+1): n-tile j + (mat >> 1), k half mat & 1.
-    r.b[0] = wn0 + RB * mrow + (mat >> 1);
-    r.b[1] = 4 * (mat & 1);
-    r.b[2] = r.b[3] = 0;
-#else
-    r.b[0] = mn_pos<BN, RB>(t, wn0 + RB * g);
-    r.b[1] = mn_pos<BN, RB>(t + 4, wn0 + RB * g);
-    r.b[2] = r.b[3] = 0;
-#endif
-    return r;
+    const int mrow = lane & 7, mat = lane >> 3;
+    return Readers{wm0 + RA * mrow + (mat & 1), 4 * (mat >> 1),
+                   wn0 + RB * mrow + (mat >> 1), 4 * (mat & 1)};
 }
 
-// Granule q of a lane's run in an mn-contiguous tile: the run starts at a multiple of 4 * G
-// granules... XOR of the row's mask keeps granule q of the run at base ^ q (masks < 8 and the
-// base's low bits are zero for q < G only when G divides the mask's span; mn_pos handles both).
+// Granule q (4 floats) of a lane's run of R consecutive x at row krow of an mn-contiguous tile.
 template <int X, int R>
 __device__ __forceinline__ float4 mn_granule(const float* s, int krow, int xbase, int q)
 {
@@ -345,7 +322,7 @@ __device__ __forceinline__ void load_frags(Frags& f, const float* a_s, const flo
 #if A_KCONTIG
 #pragma unroll
     for (int i = 0; i < MT; ++i)
-        ldmatrix_x4(f.a[i], a_s + kc_pos<RA>(rd.a[0] + 2 * i, kk + rd.a[1]));
+        ldmatrix_x4(f.a[i], a_s + kc_pos<RA>(rd.a_x + 2 * i, kk + rd.a_k));
 #else
     {
         const int g = lane >> 2, t = lane & 3;
@@ -370,7 +347,7 @@ __device__ __forceinline__ void load_frags(Frags& f, const float* a_s, const flo
 #pragma unroll
     for (int j = 0; j < NT; j += 2) {
         unsigned r[4];
-        ldmatrix_x4(r, b_s + kc_pos<RB>(rd.b[0] + j, kk + rd.b[1]));
+        ldmatrix_x4(r, b_s + kc_pos<RB>(rd.b_x + j, kk + rd.b_k));
         f.b[j][0] = r[0];
         f.b[j][1] = r[1];
         f.b[j + 1][0] = r[2];

@@ -38,15 +38,31 @@ def _copies_per_thread(p: Params) -> int:
     return -(-(p["BM"] + p["BN"]) * p["BK"] // _threads(p))
 
 
-def _regs_estimate(p: Params) -> int:
-    """Registers a config needs without spilling, calibrated against ptxas (sm_90a, all eight
-    call-time variants): accumulators, two k-steps of raw fragments, the 3xtf32 split of one
-    k-step, the FLUSH temporaries that ptxas keeps in flight, and addressing."""
-    acc = p["WM"] * p["WN"] // 32
-    frags = (p["WM"] // 16) * 4 + (p["WN"] // 8) * 2
-    split = 2 * frags if p["PRECISION"] == 1 else 0
-    flush = 3 * 16 if p["PRECISION"] == 1 and p["FLUSH"] else 0
-    return acc + 2 * frags + split + flush + _copies_per_thread(p) // 4 + 56
+# Registers ptxas (CUDA 13.0, sm_90a) allocates without spilling, by mode, warp-tile area and
+# BK: the most over the eight call-time variants of every such config of the space (measured
+# with -Xptxas -v; ptxas fills what the launch bounds allow, so entries near 255 are what it
+# takes, not what it must have). Missing entries spilled in some variant and are excluded:
+# 3xtf32 with 64 x 64 warp tiles (accumulators, split fragments and raw fragments exceed 255),
+# FLUSH with 2048-element warp tiles at BK = 32, tf32 64 x 64 at BK = 32 (ALIGNED=0 spills).
+_REGS_NEEDED = {
+    # (PRECISION, FLUSH, WM * WN, BK): registers
+    (0, 0, 1024, 16): 128,
+    (0, 0, 1024, 32): 128,
+    (0, 0, 2048, 16): 168,
+    (0, 0, 2048, 32): 216,
+    (0, 0, 4096, 16): 255,
+    (1, 0, 1024, 16): 128,
+    (1, 0, 1024, 32): 128,
+    (1, 0, 2048, 16): 216,
+    (1, 0, 2048, 32): 240,
+    (1, 1, 1024, 16): 144,
+    (1, 1, 1024, 32): 244,
+    (1, 1, 2048, 16): 252,
+}
+
+
+def _regs_needed(p: Params) -> float:
+    return _REGS_NEEDED.get((p["PRECISION"], p["FLUSH"], p["WM"] * p["WN"], p["BK"]), float("inf"))
 
 
 def precision_of(p: Params) -> str:
@@ -57,8 +73,8 @@ def precision_of(p: Params) -> str:
 # A good config per mode (mma.sync on the H100, by the throughput model in the kernel's header):
 #   3xtf32: compute-bound (three mma per product); 32 x 32 warp tiles keep the FLUSH
 #     temporaries in registers, and FLUSH=1 is what makes the mode as accurate as FFMA.
-#   tf32: shared-memory-bound on mma.sync; the largest warp tile that fits (64 x 64) reads
-#     the least shared memory per mma.
+#   tf32: shared-memory-bound on mma.sync; the largest warp tile that fits (64 x 64, at BK 16)
+#     reads the least shared memory per mma; 4 warps of 255 registers, 2 blocks per SM.
 # The dtype-keyed `defaults` (what generic code asks for) holds the 3xtf32 one: the mode meant
 # as a drop-in for float32. DEFAULTS_BY_PRECISION is what precision-aware code asks for.
 DEFAULTS_BY_PRECISION: dict[str, dict[str, int]] = {
@@ -78,7 +94,7 @@ DEFAULTS_BY_PRECISION: dict[str, dict[str, int]] = {
     "tf32": {
         "BM": 128,
         "BN": 128,
-        "BK": 32,
+        "BK": 16,
         "WM": 64,
         "WN": 64,
         "STAGES": 4,
@@ -148,8 +164,8 @@ FAMILY = KernelFamily(
             lambda p, s: _copies_per_thread(p) <= 32,
         ),
         Constraint(
-            "warp tile fits in registers at MIN_BLOCKS blocks per SM",
-            lambda p, s: _regs_estimate(p) <= register_cap(_threads(p), p["MIN_BLOCKS"]),
+            "warp tile fits in registers at MIN_BLOCKS blocks per SM (measured, no spills)",
+            lambda p, s: _regs_needed(p) <= register_cap(_threads(p), p["MIN_BLOCKS"]),
         ),
         blocks_fit_in_smem(_smem_bytes),
     ),
