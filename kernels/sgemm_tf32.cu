@@ -66,13 +66,13 @@
 #define BM 128         // rows of C per block
 #endif
 #ifndef BN
-#define BN 64          // columns of C per block
+#define BN 128         // columns of C per block
 #endif
 #ifndef BK
-#define BK 32          // depth of one k-tile staged in shared memory (16 or 32)
+#define BK 16          // depth of one k-tile staged in shared memory (16 or 32)
 #endif
 #ifndef WM
-#define WM 32          // rows of C per warp (32, 64 or 128)
+#define WM 64          // rows of C per warp (32, 64 or 128)
 #endif
 #ifndef WN
 #define WN 32          // columns of C per warp (32, 64 or 128)

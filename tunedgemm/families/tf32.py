@@ -71,8 +71,10 @@ def precision_of(p: Params) -> str:
 
 
 # A good config per mode (mma.sync on the H100, by the throughput model in the kernel's header):
-#   3xtf32: compute-bound (three mma per product); 32 x 32 warp tiles keep the FLUSH
-#     temporaries in registers, and FLUSH=1 is what makes the mode as accurate as FFMA.
+#   3xtf32: compute- and issue-bound (three mma, two conversions and about two FADD per
+#     product pair); 64 x 32 warp tiles at BK 16 are the largest whose FLUSH temporaries fit
+#     (~250 registers, 8 warps, 1 block per SM): 5.5 instructions per mma in the SASS main
+#     loop against 6.3 for 32 x 32 tiles. FLUSH=1 is what makes the mode as accurate as FFMA.
 #   tf32: shared-memory-bound on mma.sync; the largest warp tile that fits (64 x 64, at BK 16)
 #     reads the least shared memory per mma; 4 warps of 255 registers, 2 blocks per SM.
 # The dtype-keyed `defaults` (what generic code asks for) holds the 3xtf32 one: the mode meant
@@ -80,9 +82,9 @@ def precision_of(p: Params) -> str:
 DEFAULTS_BY_PRECISION: dict[str, dict[str, int]] = {
     "3xtf32": {
         "BM": 128,
-        "BN": 64,
-        "BK": 32,
-        "WM": 32,
+        "BN": 128,
+        "BK": 16,
+        "WM": 64,
         "WN": 32,
         "STAGES": 4,
         "GROUP_M": 8,
