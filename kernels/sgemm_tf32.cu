@@ -408,11 +408,13 @@ __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const Frags& f
         for (int j0 = 0; j0 < NT; j0 += FG) {
             float tmp[FG][4];
 #pragma unroll
-            for (int jj = 0; jj < FG; ++jj) mma_tf32_zero(tmp[jj], a_small, b_big[j0 + jj]);
+            for (int pass = 0; pass < 3; ++pass)
 #pragma unroll
-            for (int jj = 0; jj < FG; ++jj) mma_tf32(tmp[jj], a_big, b_small[j0 + jj]);
-#pragma unroll
-            for (int jj = 0; jj < FG; ++jj) mma_tf32(tmp[jj], a_big, b_big[j0 + jj]);
+                for (int jj = 0; jj < FG; ++jj) {
+                    const int j = j0 + jj;
+                    if (pass == 0) mma_tf32_zero(tmp[jj], a_small, b_big[j]);
+                    else mma_tf32(tmp[jj], a_big, pass == 1 ? b_small[j] : b_big[j]);
+                }
 #pragma unroll
             for (int jj = 0; jj < FG; ++jj)
 #pragma unroll
@@ -426,23 +428,19 @@ __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const Frags& f
 #pragma unroll
         for (int v = 0; v < 4; ++v) split_tf32(f.a[i][v], a_big[i][v], a_small[i][v]);
     // Three passes over the warp tile, small terms first and the big product last (its
-    // rounding dominates). Pass by pass, consecutive mma write different accumulators: the
-    // three mma of one accumulator would otherwise issue back to back, each waiting for the
-    // previous one's result.
+    // rounding dominates): small*big, big*small, big*big. Pass by pass, consecutive mma write
+    // different accumulators: the three mma of one accumulator would otherwise issue back to
+    // back, each waiting for the previous one's result.
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+    for (int pass = 0; pass < 3; ++pass)
 #pragma unroll
-        for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], a_small[i], b_big[j]);
+        for (int i = 0; i < MT; ++i)
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], a_big[i], b_small[j]);
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], a_big[i], b_big[j]);
-#endif
-#endif
+            for (int j = 0; j < NT; ++j)
+                mma_tf32(acc[i][j], pass == 0 ? a_small[i] : a_big[i],
+                         pass == 1 ? b_small[j] : b_big[j]);
+#endif  // FLUSH
+#endif  // PRECISION
 }
 
 __device__ __forceinline__ void store4(float* c, float4 v, float alpha, float beta)
