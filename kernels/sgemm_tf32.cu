@@ -1,15 +1,17 @@
 // sgemm_tf32: float32 GEMM on the TF32 tensor cores of sm_90 (H100) with warp-level mma.sync,
 // in two precision modes selected by PRECISION:
-//   0 (tf32):   each operand rounded to TF32 (10 explicit mantissa bits, cvt.rna: to nearest,
-//               ties away from zero), products accumulated in FP32: relative error ~1e-3
-//               per product, the accuracy of torch's "high" float32 matmul precision.
+//   0 (tf32):   each operand rounded to TF32 (10 explicit mantissa bits, to nearest: see
+//               to_tf32), products accumulated in FP32: relative error up to 2^-10 per
+//               product, the accuracy of torch's "high" float32 matmul precision.
 //   1 (3xtf32): each operand x split into big = tf32(x) and small = tf32(x - big), so that
-//               big + small carries ~22 bits of x; C += small_a*big_b + big_a*small_b, then
-//               += big_a*big_b (small terms first, into the same FP32 accumulators), dropping
-//               only small_a*small_b (~2^-22 relative): FP32-level accuracy at a third of the
+//               big + small carries 22 to 24 bits of x; per k-step the mma add small_a*big_b,
+//               big_a*small_b, then big_a*big_b (small terms first), dropping only
+//               small_a*small_b (~2^-22 relative): FP32-level accuracy at a third of the
 //               TF32 mma rate (Ootomo & Yokota 2022; the "fast FP32" mode of CUTLASS's 3xTF32
 //               examples). The split happens in registers as fragments are read from shared
-//               memory: global memory is read once, as float32.
+//               memory: global memory is read once, as float32. Inf operands become NaN in
+//               this mode (small = Inf - Inf), as do finite ones at or above 2^128 (1 - 2^-12),
+//               which round to Inf; tests/unit/test_tf32_split.py models all of this.
 //
 // C = alpha * op(A) * op(B) + beta * C, column-major BLAS semantics (ABI in common.cuh):
 // any m, n, k >= 1, all four TRANS_A/TRANS_B combinations, any leading dimensions. When
