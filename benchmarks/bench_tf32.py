@@ -47,6 +47,7 @@ BEST_FEW = 3
 SWEEP: dict[str, list[dict[str, int]]] = {
     "3xtf32": [
         {},
+        {"CVT": 1},
         {"FLUSH": 0},
         {"STAGES": 3},
         {"WM": 32, "WN": 64},
@@ -63,6 +64,7 @@ SWEEP: dict[str, list[dict[str, int]]] = {
     ],
     "tf32": [
         {},
+        {"CVT": 1},
         {"STAGES": 3},
         {"BM": 128, "BN": 256, "BK": 16, "STAGES": 3},
         {"BM": 256, "BN": 128, "BK": 16, "STAGES": 3},

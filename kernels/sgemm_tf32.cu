@@ -46,6 +46,9 @@
 //       mn-contiguous (A with TRANS_A=0, B with TRANS_B=1): [k][x] rows of BM (BN) floats,
 //         read with LDS.128; granule x/4 of row k is stored at (x/4) ^ f(k%4), f chosen by the
 //         granules per lane (so the 8 lanes of each quarter-warp phase hit 8 granules).
+//   * Rounding to TF32 (CVT): cvt.rn, one F2FP per value on sm_90, or cvt.rna, three ALU
+//     operations; 3xtf32 rounds twice per operand value per k-step, as often as it issues an
+//     mma, so which unit does it may matter; the tuner times both.
 //   * Group-M rasterisation of the block index (GROUP_M block-rows walked together) for L2.
 //   * Optional split-K (SPLIT_K > 1): blockIdx.z takes a contiguous range of k-tiles and the
 //     epilogue adds with atomicAdd after the launcher's scale_c (C *= beta): faster for small
@@ -93,6 +96,9 @@
 #endif
 #ifndef FLUSH
 #define FLUSH 1        // 3xtf32: 1 adds each k-step's products to the result with FADD (tf32: unused)
+#endif
+#ifndef CVT
+#define CVT 0          // rounding to TF32 on sm_90: 0 cvt.rn (one F2FP), 1 cvt.rna (3 ALU ops)
 #endif
 // Derived (passed by tunedgemm/families/tf32.py; defaults here match the defaults above).
 #ifndef THREADS
@@ -250,10 +256,12 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const float* p)
 // one instruction (F2FP.TF32.F32.PACK_B); ties away (cvt.rna, the only mode before sm_90) is
 // emulated there in three (FSETP, IADD, LOP3), which the 3xtf32 split would pay six times per
 // operand pair. Inf and NaN stay Inf and NaN; finite values above the largest TF32 round to Inf.
+// CVT=1 asks for ties away on sm_90 too: the conversion unit's throughput is not published,
+// and the emulation runs on the integer and FP32 pipes instead, so the tuner can tell.
 __device__ __forceinline__ unsigned to_tf32(float x)
 {
     unsigned r;
-#if __CUDA_ARCH__ >= 900
+#if __CUDA_ARCH__ >= 900 && CVT == 0
     asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
 #else
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));

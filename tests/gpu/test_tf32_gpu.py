@@ -34,15 +34,16 @@ def _variant(precision: str, **changes: int) -> KernelConfig:
 # Each mode's default and a few configs that take other code paths: the other warp-tile
 # widths (4, 8 consecutive rows or columns per lane: LDS.128 runs, swizzle masks, ldmatrix
 # rows), BK = 32 (one row per 128-byte line) besides BK = 16 (two), 3 stages, FLUSH = 0,
-# split-K (atomics after scale_c) and 2 blocks per SM.
+# split-K (atomics after scale_c), 2 blocks per SM and rounding by cvt.rna (CVT = 1).
 CONFIGS = [
     ("3xtf32", default_for("3xtf32")),
     ("3xtf32", _variant("3xtf32", BM=128, BN=64, WM=32, WN=32, BK=32)),
     ("3xtf32", _variant("3xtf32", WM=32, WN=64, STAGES=3)),
     ("3xtf32", _variant("3xtf32", BK=32, FLUSH=0)),
     ("3xtf32", _variant("3xtf32", SPLIT_K=2)),
+    ("3xtf32", _variant("3xtf32", CVT=1)),
     ("tf32", default_for("tf32")),
-    ("tf32", _variant("tf32", WM=32, WN=64, BK=32)),
+    ("tf32", _variant("tf32", WM=32, WN=64, BK=32, CVT=1)),
     ("tf32", _variant("tf32", BM=64, BN=64, WM=32, WN=32, MIN_BLOCKS=2)),
 ]
 IDS = [f"{mode}-{config}" for mode, config in CONFIGS]

@@ -39,7 +39,8 @@ def _copies_per_thread(p: Params) -> int:
 
 
 # Registers ptxas (CUDA 13.0, sm_90a) allocates without spilling, by mode, warp-tile area and
-# BK: the most over the eight call-time variants of every such config of the space (measured
+# BK: the most over the eight call-time variants of every such config of the space with
+# CVT=0, and of one or two configs per entry with CVT=1, which never needed more (measured
 # with -Xptxas -v; ptxas fills what the launch bounds allow, so entries near 255 are what it
 # takes, not what it must have). Missing entries spilled in some variant and are excluded:
 # 3xtf32 with 64 x 64 warp tiles (accumulators, split fragments and raw fragments exceed 255),
@@ -92,6 +93,7 @@ DEFAULTS_BY_PRECISION: dict[str, dict[str, int]] = {
         "PRECISION": 1,
         "FLUSH": 1,
         "SPLIT_K": 1,
+        "CVT": 0,
     },
     "tf32": {
         "BM": 128,
@@ -105,6 +107,7 @@ DEFAULTS_BY_PRECISION: dict[str, dict[str, int]] = {
         "PRECISION": 0,
         "FLUSH": 0,
         "SPLIT_K": 1,
+        "CVT": 0,
     },
 }
 
@@ -141,6 +144,7 @@ FAMILY = KernelFamily(
         Tunable("PRECISION", (0, 1), "0: tf32 (operands rounded); 1: 3xtf32 (big + small)"),
         Tunable("FLUSH", (0, 1), "3xtf32: add each k-step's products with FADD (accuracy)"),
         Tunable("SPLIT_K", (1, 2, 4), "k slices reduced with atomics (not deterministic)"),
+        Tunable("CVT", (0, 1), "rounding to TF32: 0 cvt.rn (F2FP unit), 1 cvt.rna (ALU ops)"),
     ),
     constraints=(
         divides("WM", "BM"),
