@@ -30,17 +30,17 @@ def candidates(dtype: str, shape: tuple[int, int, int], sweep: int) -> list[Any]
     """The tuning table's own-kernel choice for this shape, every family's default config,
     and `sweep` random configs of each family's space."""
     from tunedgemm import selection, table
-    from tunedgemm.families import FAMILIES
+    from tunedgemm.families import serving
+    from tunedgemm.params import IEEE
 
     os.environ[selection.CUBLAS_ENV] = "0"  # the table's best own kernel, not cuBLAS
     tuned = selection.choose(dtype, *shape, warn=False).config
     del os.environ[selection.CUBLAS_ENV]
     picked = [] if tuned == table.CUBLAS else [tuned]
-    for family in FAMILIES.values():
-        if dtype in family.dtypes:
-            default = family.default_config(dtype)
-            rest = [c for c in family.space(dtype) if c != default]
-            picked += [default, *random.Random(0).sample(rest, min(sweep, len(rest)))]
+    for family in serving(dtype):  # IEEE arithmetic only, as cuBLAS SGEMM / DGEMM
+        default = family.default_config(dtype)
+        rest = [c for c in family.space(dtype, IEEE) if c != default]
+        picked += [default, *random.Random(0).sample(rest, min(sweep, len(rest)))]
     return list(dict.fromkeys(picked))
 
 

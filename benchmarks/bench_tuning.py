@@ -50,7 +50,7 @@ def random_shapes(count: int, seed: int = 7) -> list[tuple[int, int, int]]:
 def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
     """Family defaults plus the own-kernel configs the table uses most for this dtype."""
     from tunedgemm import selection, table
-    from tunedgemm.families import FAMILIES
+    from tunedgemm.families import serving
 
     current = table.current()
     counts: collections.Counter[Any] = collections.Counter()
@@ -59,7 +59,7 @@ def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
             for key, entries in device.entries.items():
                 if key.startswith(dtype):
                     counts.update(e.own for e in entries)
-    defaults = [f.default_config(dtype) for f in FAMILIES.values() if dtype in f.dtypes]
+    defaults = [f.default_config(dtype) for f in serving(dtype)]
     pool = [selection.default_config(dtype), *defaults, *(c for c, _ in counts.most_common())]
     return list(dict.fromkeys(pool))[:size]
 

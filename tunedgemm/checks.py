@@ -34,6 +34,19 @@ def tolerance(k: int, dtype: np.dtype, factor: float = 4.0) -> float:
     return factor * (np.sqrt(max(k, 1)) + 3.0) * float(np.finfo(dtype).eps)
 
 
+# The "tf32" precision mode (operands rounded to TF32, 10 explicit mantissa bits, to nearest):
+# each product is off by at most 2^-10 of itself, so the elementwise scaled error is at most
+# 2^-10 plus FP32 accumulation. With random signs the errors are random too: the relative
+# Frobenius error of uniform(-1, 1) products is about sqrt(2/3) 2^-11 = 4e-4 at every k, and
+# TF32_FROBENIUS is 2.5 times that (tests/unit/test_tf32_split.py models the arithmetic).
+TF32_FROBENIUS = 1e-3
+
+
+def tf32_tolerance(k: int) -> float:
+    """Elementwise bound of the "tf32" mode: 2^-10 per product plus float32 accumulation."""
+    return 2.0**-10 + tolerance(k, np.dtype(np.float32))
+
+
 def scaled_error(out: np.ndarray, exact: np.ndarray, scale: np.ndarray) -> float:
     """max |out - exact| / scale over all elements (NaN anywhere gives inf)."""
     out64 = np.asarray(out, np.float64)

@@ -26,14 +26,19 @@ _INCLUDE = re.compile(r'^#include "([\w.]+)"\s*$', re.MULTILINE)
 
 
 def kernels_dir() -> Path:
-    """The .cu templates: shipped as the package tunedgemm.kernels, or kernels/ in a checkout."""
+    """The .cu templates: kernels/ beside the imported package in a checkout, else the package
+    tunedgemm.kernels. The checkout comes first: with an editable install of another checkout
+    on the path, tunedgemm.kernels resolves there, not to the sources of this one."""
+    checkout = Path(__file__).resolve().parent.parent / "kernels"
+    if (checkout / "common.cuh").is_file():
+        return checkout
     try:
         path = Path(str(resources.files("tunedgemm.kernels")))
         if (path / "common.cuh").is_file():
             return path
     except ModuleNotFoundError:
         pass
-    return Path(__file__).resolve().parent.parent / "kernels"
+    return checkout
 
 
 @functools.cache

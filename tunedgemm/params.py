@@ -18,6 +18,7 @@ REGS_PER_SM = 65536
 SMEM_PER_SM = 228 * 1024  # of which the runtime reserves 1 KB for each resident block
 SMEM_RESERVED_PER_BLOCK = 1024
 ITEMSIZE = {"float32": 4, "float64": 8}
+IEEE = "ieee"  # the precision mode of a dtype's own arithmetic; every other mode is opt-in
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,11 @@ class KernelFamily:
     Every template gets THREADS (from `threads`) as a define; `derived(params, itemsize)`
     may add more defines computed from the tunables, so that each formula lives here only.
     By default the block tile is BM x BN and split-K is the SPLIT_K tunable (1 if absent).
+
+    `precisions` are the precision modes the family computes in ("ieee": the dtype's own
+    arithmetic; "tf32", "3xtf32": tensor-core modes that callers must ask for), and
+    `precision_of(params)` the mode of one config. Code that picks families for a call
+    filters with `serves(dtype, precision)`, so IEEE calls never meet a TF32 family.
     """
 
     name: str
@@ -90,8 +96,18 @@ class KernelFamily:
     derived: Callable[[Params, int], Params] = field(default=lambda p, s: {})
     split_k: Callable[[Params], int] = field(default=lambda p: p.get("SPLIT_K", 1))
     description: str = ""
+    precisions: tuple[str, ...] = (IEEE,)
+    precision_of: Callable[[Params], str] = field(default=lambda p: IEEE)
+    # A default config per precision mode, for families of opt-in modes (else `defaults`).
+    mode_defaults: Mapping[str, Params] = field(default_factory=dict)
 
-    def default_config(self, dtype: str) -> KernelConfig:
+    def serves(self, dtype: str, precision: str = IEEE) -> bool:
+        """Whether the family has configs for dtype in this precision mode."""
+        return dtype in self.dtypes and precision in self.precisions
+
+    def default_config(self, dtype: str, precision: str = IEEE) -> KernelConfig:
+        if precision in self.mode_defaults:
+            return KernelConfig.make(self.name, self.mode_defaults[precision])
         return KernelConfig.make(self.name, self.defaults[dtype])
 
     def violations(self, config: KernelConfig, dtype: str) -> list[str]:
@@ -116,11 +132,15 @@ class KernelFamily:
             problems.append(f"more than {MAX_DYNAMIC_SMEM_BYTES} bytes of shared memory")
         return problems
 
-    def space(self, dtype: str) -> Iterator[KernelConfig]:
-        """Every config of the declared values that meets all constraints."""
+    def space(self, dtype: str, precision: str | None = None) -> Iterator[KernelConfig]:
+        """Every config of the declared values that meets all constraints (in one precision
+        mode if given; all of the family's modes if None)."""
         names = [t.name for t in self.tunables]
         for values in itertools.product(*(t.values for t in self.tunables)):
-            config = KernelConfig.make(self.name, dict(zip(names, values, strict=True)))
+            params = dict(zip(names, values, strict=True))
+            if precision is not None and self.precision_of(params) != precision:
+                continue
+            config = KernelConfig.make(self.name, params)
             if not self.violations(config, dtype):
                 yield config
 

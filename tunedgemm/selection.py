@@ -48,10 +48,15 @@ class Prediction:
 
 
 def default_config(dtype: str, precision: str = IEEE) -> KernelConfig:
-    for family_name in PREFERENCE.get((dtype, precision), ()):
+    """The built-in config for dtype in a precision mode: the preferred IEEE family's
+    default, or the default of the family that serves an opt-in mode."""
+    from .families import serving
+
+    names = PREFERENCE.get((dtype, precision)) or tuple(f.name for f in serving(dtype, precision))
+    for family_name in names:
         family = FAMILIES.get(family_name)
         if family is not None:
-            return family.default_config(dtype)
+            return family.default_config(dtype, precision)
     raise LookupError(f"no kernel family for {dtype} in precision {precision}")
 
 
@@ -221,9 +226,14 @@ def _choose_mode(dtype: str, m: int, n: int, k: int, trans_a: bool, trans_b: boo
     own = tuple(dict.fromkeys([p.config for p in ranked[:REFINE_CANDIDATES]]))
     if not own:
         try:
-            own = (default_config(dtype, precision),)
+            default = default_config(dtype, precision)
         except LookupError:
-            own = ()
+            default = None
+        # Untuned: the mode's default, and the same with small tiles, which fill the SMs on
+        # products of a few hundred (autotuning times both).
+        small = None if default is None else KernelConfig.make(
+            default.family, {**default.as_dict(), "BM": 64, "BN": 64, "WM": 32, "WN": 32})
+        own = tuple(c for c in (default, small) if c is not None and not _violations(c, dtype))
     rivals = (table.CUBLAS,) if allow_cublas else ()
     if not own:
         if not rivals:

@@ -314,7 +314,9 @@ def _cached(path: str, mtime: float) -> Table | str:
                     f"installed sources are {kernel_hash()}")  # fmt: skip
         return table
     recorded = table.header["family_hashes"]
-    stale = {name for name, digest in family_hashes().items() if recorded.get(name) != digest}
+    # A family the table never tuned (added since) has no entries: nothing of it is stale.
+    stale = {name for name, digest in family_hashes().items()
+             if name in recorded and recorded[name] != digest}  # fmt: skip
     if stale:
         warn_once(f"{path}: entries of kernel families {', '.join(sorted(stale))} are stale "
                   "(their kernel source changed since tuning) and are skipped")  # fmt: skip

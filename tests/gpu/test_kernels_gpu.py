@@ -10,6 +10,7 @@ import pytest
 from helpers import assert_gemm
 
 from tunedgemm.families import FAMILIES
+from tunedgemm.params import IEEE
 
 pytestmark = pytest.mark.gpu
 
@@ -27,11 +28,12 @@ TRANS = list(itertools.product((False, True), repeat=2))
 
 
 def configs(sample: int = 4):
-    """Default config of each family and dtype, plus a fixed random sample of its space."""
+    """Default config of each IEEE family and dtype, plus a fixed random sample of its space
+    (the tensor-core precision modes have their own bounds: tests/gpu/test_tf32_gpu.py)."""
     picked = []
     for _name, family in sorted(FAMILIES.items()):
-        for dtype in family.dtypes:
-            space = list(family.space(dtype))
+        for dtype in (d for d in family.dtypes if family.serves(d)):
+            space = list(family.space(dtype, IEEE))
             default = family.default_config(dtype)
             others = random.Random(1234).sample(
                 [c for c in space if c != default], min(sample, len(space) - 1)

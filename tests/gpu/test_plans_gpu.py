@@ -131,3 +131,33 @@ def test_pycuda_results_come_from_the_pool_and_go_back(rng):
     second = tg.sgemm(1.0, a, a)
     assert isinstance(second.gpudata, cuda.ScratchBuffer)
     assert second.ptr == address
+
+
+@pytest.mark.parametrize("mode", ["3xtf32", "tf32"])
+@pytest.mark.parametrize("trans", [(0, 0), (1, 1)])
+def test_precision_modes_through_the_public_call(rng, mode, trans):
+    """sgemm(..., precision=mode) on device arrays: 3xtf32 within float32's bound, tf32
+    within its documented one; explain() names the mode."""
+    cupy = pytest.importorskip("cupy")
+    from tunedgemm import checks
+
+    m, n, k = 777, 333, 1555
+    ha = uniform(rng, (k, m) if trans[0] else (m, k), np.float32)
+    hb = uniform(rng, (n, k) if trans[1] else (k, n), np.float32)
+    op_a, op_b = (ha.T if trans[0] else ha), (hb.T if trans[1] else hb)
+    a, b = cupy.asarray(ha), cupy.asarray(hb)
+    c = cupy.full((m, n), np.nan, np.float32, order="F")
+    for _ in range(2):  # the plan's first call, then a repeat
+        out = tg.sgemm(1.0, a, b, 0.0, c, trans[0], trans[1], overwrite_c=1, precision=mode)
+    assert out is c
+    exact, scale = checks.float64_reference(1.0, op_a, op_b, 0.0, None)
+    error = checks.scaled_error(c.get(), exact, scale)
+    bound = checks.tolerance(k, np.dtype(np.float32)) if mode == "3xtf32" else \
+        checks.tf32_tolerance(k)  # fmt: skip
+    assert error <= bound, f"{mode}: scaled error {error:.3e} > {bound:.3e}"
+    assert f"precision={mode}" in tg.explain(m, n, k, "float32", precision=mode)
+    with tg.precision(mode):
+        again = tg.matmul(a if not trans[0] else a.T, b if not trans[1] else b.T)
+    assert checks.scaled_error(again.get(), exact, scale) <= bound
+    with pytest.raises(ValueError, match="float64"):
+        tg.dgemm(1.0, a.astype(np.float64), b.astype(np.float64), precision=mode)

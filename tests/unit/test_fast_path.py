@@ -209,7 +209,8 @@ def some_configs(family, dtype, count=25):
 
 
 @pytest.mark.parametrize("name,dtype", [("tiled", "float32"), ("tiled", "float64"),
-                                        ("simt", "float32"), ("dmma", "float64")])  # fmt: skip
+                                        ("simt", "float32"), ("dmma", "float64"),
+                                        ("tf32", "float32")])  # fmt: skip
 def test_plan_matches_family_geometry_and_defines(name, dtype):
     family = FAMILIES[name]
     shapes = [(1, 1), (64, 64), (1000, 129), (4097, 33), (129, 8191)]

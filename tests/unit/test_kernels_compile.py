@@ -76,6 +76,34 @@ def test_default_config_all_variants(name, dtype, tmp_path):
         assert family.smem_bytes(config.as_dict(), ITEMSIZE[dtype]) > 0
 
 
+@pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
+def test_tf32_family_defaults(precision, tmp_path):
+    """Each precision mode's default of the tf32 family (the dtype-keyed default above is the
+    3xtf32 one): every call-time variant compiles without spills, and its mma is the TF32
+    HMMA (checked where cuobjdump is installed), three per product in 3xtf32 mode."""
+    from tunedgemm.families import tf32
+
+    family, config = tf32.FAMILY, tf32.default_for(precision)
+    jobs = []
+    for index, (ta, tb, aligned) in enumerate(itertools.product((0, 1), (0, 1), (0, 1))):
+        defines = {**family.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
+                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
+        (tmp_path / str(index)).mkdir()
+        jobs.append((defines, tmp_path / str(index)))
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        reports = list(pool.map(lambda job: compile_report(family.source, *job), jobs))
+    for (defines, _), report in zip(jobs, reports, strict=True):
+        assert_no_spills(report, f"{config} {defines}")
+    if shutil.which("cuobjdump") is None:
+        return
+    sass = subprocess.run(["cuobjdump", "-sass", str(jobs[0][1] / "kernel.cubin")],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    hmma = sass.count("HMMA.1688.F32.TF32")
+    p = config.as_dict()
+    per_k_step = (p["WM"] // 16) * (p["WN"] // 8) * (3 if precision == "3xtf32" else 1)
+    assert hmma >= per_k_step * p["BK"] // 8, sass[:2000]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name,dtype", list(variants()))
 def test_whole_space_compiles(name, dtype, tmp_path):

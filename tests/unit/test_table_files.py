@@ -279,8 +279,11 @@ def _changed_hashes(before: dict[str, str]) -> set[str]:
 
 
 def test_shipped_table_is_not_stale():
+    """Every family the shipped table tuned has the source it was tuned on (families added
+    since, such as tf32, have no entries there)."""
     table.family_hashes.cache_clear()
-    assert SHIPPED["family_hashes"] == table.family_hashes()
+    current = table.family_hashes()
+    assert SHIPPED["family_hashes"] == {f: current[f] for f in SHIPPED["family_hashes"]}
 
 
 def test_comments_and_blank_lines_do_not_count(kernels_copy):
@@ -327,7 +330,7 @@ def test_shared_header_makes_every_family_stale(kernels_copy):
 
 def test_a_new_kernel_file_changes_nothing(kernels_copy):
     before = table.family_hashes()
-    (kernels_copy / "sgemm_tf32.cu").write_text('#include "common.cuh"\n__global__ void k() {}\n')
+    (kernels_copy / "sgemm_new.cu").write_text('#include "common.cuh"\n__global__ void k() {}\n')
     assert _changed_hashes(before) == set()
 
 

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from ..params import KernelConfig, KernelFamily
-from . import dmma, simt, tiled
+from ..params import IEEE, KernelConfig, KernelFamily
+from . import dmma, simt, tf32, tiled
 
-FAMILIES: dict[str, KernelFamily] = {f.name: f for f in (tiled.FAMILY, simt.FAMILY, dmma.FAMILY)}
+FAMILIES: dict[str, KernelFamily] = {
+    f.name: f for f in (tiled.FAMILY, simt.FAMILY, dmma.FAMILY, tf32.FAMILY)
+}
+
+
+def serving(dtype: str, precision: str = IEEE) -> list[KernelFamily]:
+    """The families that compute dtype in this precision mode (default: IEEE arithmetic)."""
+    return [f for f in FAMILIES.values() if f.serves(dtype, precision)]
 
 
 def family_of(config: KernelConfig) -> KernelFamily:

@@ -7,9 +7,9 @@ import itertools
 import json
 from pathlib import Path
 
-from ..families import FAMILIES
+from ..families import serving
 from ..model import NUM_SMS, Shape, prune_reason
-from ..params import KernelConfig
+from ..params import IEEE, KernelConfig
 
 # Work cap of both grids: one pass over all four transpose pairs and both dtypes of the
 # default grid fits the 30-minute budget on an H100.
@@ -79,21 +79,23 @@ def shapes_from_log(path: str | Path) -> dict[tuple[str, bool, bool], list[Shape
     return {key: sorted(shapes) for key, shapes in grouped.items()}
 
 
-def candidates(dtype: str, shape: Shape, num_sms: int = NUM_SMS) -> list[KernelConfig]:
-    """Every valid config of every family for dtype, less those pruned at this shape."""
-    return [c for c in valid_space(dtype) if prune_reason(c, shape, num_sms) is None]
+def candidates(dtype: str, shape: Shape, num_sms: int = NUM_SMS,
+               precision: str = IEEE) -> list[KernelConfig]:  # fmt: skip
+    """Every valid config of every family for dtype in this precision mode (default: the
+    dtype's own IEEE arithmetic), less those pruned at this shape."""
+    return [c for c in valid_space(dtype, precision) if prune_reason(c, shape, num_sms) is None]
 
 
 @functools.cache
-def valid_space(dtype: str) -> tuple[KernelConfig, ...]:
-    """Every config of every family for dtype that meets the family's constraints.
+def valid_space(dtype: str, precision: str = IEEE) -> tuple[KernelConfig, ...]:
+    """Every config of every family for dtype in this precision mode that meets the family's
+    constraints.
 
     Kept: checking a family's whole declared space takes seconds, and a tuning run (or
     --dry-run) asks for it once per shape. The baseline family is represented by its
     default only: it is there as a fallback, not as a contender."""
     found: list[KernelConfig] = []
-    for family in FAMILIES.values():
-        if dtype in family.dtypes:
-            tiled = family.name == "tiled"
-            found += [family.default_config(dtype)] if tiled else family.space(dtype)
+    for family in serving(dtype, precision):
+        tiled = family.name == "tiled"
+        found += [family.default_config(dtype)] if tiled else family.space(dtype, precision)
     return tuple(found)

@@ -1,0 +1,133 @@
+"""The tf32 family on the GPU, per precision mode, against a float64 reference.
+
+3xtf32 must meet the float32 tolerance of tunedgemm/checks.py (K-scaled); tf32 the bounds of
+checks.tf32_tolerance (2^-10 per product plus FP32 accumulation, elementwise) and
+checks.TF32_FROBENIUS (relative Frobenius error of uniform(-1, 1) products, about 4e-4 at any
+k; tests/unit/test_tf32_split.py derives both). Outputs start as NaN, so unwritten elements
+show; beta = 0 runs with that NaN C, which must not leak. Operands are launched straight
+through tunedgemm.launch.gemm with each config, in every transpose pair, with and without
+16-byte alignment (padded leading dimensions, or views one element into a buffer).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+import pytest
+
+from tunedgemm.families.tf32 import DEFAULTS_BY_PRECISION, FAMILY, default_for
+from tunedgemm.params import KernelConfig
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = [(1, 1, 1), (7, 5, 3), (33, 17, 129), (129, 130, 65), (64, 1000, 37), (1000, 64, 513),
+          (256, 256, 256), (200, 190, 1000)]  # fmt: skip
+TRANS = list(itertools.product((False, True), repeat=2))
+
+
+def _variant(precision: str, **changes: int) -> KernelConfig:
+    return KernelConfig.make(FAMILY.name, {**DEFAULTS_BY_PRECISION[precision], **changes})
+
+
+# Each mode's default and a few configs that take other code paths: the other warp-tile
+# widths (4, 8 consecutive rows or columns per lane: LDS.128 runs, swizzle masks, ldmatrix
+# rows), BK = 32 (one row per 128-byte line) besides BK = 16 (two), 3 stages, FLUSH = 0,
+# split-K (atomics after scale_c), 2 blocks per SM and rounding by cvt.rna (CVT = 1).
+CONFIGS = [
+    ("3xtf32", default_for("3xtf32")),
+    ("3xtf32", _variant("3xtf32", BM=128, BN=64, WM=32, WN=32, BK=32)),
+    ("3xtf32", _variant("3xtf32", WM=32, WN=64, STAGES=3)),
+    ("3xtf32", _variant("3xtf32", BK=32, FLUSH=0)),
+    ("3xtf32", _variant("3xtf32", SPLIT_K=2)),
+    ("3xtf32", _variant("3xtf32", CVT=1)),
+    ("tf32", default_for("tf32")),
+    ("tf32", _variant("tf32", WM=32, WN=64, BK=32, CVT=1)),
+    ("tf32", _variant("tf32", BM=64, BN=64, WM=32, WN=32, MIN_BLOCKS=2)),
+]
+IDS = [f"{mode}-{config}" for mode, config in CONFIGS]
+
+
+def test_configs_are_valid():
+    for mode, config in CONFIGS:
+        assert FAMILY.violations(config, "float32") == [], config
+        assert FAMILY.precision_of(config.as_dict()) == mode
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled():
+    """Every variant of every config compiled in parallel before the first launch."""
+    from tunedgemm.tuning.runner import precompile
+
+    configs = sorted({config for _, config in CONFIGS if not FAMILY.violations(config, "float32")})
+    for ta, tb, aligned in itertools.product((False, True), repeat=3):
+        precompile(configs, "float32", ta, tb, aligned, jobs=os.cpu_count() or 4)
+
+
+def assert_mode(out: np.ndarray, mode: str, alpha: float, a: np.ndarray, b: np.ndarray,
+                beta: float, c: np.ndarray | None, what: str) -> None:  # fmt: skip
+    from tunedgemm import checks
+
+    assert np.isfinite(out).all(), f"{what}: unwritten, NaN or Inf elements"
+    if mode == "3xtf32":
+        ok, error, tol = checks.check(out, alpha, a, b, beta, c, np.float32)
+        assert ok, f"{what}: scaled error {error:.3e} > float32 tolerance {tol:.3e}"
+        return
+    exact, scale = checks.reference(alpha, a, b, beta, c)
+    error = checks.scaled_error(out, exact, scale)
+    tol = checks.tf32_tolerance(a.shape[1])
+    assert error <= tol, f"{what}: scaled error {error:.3e} > tf32 bound {tol:.3e}"
+    if out.size >= 1000 and beta == 0.0:
+        frobenius = np.linalg.norm(out - exact) / np.linalg.norm(exact)
+        assert frobenius <= checks.TF32_FROBENIUS, f"{what}: Frobenius error {frobenius:.3e}"
+
+
+@pytest.mark.parametrize("mode,config", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+def test_shapes_transposes_alpha_beta(mode, config, trans_a, trans_b):
+    from tunedgemm import gpu_problem, launch
+
+    rng = np.random.default_rng()
+    for (m, n, k), padded in itertools.product(SHAPES, (False, True)):
+        what = f"{config} {m}x{n}x{k} trans=({trans_a},{trans_b}) padded={padded}"
+        problem = gpu_problem.make(m, n, k, np.float32, trans_a, trans_b, rng, padded=padded)
+        if padded:
+            assert problem.form.aligned(), what
+        launch.gemm(problem.form, problem.dtype, 1.0, 0.0, config)  # C is NaN: beta = 0
+        assert_mode(problem.c(), mode, 1.0, problem.op_a, problem.op_b, 0.0, None, what)
+        c0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+        problem.set_c(c0)
+        launch.gemm(problem.form, problem.dtype, -0.5, 1.5, config)
+        assert_mode(problem.c(), mode, -0.5, problem.op_a, problem.op_b, 1.5, c0, what + " beta")
+
+
+@pytest.mark.parametrize("mode,config", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+def test_unaligned_offsets(mode, config, trans_a, trans_b):
+    """Operands and C starting one element into their buffers take the ALIGNED=0 path."""
+    import pycuda.driver as drv
+
+    from tunedgemm import gpu_backend, launch
+    from tunedgemm._layout import DeviceMatrix, blas_form
+
+    rng = np.random.default_rng()
+    m, n, k = 130, 67, 91
+    keep: list = []
+    a = rng.uniform(-1, 1, (k + 1, m) if trans_a else (m + 1, k)).astype(np.float32, order="F")
+    b = rng.uniform(-1, 1, (n + 1, k) if trans_b else (k + 1, n)).astype(np.float32, order="F")
+    da, db = gpu_backend.upload(a, keep), gpu_backend.upload(b, keep)
+    dc = gpu_backend.scratch((m + 1, n), np.dtype(np.float32), keep)
+    drv.memcpy_htod(dc.ptr, np.full((m + 1) * n, np.nan, np.float32))
+    sub_a = DeviceMatrix(da.ptr + 4, (a.shape[0] - 1, a.shape[1]), da.strides, da.dtype)
+    sub_b = DeviceMatrix(db.ptr + 4, (b.shape[0] - 1, b.shape[1]), db.strides, db.dtype)
+    sub_c = DeviceMatrix(dc.ptr + 4, (m, n), dc.strides, dc.dtype)
+    form = blas_form(sub_a.T if trans_a else sub_a, sub_b.T if trans_b else sub_b, sub_c)
+    assert not form.aligned() and (form.trans_a, form.trans_b) == (trans_a, trans_b)
+    launch.gemm(form, np.dtype(np.float32), 1.0, 0.0, config)
+    whole = np.empty((m + 1, n), np.float32, order="F")
+    drv.memcpy_dtoh(whole.ravel(order="K"), dc.ptr)
+    assert np.isnan(whole[0]).all(), "the element before C was written"
+    op_a = a[1:].T if trans_a else a[1:]
+    op_b = b[1:].T if trans_b else b[1:]
+    assert_mode(whole[1:], mode, 1.0, op_a, op_b, 0.0, None, f"{config} unaligned")
