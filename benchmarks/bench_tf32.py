@@ -296,7 +296,7 @@ def main() -> int:
 
     from tunedgemm import cuda, reference
     from tunedgemm.families.tf32 import default_for
-    from tunedgemm.tuning.runner import precompile
+    from tunedgemm.compiler import precompile
 
     ok, why = cuda.status()
     if not ok:

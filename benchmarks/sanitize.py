@@ -118,7 +118,7 @@ def child(limit: int | None) -> int:
 
 
 def precompile(limit: int | None) -> None:
-    from tunedgemm.tuning.runner import precompile as compile_all
+    from tunedgemm.compiler import precompile as compile_all
 
     by_dtype: dict[str, list] = {}
     for dtype, config in table_configs(limit):
