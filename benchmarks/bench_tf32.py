@@ -174,10 +174,11 @@ def run_shape(shape: tuple[int, int, int], configs: dict[str, list[Any]],
               tf32_gemm: CublasTF32 | None, rng: np.random.Generator,
               ) -> dict[str, Any]:  # fmt: skip
     """Every config of both modes and both cuBLAS calls at one shape, and their errors."""
-    from tunedgemm import gpu_problem, launch, reference
+    from tunedgemm import launch, reference
+    from tunedgemm.tuning import problems
 
     m, n, k = shape
-    problem = gpu_problem.make(m, n, k, np.float32, rng=rng, padded=True)
+    problem = problems.make(m, n, k, np.float32, rng=rng, padded=True)
     sample = Sampled(problem, rng)
     row: dict[str, Any] = {"m": m, "n": n, "k": k, "configs": {}}
 
@@ -219,9 +220,9 @@ def accuracy_table(rng: np.random.Generator, tf32_gemm: CublasTF32 | None) -> li
     """Error against float64 at m = n = 512 for k over ACCURACY_K, two input kinds."""
     import pycuda.driver as drv
 
-    from tunedgemm import gpu_problem
     from tunedgemm.families.tf32 import default_for
     from tunedgemm.params import KernelConfig
+    from tunedgemm.tuning import problems
 
     no_flush = default_for("3xtf32").as_dict() | {"FLUSH": 0}
     runs: dict[str, Any] = {
@@ -232,7 +233,7 @@ def accuracy_table(rng: np.random.Generator, tf32_gemm: CublasTF32 | None) -> li
     rows = []
     for inputs in ("uniform", "spread"):
         for k in ACCURACY_K:
-            problem = gpu_problem.make(512, 512, k, np.float32, rng=rng, padded=True)
+            problem = problems.make(512, 512, k, np.float32, rng=rng, padded=True)
             if inputs == "spread":  # exponents 2^-20 .. 2^20, random signs
                 for host, ptr in ((problem.a, problem.form.a), (problem.b, problem.form.b)):
                     shape = host.shape
@@ -295,8 +296,8 @@ def main() -> int:
     started = time.perf_counter()
 
     from tunedgemm import cuda, reference
-    from tunedgemm.families.tf32 import default_for
     from tunedgemm.compiler import precompile
+    from tunedgemm.families.tf32 import default_for
 
     ok, why = cuda.status()
     if not ok:

@@ -86,12 +86,13 @@ def assert_mode(out: np.ndarray, mode: str, alpha: float, a: np.ndarray, b: np.n
 @pytest.mark.parametrize("mode,config", CONFIGS, ids=IDS)
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
 def test_shapes_transposes_alpha_beta(mode, config, trans_a, trans_b):
-    from tunedgemm import gpu_problem, launch
+    from tunedgemm import launch
+    from tunedgemm.tuning import problems
 
     rng = np.random.default_rng()
     for (m, n, k), padded in itertools.product(SHAPES, (False, True)):
         what = f"{config} {m}x{n}x{k} trans=({trans_a},{trans_b}) padded={padded}"
-        problem = gpu_problem.make(m, n, k, np.float32, trans_a, trans_b, rng, padded=padded)
+        problem = problems.make(m, n, k, np.float32, trans_a, trans_b, rng, padded=padded)
         if padded:
             assert problem.form.aligned(), what
         launch.gemm(problem.form, problem.dtype, 1.0, 0.0, config)  # C is NaN: beta = 0
