@@ -243,7 +243,10 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer, smaller shapes")
     parser.add_argument("--dtypes", default="float32,float64")
     parser.add_argument("--plot", action="store_true", help="also write bench_device.png")
+    parser.add_argument("--loops", type=int, default=LOOPS, help="timed loops per side")
     args = parser.parse_args()
+    global LOOPS
+    LOOPS = args.loops
     try:
         import cupy  # noqa: F401
         import torch  # noqa: F401

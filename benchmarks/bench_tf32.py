@@ -292,6 +292,7 @@ def main() -> int:
     )
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--quick", action="store_true", help="squares to 4096, defaults only")
+    parser.add_argument("--sizes", help="squares to time, e.g. 2048,4096,8192 (no irregular)")
     args = parser.parse_args()
     started = time.perf_counter()
 
@@ -322,6 +323,8 @@ def main() -> int:
     shapes = [s for s in SQUARES if not args.quick or s[0] <= 4096] + (
         [] if args.quick else IRREGULAR
     )
+    if args.sizes:
+        shapes = [(int(n), int(n), int(n)) for n in args.sizes.split(",")]
     rng = np.random.default_rng(0)
     head = (f"{'m x n x k':>17} {'mode':>7} {'TFLOP/s':>8} {'xSGEMM':>7} {'xTF32':>6} "
             f"{'err med':>9} {'err p999':>9}  config")  # fmt: skip
