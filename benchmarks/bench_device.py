@@ -36,7 +36,8 @@ IRREGULAR = ((16384, 64, 4096), (64, 16384, 4096), (8192, 8192, 128), (4096, 409
 BATCHED = ((64, 512, 512, 512), (8, 2048, 2048, 2048), (256, 128, 128, 128),
            (16, 1024, 64, 1024))  # fmt: skip
 TARGET_MS = 3.0  # each timed loop lasts about this long
-LOOPS = 7  # timed loops per side; the median is reported
+LOOPS = 7  # timed loops per side (--loops); the median is reported
+_LOOPS = [LOOPS]
 
 
 def _events() -> tuple[Any, Any]:
@@ -72,7 +73,7 @@ def compare(ours: Any, peer: Any) -> tuple[float, float]:
     single_ms = max((time.perf_counter() - t0) * 1e3, 1e-3)
     calls = max(3, min(300, int(TARGET_MS / single_ms)))
     times: dict[str, list[float]] = {"ours": [], "peer": []}
-    for _ in range(LOOPS):
+    for _ in range(_LOOPS[0]):
         times["ours"].append(time_per_call(ours, calls))
         times["peer"].append(time_per_call(peer, calls))
     return statistics.median(times["ours"]), statistics.median(times["peer"])
@@ -245,8 +246,7 @@ def main() -> int:
     parser.add_argument("--plot", action="store_true", help="also write bench_device.png")
     parser.add_argument("--loops", type=int, default=LOOPS, help="timed loops per side")
     args = parser.parse_args()
-    global LOOPS
-    LOOPS = args.loops
+    _LOOPS[0] = args.loops
     try:
         import cupy  # noqa: F401
         import torch  # noqa: F401

@@ -160,4 +160,5 @@ def test_precision_modes_through_the_public_call(rng, mode, trans):
         again = tg.matmul(a if not trans[0] else a.T, b if not trans[1] else b.T)
     assert checks.scaled_error(again.get(), exact, scale) <= bound
     with pytest.raises(ValueError, match="float64"):
-        tg.dgemm(1.0, a.astype(np.float64), b.astype(np.float64), precision=mode)
+        tg.dgemm(1.0, a.astype(np.float64), b.astype(np.float64), 0.0, None, *trans,
+                 precision=mode)

@@ -82,7 +82,7 @@ def _column_major(values: np.ndarray, keep: list[Any], padded: bool) -> DeviceMa
     """values (Fortran order) on the device, its leading dimension padded to 16 bytes if asked."""
     if not padded:
         return upload(values, keep)
-    from .pipeline import padded as padded_ld
+    from ..pipeline import padded as padded_ld
 
     rows, cols = values.shape
     whole = np.zeros((padded_ld(rows, values.itemsize), cols), values.dtype, order="F")
