@@ -79,3 +79,15 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 def rng() -> np.random.Generator:
     """Fresh random inputs each run (the seed is printed on failure by pytest's -ra)."""
     return np.random.default_rng()
+
+
+@pytest.fixture
+def small_tiles(monkeypatch):
+    """Tiles of 256 on problems of a few hundred, so every path of the host pipeline runs fast
+    (GPU tests of the pipeline and of faults in it)."""
+    from tunedgemm import pipeline
+
+    monkeypatch.setattr(pipeline, "SINGLE_TILE_BYTES", 0)
+    monkeypatch.setattr(pipeline, "PANEL", 256)
+    monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
+    monkeypatch.setenv("TUNEDGEMM_CUBLAS", "0")
