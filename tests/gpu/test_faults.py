@@ -14,7 +14,13 @@ from helpers import assert_gemm, uniform
 import tunedgemm as tg
 from tunedgemm import cuda, gpu_backend, pinned
 
-pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("small_tiles")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.usefixtures("small_tiles"),
+    # A stand-in pycuda MemoryError, collected later, makes PyCUDA's tp_clear print an
+    # unraisable SystemError (1 case in 80 on the H100, 2026-11-23): PyCUDA's, not ours.
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
 REPEATS = 20
 SHAPE = (700, 601, 333)  # 2 x 2 tiles of 512 with small_tiles
 # Device memory may differ by the allocator's granularity and a cached kernel module or two.
