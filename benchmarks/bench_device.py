@@ -295,38 +295,38 @@ def main() -> int:
 
 
 def plot(record: dict[str, Any], path: Path) -> None:
-    """Ratio to the peer against problem size (m*n*k per product), one panel per dtype."""
+    """Ratio to the peer against problem size (m*n*k per product), one panel per dtype; colour
+    says the library, the marker the form, one legend for both panels."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = record["rows"]
-    forms = list(dict.fromkeys(r["form"] for r in rows))
     # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
-    colours = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
-               "#000000"]  # fmt: skip
-    markers = "osD^v<>pX*h"
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
+    colours = {"pycuda": "#0072B2", "cupy": "#E69F00", "torch": "#009E73"}
+    markers = {"new result": "o", "into result": "s", "matmul 2-D": "^", "matmul batched": "D"}
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.6), sharey=True)
+    handles: dict[str, Any] = {}
     for ax, dtype in zip(axes, ("float32", "float64"), strict=True):
-        for i, form in enumerate(forms):
+        for form in dict.fromkeys(r["form"] for r in rows if r["dtype"] == dtype):
             mine = sorted((r for r in rows if r["form"] == form and r["dtype"] == dtype),
                           key=lambda r: math.prod(r["shape"]))  # fmt: skip
-            if mine:
-                ax.plot([math.prod(r["shape"][-3:]) for r in mine], [r["ratio"] for r in mine],
-                        linestyle="none", marker=markers[i % len(markers)],
-                        color=colours[i % len(colours)], label=form, alpha=0.85)  # fmt: skip
+            kind = next(k for k in markers if k in form)
+            label = form.replace("sgemm ", "").replace("dgemm ", "")  # the panel says the dtype
+            handles[label] = ax.plot(
+                [math.prod(r["shape"][-3:]) for r in mine], [r["ratio"] for r in mine],
+                linestyle="none", marker=markers[kind], color=colours[mine[0]["lib"]],
+                markersize=7, alpha=0.85, label=label)[0]  # fmt: skip
         ax.axhline(1.0, color="0.4", linewidth=1)
         ax.set_xscale("log")
-        ax.set_title(f"{dtype}: peer time / tunedgemm time (above 1: tunedgemm faster)")
+        ax.set_title(f"{dtype}: peer's time / tunedgemm's time (above 1: tunedgemm faster)",
+                     fontsize=10)  # fmt: skip
         ax.set_xlabel("m*n*k of one product")
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("ratio")
-    axes[1].legend(fontsize=7, loc="lower right")
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=4, fontsize=8,
+               frameon=False)  # fmt: skip
     fig.suptitle(f"{record['gpu']}, {record['created']}: {record['command']}", fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.13, 1, 1))
     fig.savefig(path, dpi=110)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
