@@ -32,9 +32,6 @@ from .precision import get_precision
 
 MAX_PLANS = 1024  # per cache; the least recently used go first
 
-# What a call plan needs of a device call that a plan cannot take (the general path runs).
-MISS = object()
-
 
 @dataclass(frozen=True, slots=True)
 class GemmKey:
@@ -357,6 +354,8 @@ def gemm_signature(dtype: Any, alpha: Any, a: Any, b: Any, beta: Any, c: Any, tr
         return None
     if not (1e-30 < alpha < 1e30 or -1e30 < alpha < -1e-30):
         return None
+    if beta != 0 and not -1e30 < beta < 1e30:  # NaN, inf and beyond float32: general path
+        return None
     if type(trans_a) is not int or type(trans_b) is not int:
         return None
     kind = _kinds.get(type(a)) or kind_of(a)
@@ -478,10 +477,12 @@ class Gemm:
         if self._signature != _signatures(self._kind, a, b, c):
             raise ValueError("the operands are not of the plan's kind (library, dtype, "
                              "shape, strides); make a plan for them")  # fmt: skip
-        if self._call is not None:
+        alpha, beta = float(alpha), float(beta)
+        plain = 1e-30 < abs(alpha) < 1e30 and (beta == 0 or 1e-30 < abs(beta) < 1e30)
+        if self._call is not None and plain:  # (other scalars: BLAS's rules, sgemm's path)
             if c is None and beta != 0:
                 raise ValueError("beta must be 0 for a plan that makes a new result")
-            return self._call.run(float(alpha), a, b, c, float(beta), stream)
+            return self._call.run(alpha, a, b, c, beta, stream)
         return self._routine(alpha, a, b, beta, c, *self.trans, overwrite_c=1, stream=stream,
                              precision=self.precision)  # fmt: skip
 
