@@ -187,7 +187,7 @@ def crt_limbs(products: np.ndarray, mods: Moduli) -> list[np.ndarray]:
     modulus_limbs = _limbs(mods.product, mods.limbs)
     residue = products.astype(np.float64)
     sums = [
-        sum((residue[l] * weight_limbs[l][s] for l in range(len(mods.values))), np.zeros(1))
+        sum((residue[i] * weight_limbs[i][s] for i in range(len(mods.values))), np.zeros(1))
         for s in range(mods.limbs)
     ]
     estimate = sum(np.ldexp(sums[s], LIMB_BITS * s) for s in range(mods.limbs))
