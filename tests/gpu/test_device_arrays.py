@@ -115,8 +115,8 @@ def test_mixed_host_and_device_operands():
 @pytest.mark.parametrize("kind", KINDS)
 def test_repeated_calls_into_new_results_give_new_right_arrays(kind):
     """Calls without c on the same operands repeat their launch into a new result each time
-    (their plan, tunedgemm/plans.py): each result is its own array, of the operands' kind, F-ordered,
-    and holds the product of the values the operands had at that call."""
+    (their plan, tunedgemm/plans.py): each result is its own array, of the operands' kind,
+    F-ordered, and holds the product of the values the operands had at that call."""
     rng = np.random.default_rng()
     for dtype in (np.float32, np.float64):
         a_host = rng.uniform(-1, 1, (96, 80)).astype(dtype)
@@ -136,8 +136,9 @@ def test_repeated_calls_into_new_results_give_new_right_arrays(kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_repeated_in_place_calls_follow_new_values_and_views(kind):
-    """In-place calls on the same buffers repeat their launch (their plan, tunedgemm/plans.py): new values
-    must be read each time, and a view of the same memory in another layout is a new call."""
+    """In-place calls on the same buffers repeat their launch (their plan, tunedgemm/plans.py):
+    new values must be read each time, and a view of the same memory in another layout is a
+    new call."""
     rng = np.random.default_rng()
     for dtype in (np.float32, np.float64):
         a_host = rng.uniform(-1, 1, (96, 80)).astype(dtype)
