@@ -9,8 +9,6 @@ the call had been launched there, and the host never waits.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +17,6 @@ from typing import Any
 # __cuda_array_interface__ protocol uses the same numbers.
 LEGACY_DEFAULT = 1
 PER_THREAD_DEFAULT = 2
-_CU_EVENT_DISABLE_TIMING = 2
 
 
 def handle_of(stream: Any) -> int | None:
@@ -46,41 +43,12 @@ def handle_of(stream: Any) -> int | None:
     return None if raw in (0, LEGACY_DEFAULT) else raw
 
 
-@functools.lru_cache(maxsize=1)
-def _libcuda() -> Any:
-    lib = ctypes.CDLL("libcuda.so.1")
-    for name, args in (
-        ("cuEventCreate", [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]),
-        ("cuEventRecord", [ctypes.c_void_p, ctypes.c_void_p]),
-        ("cuStreamWaitEvent", [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]),
-        ("cuEventDestroy_v2", [ctypes.c_void_p]),
-    ):
-        getattr(lib, name).argtypes = args
-        getattr(lib, name).restype = ctypes.c_int
-    return lib
-
-
-def _check(code: int, what: str) -> None:
-    if code != 0:
-        raise RuntimeError(f"tunedgemm: {what} failed with CUDA error {code}")
-
-
-class _ThreadEvents:
-    """A thread's events and stream for bridging (re-recording an event another stream already
-    waits on is safe: cuStreamWaitEvent captures the event's state when it is called). Held by
-    cuda.per_thread, so released while the thread's context is still current."""
+class _ThreadStream:
+    """A thread's own PyCUDA stream for bridging, made on first use. Held by cuda.per_thread,
+    so released while the thread's context is still current."""
 
     def __init__(self) -> None:
-        self.events: list[int] = []
         self.stream: Any = None
-
-    def event(self, index: int) -> int:
-        while len(self.events) <= index:
-            handle = ctypes.c_void_p()
-            _check(_libcuda().cuEventCreate(ctypes.byref(handle), _CU_EVENT_DISABLE_TIMING),
-                   "cuEventCreate")  # fmt: skip
-            self.events.append(int(handle.value or 0))
-        return self.events[index]
 
     def own_stream(self) -> Any:
         if self.stream is None:
@@ -89,30 +57,21 @@ class _ThreadEvents:
             self.stream = drv.Stream()
         return self.stream
 
-    def __del__(self) -> None:
-        # try/except, not contextlib: at interpreter shutdown module globals may be None.
-        try:
-            destroy = _libcuda().cuEventDestroy_v2
-            for handle in self.events:
-                destroy(handle)
-        except Exception:  # shutting down: the driver frees them with the process
-            pass
 
-
-def _local() -> _ThreadEvents:
+def _local() -> _ThreadStream:
     from . import cuda
 
-    return cuda.per_thread("bridging", _ThreadEvents)
+    return cuda.per_thread("bridging", _ThreadStream)
 
 
 def wait(waiter: int | None, producer: int | None) -> None:
-    """Make stream `waiter` wait for the work queued so far on stream `producer`."""
+    """Make stream `waiter` wait for the work queued so far on stream `producer` (an event
+    from the driver module's pool; the host does not wait)."""
     if waiter == producer:
         return
-    lib = _libcuda()
-    event = _local().event(0)
-    _check(lib.cuEventRecord(event, producer or 0), "cuEventRecord")
-    _check(lib.cuStreamWaitEvent(waiter or 0, event, 0), "cuStreamWaitEvent")
+    from . import _driver
+
+    _driver.wait(waiter or 0, producer or 0)
 
 
 @dataclass
