@@ -161,6 +161,7 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
                     distributed.wait(product)
                     client.run(synchronize)
                     elapsed = time.perf_counter() - start
+                    print(f"  {k} worker(s) run {run} {name}: {elapsed:.2f} s", flush=True)
                     if run:
                         seconds[name].append(elapsed)
                     else:

@@ -83,14 +83,18 @@ def gemm(alpha: Any, x: Any, y: Any, beta: Any = 0.0, c: Any = None, trans_a: in
 
 
 def local_gpu_cluster(gpus: Sequence[int] | None = None, threads_per_worker: int = 1,
-                      **scheduler_options: Any) -> Any:  # fmt: skip
+                      memory_limit: int | str = 0, **scheduler_options: Any) -> Any:  # fmt: skip
     """A distributed.SpecCluster on this machine with one worker process per GPU, each seeing
     only its GPU (CUDA_VISIBLE_DEVICES set by its Nanny before CUDA starts there).
 
     gpus: CUDA ordinals of this process (default: TUNEDGEMM_DEVICES, else every visible
     GPU). One thread per worker is enough for device blocks, whose products are queued on
-    the GPU without waiting; scheduler_options go to distributed.Scheduler (default: the
-    dashboard on any free port). Without distributed, ImportError; without GPUs, ValueError."""
+    the GPU without waiting. memory_limit is each worker's host-memory limit (distributed's
+    meaning; 0: none): distributed counts CuPy blocks as if they were in host memory, so its
+    default limit (a share of host RAM) makes a worker spill device blocks to disk once they
+    outgrow that share, which multiplied a 32768^2 product's time on the H100.
+    scheduler_options go to distributed.Scheduler (default: the dashboard on any free port).
+    Without distributed, ImportError; without GPUs, ValueError."""
     from distributed import Nanny, Scheduler, SpecCluster
 
     from . import devices
@@ -105,7 +109,7 @@ def local_gpu_cluster(gpus: Sequence[int] | None = None, threads_per_worker: int
     workers = {}
     for index in chosen:
         env = {"CUDA_VISIBLE_DEVICES": names[index] if names else str(index)}
-        options = {"nthreads": threads_per_worker, "env": env}
+        options = {"nthreads": threads_per_worker, "env": env, "memory_limit": memory_limit}
         workers[f"gpu{index}"] = {"cls": Nanny, "options": options}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": ":0", **scheduler_options}}
     return SpecCluster(workers=workers, scheduler=scheduler, name="tunedgemm-gpus")
