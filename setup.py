@@ -1,8 +1,11 @@
-"""Builds the optional C short route (tunedgemm/_short_route.c); the rest is pyproject.toml.
+"""Builds the optional C extensions; the rest is pyproject.toml.
 
-The extension only speeds up small host calls: where it cannot be built (no compiler, no
-Python headers, no NumPy at build time) the install goes on and the same route runs in
-Python (tunedgemm/_small_host.py)."""
+- tunedgemm/_short_route.c speeds up small host calls: where it cannot be built (no compiler,
+  no Python headers, no NumPy at build time) the same route runs in Python
+  (tunedgemm/_small_host.py).
+- tunedgemm/_fastlaunch.c makes a planned device call's launch (cuLaunchKernel or
+  cublasLtMatmul) from C; it needs no CUDA to build, and without it the same calls go
+  through ctypes."""
 
 import sys
 
@@ -10,11 +13,13 @@ from setuptools import Extension, setup
 
 
 def extensions() -> list[Extension]:
+    launch = Extension("tunedgemm._fastlaunch", ["tunedgemm/_fastlaunch.c"], optional=True)
     try:
         import numpy
     except ImportError:
-        return []
+        return [launch]
     return [
+        launch,
         Extension(
             "tunedgemm._short_route",
             ["tunedgemm/_short_route.c"],

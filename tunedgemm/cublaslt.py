@@ -180,6 +180,7 @@ class Algorithm:
         self.algo_ref = ctypes.byref(self.algo)
         self.workspace_size = int(found.workspace_size)
         self.workspaces: dict[int, Any] = {}
+        self.fast = _fast_matmul(problem, self.algo, self.workspace_size)
 
     def _workspace(self, stream: int) -> int:
         buffer = self.workspaces.get(stream)
@@ -190,8 +191,13 @@ class Algorithm:
         return int(buffer)
 
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
-        p = self.problem
         workspace = self._workspace(stream) if self.workspace_size else None
+        if self.fast is not None:
+            status = self.fast(a, b, c, alpha, beta, workspace, stream)
+            if status:
+                _check(status, "cublasLtMatmul")
+            return
+        p = self.problem
         alpha_c, beta_c = p.real(alpha), p.real(beta)
         status = p.matmul(p.handle, p.desc, ctypes.byref(alpha_c), a, p.a_layout, b,
                           p.b_layout, ctypes.byref(beta_c), c, p.c_layout, c, p.c_layout,
@@ -203,6 +209,19 @@ class Algorithm:
         return f"cublasLt#{self.index}"
 
     __repr__ = __str__
+
+
+def _fast_matmul(problem: _Problem, algo: Any, workspace_size: int) -> Any:
+    """cublasLtMatmul for one algorithm, called from C (tunedgemm/_fastlaunch.c: the constant
+    arguments kept once, the scalars on the C stack); None without the extension."""
+    try:
+        from . import _fastlaunch
+    except ImportError:
+        return None
+    p = problem
+    return _fastlaunch.LtMatmul(ctypes.cast(p.matmul, _P).value, p.handle, p.desc, p.a_layout,
+                                p.b_layout, p.c_layout, ctypes.addressof(algo), workspace_size,
+                                p.real is ctypes.c_double)  # fmt: skip
 
 
 def available() -> bool:
