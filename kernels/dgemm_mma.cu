@@ -234,10 +234,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // Range of k-tiles of this block (a contiguous slice when SPLIT_K > 1).
     const int KT = (k + BK - 1) / BK;
 #if SPLIT_K > 1
+    C = SPLIT_SLICE(C, ldc, n);
     const int per = (KT + SPLIT_K - 1) / SPLIT_K;
     const int kt0 = blockIdx.z * per;
     const int ntiles = min(KT, kt0 + per) - kt0;
-    if (ntiles <= 0) return;   // whole block leaves: nothing to add
+    if (ntiles <= 0) {   // an empty slice: zeros for splitk_reduce to add
+        zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
+        return;
+    }
 #else
     const int kt0 = 0;
     const int ntiles = KT;

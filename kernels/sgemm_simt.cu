@@ -266,10 +266,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // k-tiles of this block (a contiguous range per k-slice when SPLIT_K > 1).
     const int ktiles = (k + BK - 1) / BK;
 #if SPLIT_K > 1
+    C = SPLIT_SLICE(C, ldc, n);
     const int per_slice = (ktiles + SPLIT_K - 1) / SPLIT_K;
     const int kt_begin = blockIdx.z * per_slice;
     const int nkt = min(ktiles - kt_begin, per_slice);
-    if (nkt <= 0) return;   // whole block leaves together: nothing to add
+    if (nkt <= 0) {   // an empty slice: zeros for splitk_reduce to add
+        zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
+        return;
+    }
 #else
     const int kt_begin = 0;
     const int nkt = ktiles;
@@ -400,22 +404,11 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             for (int v = 0; v < TM / 4; ++v) {
                 const int gi = row0 + wm * WM + v * 4 * WTM + lm * 4;
                 const int c = u * 4 + cb;
-#if ALIGNED && SPLIT_K == 1
+#if ALIGNED   // (the split-K workspace is 16-byte aligned too)
                 if (gi + 3 < m) {
-                    float4* cp = reinterpret_cast<float4*>(ccol + gi);
-                    float4 o;
-                    o.x = alpha * acc[v * 4 + 0][c];
-                    o.y = alpha * acc[v * 4 + 1][c];
-                    o.z = alpha * acc[v * 4 + 2][c];
-                    o.w = alpha * acc[v * 4 + 3][c];
-                    if (beta != 0.f) {
-                        const float4 old = *cp;
-                        o.x = fmaf(beta, old.x, o.x);
-                        o.y = fmaf(beta, old.y, o.y);
-                        o.z = fmaf(beta, old.z, o.z);
-                        o.w = fmaf(beta, old.w, o.w);
-                    }
-                    *cp = o;
+                    store4(ccol + gi, make_float4(acc[v * 4 + 0][c], acc[v * 4 + 1][c],
+                                                  acc[v * 4 + 2][c], acc[v * 4 + 3][c]),
+                           alpha, beta);
                     continue;
                 }
 #endif

@@ -453,19 +453,6 @@ __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const Frags& f
 #endif  // PRECISION
 }
 
-__device__ __forceinline__ void store4(float* c, float4 v, float alpha, float beta)
-{
-    float4 o = make_float4(alpha * v.x, alpha * v.y, alpha * v.z, alpha * v.w);
-    if (beta != 0.f) {
-        const float4 old = *reinterpret_cast<const float4*>(c);
-        o.x = fmaf(beta, old.x, o.x);
-        o.y = fmaf(beta, old.y, o.y);
-        o.z = fmaf(beta, old.z, o.z);
-        o.w = fmaf(beta, old.w, o.w);
-    }
-    *reinterpret_cast<float4*>(c) = o;
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
      const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc)
@@ -494,10 +481,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // Range of k-tiles of this block (a contiguous slice when SPLIT_K > 1).
     const int KT = (k + BK - 1) / BK;
 #if SPLIT_K > 1
+    C = SPLIT_SLICE(C, ldc, n);
     const int per = (KT + SPLIT_K - 1) / SPLIT_K;
     const int kt0 = blockIdx.z * per;
     const int ntiles = min(KT, kt0 + per) - kt0;
-    if (ntiles <= 0) return;   // the whole block leaves: nothing to add
+    if (ntiles <= 0) {   // an empty slice: zeros for splitk_reduce to add
+        zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
+        return;
+    }
 #else
     const int kt0 = 0;
     const int ntiles = KT;
@@ -585,7 +576,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #pragma unroll
                 for (int r = 0; r < 4; ++r) v[r] = acc[(4 * q + r) >> 1][j][2 * (r & 1) + e];
                 const int gi = gi0 + 4 * q;
-#if ALIGNED && SPLIT_K == 1
+#if ALIGNED   // (the split-K workspace is 16-byte aligned too)
                 if (gi + 3 < m) {
                     store4(ccol + gi, make_float4(v[0], v[1], v[2], v[3]), alpha, beta);
                     continue;

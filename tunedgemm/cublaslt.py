@@ -179,19 +179,20 @@ class Algorithm:
         self.algo = found.algo  # kept alive: cublasLtMatmul reads it on every call
         self.algo_ref = ctypes.byref(self.algo)
         self.workspace_size = int(found.workspace_size)
-        self.workspaces: dict[int, Any] = {}
-
-    def _workspace(self, stream: int) -> int:
-        buffer = self.workspaces.get(stream)
-        if buffer is None:
+        self.workspaces: Any = None
+        if self.workspace_size:
             from . import cuda
 
-            buffer = self.workspaces[stream] = cuda.allocate(self.workspace_size)
-        return int(buffer)
+            self.workspaces = cuda.StreamWorkspaces(self.workspace_size)
+
+    def reserve(self, stream: int) -> None:
+        """Make the workspace of launches on `stream` now (before results are written)."""
+        if self.workspaces is not None:
+            self.workspaces(stream)
 
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
         p = self.problem
-        workspace = self._workspace(stream) if self.workspace_size else None
+        workspace = self.workspaces(stream) if self.workspaces is not None else None
         alpha_c, beta_c = p.real(alpha), p.real(beta)
         status = p.matmul(p.handle, p.desc, ctypes.byref(alpha_c), a, p.a_layout, b,
                           p.b_layout, ctypes.byref(beta_c), c, p.c_layout, c, p.c_layout,
