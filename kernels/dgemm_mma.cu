@@ -27,9 +27,9 @@
 //     t = lane%4): A value a[v0 + 2*v1] = A(g + 8*v0, t + 4*v1); B value b[v] = B(t + 4*v, g);
 //     C value c[2*h + e] = C(g + 8*h, 2*t + e).
 //   * Group-M rasterisation of the block index (GROUP_M block-rows walked together) for L2 reuse.
-//   * Optional split-K: blockIdx.z takes a contiguous range of k-tiles and the epilogue adds with
-//     atomics (the launcher pre-scales C by beta); otherwise alpha/beta epilogue that never reads
-//     C when beta == 0.
+//   * Optional split-K: blockIdx.z takes a contiguous range of k-tiles and writes its raw partial
+//     sums to the launcher's workspace, which splitk_reduce (common.cuh) adds in a fixed order:
+//     deterministic. Otherwise an alpha/beta epilogue that never reads C when beta == 0.
 #include "common.cuh"
 
 #if DTYPE != 1

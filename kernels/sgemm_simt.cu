@@ -2,8 +2,9 @@
 //
 // Computes C = alpha * op(A) * op(B) + beta * C in BLAS column-major terms (ABI in
 // common.cuh): any m, n, k >= 1, any lda/ldb/ldc >= rows, all four TRANS_A/TRANS_B combos.
-// float32 only (DTYPE 0). When beta == 0, C is never read. With SPLIT_K > 1 the launcher
-// pre-scales C by beta (scale_c) and every k-slice adds alpha * partial with atomicAdd.
+// float32 only (DTYPE 0). When beta == 0, C is never read. With SPLIT_K > 1 every k-slice
+// writes its raw partial sums to the launcher's workspace and splitk_reduce (common.cuh) adds
+// them in a fixed order: deterministic.
 //
 // Layout assumptions: ALIGNED=1 means A, B, C are 16-byte aligned and lda, ldb, ldc are
 // multiples of 4 floats, so 16-byte accesses along each operand's unit-stride dimension
@@ -28,8 +29,9 @@
 //    Out-of-range elements (m, n and k edges) are zero-filled; out-of-range C is skipped;
 //  * register fragments double-buffered across the fully unrolled BK loop;
 //  * group-M rasterisation of the linear block index for L2 reuse;
-//  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges), or
-//    atomicAdd through store_c when SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles).
+//  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges); with
+//    SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles) the same stores write raw partial
+//    sums into the slice's workspace tile instead.
 #include "common.cuh"
 
 #if DTYPE != 0

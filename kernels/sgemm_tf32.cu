@@ -50,10 +50,10 @@
 //     operations; 3xtf32 rounds twice per operand value per k-step, as often as it issues an
 //     mma, so which unit does it may matter; the tuner times both.
 //   * Group-M rasterisation of the block index (GROUP_M block-rows walked together) for L2.
-//   * Optional split-K (SPLIT_K > 1): blockIdx.z takes a contiguous range of k-tiles and the
-//     epilogue adds with atomicAdd after the launcher's scale_c (C *= beta): faster for small
-//     m*n with long k, but the order of the additions, hence the rounding, varies from run to
-//     run: results are NOT bitwise deterministic. SPLIT_K=1 is deterministic.
+//   * Optional split-K (SPLIT_K > 1): blockIdx.z takes a contiguous range of k-tiles and writes
+//     its raw partial sums to the launcher's workspace; splitk_reduce (common.cuh) adds them in a
+//     fixed order, so results are bitwise deterministic as with SPLIT_K=1. Faster for small
+//     m*n with long k.
 //   * FLUSH=1 (3xtf32 only): the tensor cores add into their FP32 accumulator with truncation
 //     (round toward zero; Fasi et al. 2021 for V100-A100), a bias that grows with k: in a NumPy
 //     model of it the error of a 16384-long dot product is ~100x that of an FFMA chain. As
