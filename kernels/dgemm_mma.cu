@@ -27,9 +27,9 @@
 //     t = lane%4): A value a[v0 + 2*v1] = A(g + 8*v0, t + 4*v1); B value b[v] = B(t + 4*v, g);
 //     C value c[2*h + e] = C(g + 8*h, 2*t + e).
 //   * Group-M rasterisation of the block index (GROUP_M block-rows walked together) for L2 reuse.
-//   * Optional split-K: blockIdx.z takes a contiguous range of k-tiles and the epilogue adds with
-//     atomics (the launcher pre-scales C by beta); otherwise alpha/beta epilogue that never reads
-//     C when beta == 0.
+//   * Optional split-K: blockIdx.z takes a contiguous range of k-tiles and writes its raw partial
+//     sums to the launcher's workspace, which splitk_reduce (common.cuh) adds in a fixed order:
+//     deterministic. Otherwise an alpha/beta epilogue that never reads C when beta == 0.
 #include "common.cuh"
 
 #if DTYPE != 1
@@ -234,10 +234,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // Range of k-tiles of this block (a contiguous slice when SPLIT_K > 1).
     const int KT = (k + BK - 1) / BK;
 #if SPLIT_K > 1
+    C = SPLIT_SLICE(C, ldc, n);
     const int per = (KT + SPLIT_K - 1) / SPLIT_K;
     const int kt0 = blockIdx.z * per;
     const int ntiles = min(KT, kt0 + per) - kt0;
-    if (ntiles <= 0) return;   // whole block leaves: nothing to add
+    if (ntiles <= 0) {   // an empty slice: zeros for splitk_reduce to add
+        zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
+        return;
+    }
 #else
     const int kt0 = 0;
     const int ntiles = KT;

@@ -2,8 +2,9 @@
 //
 // Computes C = alpha * op(A) * op(B) + beta * C in BLAS column-major terms (ABI in
 // common.cuh): any m, n, k >= 1, any lda/ldb/ldc >= rows, all four TRANS_A/TRANS_B combos.
-// float32 only (DTYPE 0). When beta == 0, C is never read. With SPLIT_K > 1 the launcher
-// pre-scales C by beta (scale_c) and every k-slice adds alpha * partial with atomicAdd.
+// float32 only (DTYPE 0). When beta == 0, C is never read. With SPLIT_K > 1 every k-slice
+// writes its raw partial sums to the launcher's workspace and splitk_reduce (common.cuh) adds
+// them in a fixed order: deterministic.
 //
 // Layout assumptions: ALIGNED=1 means A, B, C are 16-byte aligned and lda, ldb, ldc are
 // multiples of 4 floats, so 16-byte accesses along each operand's unit-stride dimension
@@ -28,8 +29,9 @@
 //    Out-of-range elements (m, n and k edges) are zero-filled; out-of-range C is skipped;
 //  * register fragments double-buffered across the fully unrolled BK loop;
 //  * group-M rasterisation of the linear block index for L2 reuse;
-//  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges), or
-//    atomicAdd through store_c when SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles).
+//  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges); with
+//    SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles) the same stores write raw partial
+//    sums into the slice's workspace tile instead.
 #include "common.cuh"
 
 #if DTYPE != 0
@@ -266,10 +268,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // k-tiles of this block (a contiguous range per k-slice when SPLIT_K > 1).
     const int ktiles = (k + BK - 1) / BK;
 #if SPLIT_K > 1
+    C = SPLIT_SLICE(C, ldc, n);
     const int per_slice = (ktiles + SPLIT_K - 1) / SPLIT_K;
     const int kt_begin = blockIdx.z * per_slice;
     const int nkt = min(ktiles - kt_begin, per_slice);
-    if (nkt <= 0) return;   // whole block leaves together: nothing to add
+    if (nkt <= 0) {   // an empty slice: zeros for splitk_reduce to add
+        zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
+        return;
+    }
 #else
     const int kt_begin = 0;
     const int nkt = ktiles;
@@ -400,22 +406,11 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             for (int v = 0; v < TM / 4; ++v) {
                 const int gi = row0 + wm * WM + v * 4 * WTM + lm * 4;
                 const int c = u * 4 + cb;
-#if ALIGNED && SPLIT_K == 1
+#if ALIGNED   // (the split-K workspace is 16-byte aligned too)
                 if (gi + 3 < m) {
-                    float4* cp = reinterpret_cast<float4*>(ccol + gi);
-                    float4 o;
-                    o.x = alpha * acc[v * 4 + 0][c];
-                    o.y = alpha * acc[v * 4 + 1][c];
-                    o.z = alpha * acc[v * 4 + 2][c];
-                    o.w = alpha * acc[v * 4 + 3][c];
-                    if (beta != 0.f) {
-                        const float4 old = *cp;
-                        o.x = fmaf(beta, old.x, o.x);
-                        o.y = fmaf(beta, old.y, o.y);
-                        o.z = fmaf(beta, old.z, o.z);
-                        o.w = fmaf(beta, old.w, o.w);
-                    }
-                    *cp = o;
+                    store4(ccol + gi, make_float4(acc[v * 4 + 0][c], acc[v * 4 + 1][c],
+                                                  acc[v * 4 + 2][c], acc[v * 4 + 3][c]),
+                           alpha, beta);
                     continue;
                 }
 #endif

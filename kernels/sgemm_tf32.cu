@@ -50,10 +50,10 @@
 //     operations; 3xtf32 rounds twice per operand value per k-step, as often as it issues an
 //     mma, so which unit does it may matter; the tuner times both.
 //   * Group-M rasterisation of the block index (GROUP_M block-rows walked together) for L2.
-//   * Optional split-K (SPLIT_K > 1): blockIdx.z takes a contiguous range of k-tiles and the
-//     epilogue adds with atomicAdd after the launcher's scale_c (C *= beta): faster for small
-//     m*n with long k, but the order of the additions, hence the rounding, varies from run to
-//     run: results are NOT bitwise deterministic. SPLIT_K=1 is deterministic.
+//   * Optional split-K (SPLIT_K > 1): blockIdx.z takes a contiguous range of k-tiles and writes
+//     its raw partial sums to the launcher's workspace; splitk_reduce (common.cuh) adds them in a
+//     fixed order, so results are bitwise deterministic as with SPLIT_K=1. Faster for small
+//     m*n with long k.
 //   * FLUSH=1 (3xtf32 only): the tensor cores add into their FP32 accumulator with truncation
 //     (round toward zero; Fasi et al. 2021 for V100-A100), a bias that grows with k: in a NumPy
 //     model of it the error of a 16384-long dot product is ~100x that of an FFMA chain. As
@@ -453,19 +453,6 @@ __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const Frags& f
 #endif  // PRECISION
 }
 
-__device__ __forceinline__ void store4(float* c, float4 v, float alpha, float beta)
-{
-    float4 o = make_float4(alpha * v.x, alpha * v.y, alpha * v.z, alpha * v.w);
-    if (beta != 0.f) {
-        const float4 old = *reinterpret_cast<const float4*>(c);
-        o.x = fmaf(beta, old.x, o.x);
-        o.y = fmaf(beta, old.y, o.y);
-        o.z = fmaf(beta, old.z, o.z);
-        o.w = fmaf(beta, old.w, o.w);
-    }
-    *reinterpret_cast<float4*>(c) = o;
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
      const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc)
@@ -494,10 +481,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // Range of k-tiles of this block (a contiguous slice when SPLIT_K > 1).
     const int KT = (k + BK - 1) / BK;
 #if SPLIT_K > 1
+    C = SPLIT_SLICE(C, ldc, n);
     const int per = (KT + SPLIT_K - 1) / SPLIT_K;
     const int kt0 = blockIdx.z * per;
     const int ntiles = min(KT, kt0 + per) - kt0;
-    if (ntiles <= 0) return;   // the whole block leaves: nothing to add
+    if (ntiles <= 0) {   // an empty slice: zeros for splitk_reduce to add
+        zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
+        return;
+    }
 #else
     const int kt0 = 0;
     const int ntiles = KT;
@@ -585,7 +576,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #pragma unroll
                 for (int r = 0; r < 4; ++r) v[r] = acc[(4 * q + r) >> 1][j][2 * (r & 1) + e];
                 const int gi = gi0 + 4 * q;
-#if ALIGNED && SPLIT_K == 1
+#if ALIGNED   // (the split-K workspace is 16-byte aligned too)
                 if (gi + 3 < m) {
                     store4(ccol + gi, make_float4(v[0], v[1], v[2], v[3]), alpha, beta);
                     continue;

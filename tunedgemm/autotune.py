@@ -125,6 +125,11 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     itemsize = np.dtype(dtype).itemsize
     scratch = cuda.allocate(max(form.ldc, 1) * max(form.n, 1) * itemsize)
     trial = dataclasses.replace(form, c=int(scratch))
+    # One split-K workspace for every candidate (they run in turn on one stream), so that
+    # split-K configs are timed as plans run them, without an allocation per launch.
+    workspace_bytes = max((launch.workspace_bytes(c, dtype, form) for c in own), default=0)
+    workspace = cuda.allocate(workspace_bytes) if workspace_bytes else None
+    workspace_ptr = int(workspace or 0)
     # cuBLAS as plans call it: through cuBLASLt with its algorithm chosen once, where it loads.
     lt = cublaslt.runner(dtype_name(dtype), precision, trial.trans_a, trial.trans_b, trial.m,
                          trial.n, trial.k, trial.lda, trial.ldb, trial.ldc)  # fmt: skip
@@ -141,13 +146,13 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
                 reference.gemm(trial, dtype, 1.0, 0.0, stream, precision)
             else:
                 assert isinstance(config, KernelConfig)
-                launch.gemm(trial, dtype, 1.0, 0.0, config, stream)
+                launch.gemm(trial, dtype, 1.0, 0.0, config, stream, workspace_ptr)
 
         try:
             times.append(call_ms(work, warmup=WARMUP, reps=REPS, stream=stream))
         except Exception:  # a config that does not compile or launch here: never chosen
             times.append(math.inf)
-    del scratch  # every timed launch has finished: call_ms waited for the last one
+    del scratch, workspace  # every timed launch has finished: call_ms waited for the last
     return times
 
 

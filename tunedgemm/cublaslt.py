@@ -179,19 +179,20 @@ class Algorithm:
         self.algo = found.algo  # kept alive: cublasLtMatmul reads it on every call
         self.algo_ref = ctypes.byref(self.algo)
         self.workspace_size = int(found.workspace_size)
-        self.workspaces: dict[int, Any] = {}
         self.fast = _fast_matmul(problem, self.algo, self.workspace_size)
-
-    def _workspace(self, stream: int) -> int:
-        buffer = self.workspaces.get(stream)
-        if buffer is None:
+        self.workspaces: Any = None
+        if self.workspace_size:
             from . import cuda
 
-            buffer = self.workspaces[stream] = cuda.allocate(self.workspace_size)
-        return int(buffer)
+            self.workspaces = cuda.StreamWorkspaces(self.workspace_size)
+
+    def reserve(self, stream: int) -> None:
+        """Make the workspace of launches on `stream` now (before results are written)."""
+        if self.workspaces is not None:
+            self.workspaces(stream)
 
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
-        workspace = self._workspace(stream) if self.workspace_size else None
+        workspace = self.workspaces(stream) if self.workspaces is not None else None
         if self.fast is not None:
             status = self.fast(a, b, c, alpha, beta, workspace, stream)
             if status:

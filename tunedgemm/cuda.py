@@ -266,6 +266,32 @@ def allocate(nbytes: int) -> ScratchBuffer:
     return _scratch.take(nbytes)
 
 
+CU_STREAM_PER_THREAD = 2  # one handle that names each host thread's own default stream
+
+
+class StreamWorkspaces:
+    """Device workspace of one size for one owner (a plan, a cuBLASLt algorithm), one buffer
+    per stream, made on first use and kept: the launches queued on one stream run in order and
+    may share a buffer, while work on two streams may run at once and never shares one."""
+
+    __slots__ = ("buffers", "nbytes")
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self.buffers: dict[Any, ScratchBuffer] = {}
+
+    def __call__(self, stream: int) -> int:
+        """The address of the workspace for launches on the raw stream handle."""
+        key: Any = stream
+        if stream == CU_STREAM_PER_THREAD:
+            key = (stream, threading.get_ident())
+        buffer = self.buffers.get(key)
+        if buffer is None:
+            # setdefault: threads making the first one at once all get the one that stays.
+            buffer = self.buffers.setdefault(key, allocate(self.nbytes))
+        return int(buffer)
+
+
 def release_pool() -> int:
     """Free the device memory tunedgemm's pool keeps for reuse (new PyCUDA results, scratch,
     workspaces) once the work that used it has run; returns the bytes freed. Blocks still in

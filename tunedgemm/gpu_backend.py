@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 import numpy as np
@@ -77,15 +76,41 @@ def gemm_into(problem: GemmProblem, config: KernelConfig | None = None, stream: 
 
 
 def tile_launcher(dtype: np.dtype, config: KernelConfig | None = None,
-                  precision: str = IEEE) -> Any:  # fmt: skip
-    """The host pipeline's launcher: launch(form, alpha, beta, stream) runs one tile's
-    product, decided through the plans (or with `config`)."""
-    return functools.partial(_tile, dtype=dtype, config=config, precision=precision)
+                  precision: str = IEEE) -> TileLauncher:  # fmt: skip
+    """The host pipeline's launcher, decided through the plans (or with `config`)."""
+    return TileLauncher(np.dtype(dtype), config, precision)
 
 
-def _tile(form: BlasForm, alpha: float, beta: float, stream: Any, dtype: np.dtype,
-          config: KernelConfig | None, precision: str) -> None:  # fmt: skip
-    run(form, dtype, alpha, beta, config, stream, precision)
+class TileLauncher:
+    """launch(form, alpha, beta, stream) runs one tile's product of a host call;
+    reserve(form, stream), called for each tile shape before the first tile, allocates what
+    those launches will need, so that running out of device memory stops the call before
+    any tile reaches the caller's c."""
+
+    def __init__(self, dtype: np.dtype, config: KernelConfig | None, precision: str) -> None:
+        self.dtype, self.config, self.precision = dtype, config, precision
+        # An explicit split-K config's workspace: the tiles run in turn on one stream.
+        self.workspace: Any = None
+
+    def __call__(self, form: BlasForm, alpha: float, beta: float, stream: Any) -> None:
+        workspace = 0
+        if self.workspace is not None and isinstance(self.config, KernelConfig) and \
+                self.workspace.size >= launch.workspace_bytes(self.config, self.dtype, form):
+            workspace = int(self.workspace)  # fmt: skip
+        run(form, self.dtype, alpha, beta, self.config, stream, self.precision, workspace)
+
+    def reserve(self, form: BlasForm, stream: Any) -> None:
+        from ._driver import stream_handle
+
+        if self.config is None:
+            plans.current()
+            handle = stream_handle(stream)
+            key = plans.GemmKey.of(form, dtype_name(self.dtype), self.precision)
+            plans.device_plan(key, form, handle).reserve(handle)
+        elif isinstance(self.config, KernelConfig):
+            nbytes = launch.workspace_bytes(self.config, self.dtype, form)
+            if nbytes > (0 if self.workspace is None else self.workspace.size):
+                self.workspace = cuda.allocate(nbytes)
 
 
 def _check_devices(problem: GemmProblem) -> None:
@@ -162,9 +187,11 @@ def run(
     config: KernelConfig | str | None = None,
     stream: Any = None,
     precision: str = IEEE,
+    workspace: int = 0,
 ) -> KernelConfig | str:
     """Run one column-major call with the given config (or cuBLAS), or with what the plan of
-    its key chose (tunedgemm/plans.py). Returns what ran: a KernelConfig or table.CUBLAS."""
+    its key chose (tunedgemm/plans.py). Returns what ran: a KernelConfig or table.CUBLAS.
+    `workspace`: for a given split-K config (launch.gemm)."""
     from ._driver import stream_handle
 
     if alpha == 0.0 or form.k == 0:
@@ -187,7 +214,7 @@ def run(
         table.warn_once(f"the table chose cuBLAS, which is unavailable ({why}); own kernel used")
         config = selection.default_config(dtype_name(dtype), precision)
     assert isinstance(config, KernelConfig)
-    launch.gemm(form, dtype, alpha, beta, config, stream)
+    launch.gemm(form, dtype, alpha, beta, config, stream, workspace)
     return config
 
 

@@ -1,4 +1,4 @@
-"""Launch a compiled GEMM (and its split-K pre-pass) or a strided copy on the device."""
+"""Launch a compiled GEMM (with its split-K reduction) or a strided copy on the device."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from . import compiler, cuda
 from ._args import dtype_name
 from ._layout import BlasForm, DeviceMatrix
 from .families import family_of
-from .params import KernelConfig
+from .params import ITEMSIZE, KernelConfig
 
 _SCALAR_CODE = {"float32": "f", "float64": "d"}
+REDUCE_THREADS = 256  # per block of splitk_reduce (its __launch_bounds__ in common.cuh)
 _DTYPE_CODE = {"float32": 0, "float64": 1}
 
 
@@ -47,10 +48,31 @@ class Plan:
     tile: tuple[int, int]  # rows and columns of C per block
     split_k: int
     smem_bytes: int
+    reduce_vector: int = 1  # elements per thread of the split-K reduction (ALIGNED: 16 bytes)
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         """The grid of an m x n call, as KernelFamily.geometry computes it."""
         return (-(-m // self.tile[0]), -(-n // self.tile[1]), self.split_k)
+
+    def workspace_ld(self, m: int) -> int:
+        """The leading dimension of each split-K slice in the workspace: m padded to 16
+        bytes, so that the kernels' and the reduction's 16-byte accesses stay aligned."""
+        step = 16 // self.itemsize
+        return max(step, -(-m // step) * step)
+
+    @property
+    def itemsize(self) -> int:
+        return 4 if self.scalar == "f" else 8
+
+    def workspace_bytes(self, m: int, n: int) -> int:
+        """Device memory one m x n call needs for its split-K partial sums (0: no split)."""
+        if self.split_k == 1:
+            return 0
+        return self.split_k * self.workspace_ld(m) * n * self.itemsize
+
+    def reduce_grid(self, m: int, n: int) -> tuple[int, int, int]:
+        """The grid of the split-K reduction: a thread per reduce_vector rows of a column."""
+        return (-(-(-(-m // self.reduce_vector) * n) // REDUCE_THREADS), 1, 1)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -60,16 +82,21 @@ def plan(config: KernelConfig, dtype: str, trans_a: bool, trans_b: bool, aligned
     family = family_of(config)
     geometry = family.geometry(config, dtype, 1, 1)  # all but the grid is independent of m, n
     defines = _defines(config, dtype, trans_a, trans_b, aligned)
+    vector = 16 // ITEMSIZE[dtype] if aligned else 1  # REDUCE_VEC in common.cuh
     return Plan(family.source, tuple(sorted(defines.items())), _SCALAR_CODE[dtype],
                 geometry.block, family.block_tile(config.as_dict()), geometry.split_k,
-                geometry.smem_bytes)  # fmt: skip
+                geometry.smem_bytes, vector)  # fmt: skip
 
 
 class GemmLauncher:
-    """One variant's kernel (and its split-K pre-pass) ready to launch on any raw stream, with
-    its argument buffers built once (tunedgemm/_driver.py)."""
+    """One variant's kernel (and its split-K reduction) ready to launch on any raw stream,
+    with its argument buffers built once (tunedgemm/_driver.py).
 
-    __slots__ = ("gemm", "plan", "scale")
+    Split-K is deterministic: the k-slices write their partial sums to a workspace that the
+    caller passes (Plan.workspace_bytes; never one that a launch on another stream may be
+    using), and splitk_reduce adds them in a fixed order into C with the epilogue."""
+
+    __slots__ = ("gemm", "plan", "reduce")
 
     def __init__(self, p: Plan) -> None:
         from . import _driver
@@ -80,18 +107,26 @@ class GemmLauncher:
         self.gemm = _driver.Launcher(
             compiler.raw_function(p.source, defines, "gemm", p.smem_bytes),
             f"iii{real}PiPi{real}Pi", p.block, p.smem_bytes)  # fmt: skip
-        self.scale = None
+        self.reduce = None
         if p.split_k > 1:
-            self.scale = _driver.Launcher(compiler.raw_function(p.source, defines, "scale_c"),
-                                          f"ii{real}Pi", (256, 1, 1), 0)  # fmt: skip
+            self.reduce = _driver.Launcher(
+                compiler.raw_function(p.source, defines, "splitk_reduce"),
+                f"ii{real}Pi{real}Pi", (REDUCE_THREADS, 1, 1), 0)  # fmt: skip
 
-    def __call__(self, form: BlasForm, alpha: float, beta: float, stream: int) -> None:
-        m, n = form.m, form.n
-        if self.scale is not None:
-            self.scale.launch(((m + 255) // 256, min(n, 65535), 1), stream,
-                              (m, n, beta, form.c, form.ldc))  # fmt: skip
-        self.gemm.launch(self.plan.grid(m, n), stream, (m, n, form.k, alpha, form.a, form.lda,
-                         form.b, form.ldb, beta, form.c, form.ldc))  # fmt: skip
+    def __call__(self, form: BlasForm, alpha: float, beta: float, stream: int,
+                 workspace: int = 0) -> None:  # fmt: skip
+        m, n, p = form.m, form.n, self.plan
+        if self.reduce is None:
+            self.gemm.launch(p.grid(m, n), stream, (m, n, form.k, alpha, form.a, form.lda,
+                             form.b, form.ldb, beta, form.c, form.ldc))  # fmt: skip
+            return
+        if not workspace:
+            raise ValueError("a split-K launch needs a workspace (Plan.workspace_bytes)")
+        ldw = p.workspace_ld(m)
+        self.gemm.launch(p.grid(m, n), stream, (m, n, form.k, alpha, form.a, form.lda,
+                         form.b, form.ldb, beta, workspace, ldw))  # fmt: skip
+        self.reduce.launch(p.reduce_grid(m, n), stream,
+                           (m, n, alpha, workspace, ldw, beta, form.c, form.ldc))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1024)
@@ -108,16 +143,27 @@ def gemm(
     beta: float,
     config: KernelConfig,
     stream: Any = None,
+    workspace: int = 0,
 ) -> None:
     """C = alpha op(A) op(B) + beta C for one column-major call, with one kernel config, on
-    `stream` (None: the legacy default stream; a PyCUDA stream; or a raw handle)."""
+    `stream` (None: the legacy default stream; a PyCUDA stream; or a raw handle). A split-K
+    config uses `workspace` (at least workspace_bytes; used only on this stream until these
+    launches have run), or else one of its own from the pool."""
     if form.m == 0 or form.n == 0:
         return
     from ._driver import stream_handle
 
     run = launcher(config, np.dtype(dtype), form.trans_a, form.trans_b, form.aligned(),
                    id(cuda.context()))  # fmt: skip
-    run(form, alpha, beta, stream_handle(stream))
+    handle = stream_handle(stream)
+    if run.reduce is None or workspace:
+        run(form, alpha, beta, handle, workspace)
+        return
+    # A workspace of this call's own from the pool, back to it once the launches have run:
+    # calls on other streams never get it while they may still use it.
+    buffer = cuda.allocate(run.plan.workspace_bytes(form.m, form.n))
+    run(form, alpha, beta, handle, int(buffer))
+    cuda.release_after([buffer], handle)
 
 
 _C_TYPES = {
@@ -134,6 +180,12 @@ _C_TYPES = {
     "uint32": "unsigned int",
     "uint64": "unsigned long long",
 }
+
+
+def workspace_bytes(config: KernelConfig, dtype: np.dtype, form: BlasForm) -> int:
+    """The split-K workspace one call of `config` on `form` needs (0: none)."""
+    p = plan(config, dtype_name(dtype), form.trans_a, form.trans_b, form.aligned())
+    return p.workspace_bytes(form.m, form.n)
 
 
 def copy(src: DeviceMatrix, dst: DeviceMatrix, stream: Any = None) -> None:

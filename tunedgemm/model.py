@@ -2,7 +2,8 @@
 
 A GEMM kernel's time is, to first order, the number of waves of blocks the GPU runs times
 the k-steps each block takes, plus a fixed cost per block (prologue, epilogue, and for
-split-K the atomic updates of C); the tuning table holds measured times at grid shapes, and
+split-K each slice's partial tile, written to a workspace and summed by the reduction
+kernel); the tuning table holds measured times at grid shapes, and
 a call falls between them. Scaling a measured time by the ratio of (waves x k-steps) at the
 call's shape to those at the measured shape keeps what the measurement knows (the config's
 speed on this GPU) and adds what it cannot know (wave and tile quantization at the call's
@@ -30,7 +31,10 @@ MNK = tuple[int, int, int]
 # 2026-11-22 (benchmarks/replay_lookup.py): with them the configs the lookup picks are
 # 7% slower than each shape's best, against 11-13% without.
 BLOCK_OVERHEAD_STEPS = 6  # prologue and epilogue of one block
-SPLIT_STEPS = 4  # each split-K slice: its atomic epilogue and its share of the scaling pass
+# Each split-K slice: its partial tile written to the workspace and read back by the
+# reduction. (Fitted when slices added into C with atomics after a scaling pass of C, whose
+# traffic was of the same order; not refitted since.)
+SPLIT_STEPS = 4
 
 
 def resident_blocks(config: KernelConfig, dtype: str) -> int:
@@ -133,7 +137,7 @@ def filling_split(config: KernelConfig, shape: Shape, num_sms: int = NUM_SMS,
     its output tiles alone leave SMs idle (None: they do not, or no other split is better).
 
     The largest declared split whose blocks stay within two waves and that prune_reason
-    accepts: slices long enough to pay for their atomic adds."""
+    accepts: slices long enough to pay for their share of the reduction."""
     family = FAMILIES.get(config.family)
     p = config.as_dict()
     if family is None or "SPLIT_K" not in p:

@@ -46,7 +46,8 @@ _host_calls = threading.Lock()
 UNQUERIED_BYTES = 256 << 20  # operands this small skip the free-memory query (unless capped)
 _ALIGN_BYTES = 16
 # The product of one tile: launch(form, alpha, beta, stream), given by the caller (the GPU
-# backend decides what runs, through its plans); the pipeline only moves data.
+# backend decides what runs, through its plans); the pipeline only moves data. A launch with
+# a `reserve(form, stream)` method is asked to allocate before the first tile (_Run._reserve).
 Launch = Callable[[BlasForm, float, float, Any], Any]
 # A list to append (what, start, end) perf_counter spans of host work to; None: no tracing.
 # benchmarks/profile_calls.py sets it to see where a large call's time goes.
@@ -417,11 +418,38 @@ class _Run:
         slot.key = key
         return slot.matrix
 
+    def _reserve(self) -> None:
+        """Allocate every device block, and what the launches of every tile shape need
+        (tunedgemm/gpu_backend.py TileLauncher.reserve), before the first tile: running out of
+        device memory then stops the call before any tile is written into the caller's c."""
+        p, problem = self.plan, self.problem
+        a, b, out = problem.a, problem.b, problem.out
+        assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+        assert isinstance(out, np.ndarray)
+        for ring in (self.ring_a, self.ring_b, self.ring_c):
+            for slot in ring.slots:
+                self._device_block(ring, slot, (1, 1), "F")
+        reserve = getattr(self.launch, "reserve", None)
+        if reserve is None:
+            return
+        orders = (_order_of(a), _order_of(b), _order_of(out))
+        blocks = (self.ring_a.slots[0], self.ring_b.slots[0], self.ring_c.slots[0])
+        shapes = {(i1 - i0, j1 - j0, k1 - k0) for i0, i1 in ranges(p.m, p.tm)
+                  for j0, j1 in ranges(p.n, p.tn) for k0, k1 in ranges(p.k, p.tk)}  # fmt: skip
+        for rows, cols, depth in sorted(shapes):
+            a_mat, b_mat, c_mat = (
+                self._device_block(ring, slot, shape, order)
+                for ring, slot, shape, order in zip(
+                    (self.ring_a, self.ring_b, self.ring_c), blocks,
+                    ((rows, depth), (depth, cols), (rows, cols)), orders, strict=True))  # fmt: skip
+            reserve(blas_form(a_mat, b_mat, c_mat), self.streams.compute)
+
     def execute(self) -> None:
         p, problem = self.plan, self.problem
         a, b, out = problem.a, problem.b, problem.out
         assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
         assert isinstance(out, np.ndarray)
+        self._reserve()
         compute = self.streams.compute
         out_order = _order_of(out)
         for ti, (i0, i1) in enumerate(ranges(p.m, p.tm)):

@@ -147,6 +147,14 @@ class DevicePlan:
         self.run = tuned if getattr(tuned, "is_cublas", False) else _runner(key, config)
         _log_shape(key)
 
+    def reserve(self, stream: int) -> None:
+        """Allocate now the workspace the plan's launches on `stream` use (split-K's, or
+        cuBLASLt's), so that a call that must not fail halfway (the host pipeline) runs out
+        of device memory before it writes any result."""
+        reserve = getattr(self.run, "reserve", None)
+        if reserve is not None:
+            reserve(stream)
+
     def __repr__(self) -> str:
         return f"DevicePlan({self.key}: {self.choice})"
 
@@ -231,16 +239,8 @@ def _runner(key: GemmKey, config: Any) -> Any:
 
         return run_cublas
     own = launch.GemmLauncher(launch.plan(config, key.dtype, ta, tb, key.aligned))
-    if own.scale is not None or key.batch > 1:
-        sa, sb, sc = key.batch_strides
-        size = dtype.itemsize
-
-        def run_own(a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
-            for i in range(key.batch):  # batches of own kernels: a launch each (DevicePlan)
-                own(BlasForm(ta, tb, m, n, k, a + i * sa * size, lda, b + i * sb * size, ldb,
-                             c + i * sc * size, ldc, size), alpha, beta, s)  # fmt: skip
-
-        return run_own
+    if own.reduce is not None or key.batch > 1:
+        return _OwnLaunches(own, key)
     # One launch of one kernel: the grid worked out once, the arguments packed per call.
     grid, launch_gemm = own.plan.grid(m, n), own.gemm.launch
 
@@ -248,6 +248,34 @@ def _runner(key: GemmKey, config: Any) -> Any:
         launch_gemm(grid, s, (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
 
     return run_one
+
+
+class _OwnLaunches:
+    """run(a, b, c, alpha, beta, stream) of an own kernel where a call is more than one
+    launch: a batch (a launch per product) or split-K (the kernel and its reduction, through
+    a workspace of the plan's per stream: the products of a batch, queued on one stream in
+    turn, share it)."""
+
+    __slots__ = ("key", "own", "workspaces")
+
+    def __init__(self, own: Any, key: GemmKey) -> None:
+        self.own, self.key = own, key
+        nbytes = own.plan.workspace_bytes(key.m, key.n)
+        self.workspaces = cuda.StreamWorkspaces(nbytes) if nbytes else None
+
+    def reserve(self, stream: int) -> None:
+        if self.workspaces is not None:
+            self.workspaces(stream)
+
+    def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+        key, own = self.key, self.own
+        workspace = self.workspaces(s) if self.workspaces is not None else 0
+        sa, sb, sc = key.batch_strides
+        size = np.dtype(key.dtype).itemsize
+        for i in range(key.batch):  # batches of own kernels: a launch each (DevicePlan)
+            own(BlasForm(key.trans_a, key.trans_b, key.m, key.n, key.k, a + i * sa * size,
+                         key.lda, b + i * sb * size, key.ldb, c + i * sc * size, key.ldc,
+                         size), alpha, beta, s, workspace)  # fmt: skip
 
 
 def device_plan(key: GemmKey, form: BlasForm, stream: int) -> DevicePlan:

@@ -34,7 +34,7 @@ def _variant(precision: str, **changes: int) -> KernelConfig:
 # Each mode's default and a few configs that take other code paths: the other warp-tile
 # widths (4, 8 consecutive rows or columns per lane: LDS.128 runs, swizzle masks, ldmatrix
 # rows), BK = 32 (one row per 128-byte line) besides BK = 16 (two), 3 stages, FLUSH = 0,
-# split-K (atomics after scale_c), 2 blocks per SM and rounding by cvt.rna (CVT = 1).
+# split-K (a workspace and its reduction), 2 blocks per SM and rounding by cvt.rna (CVT = 1).
 CONFIGS = [
     ("3xtf32", default_for("3xtf32")),
     ("3xtf32", _variant("3xtf32", BM=128, BN=64, WM=32, WN=32, BK=32)),

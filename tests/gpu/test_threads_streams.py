@@ -73,9 +73,6 @@ def _run(call, streams=None) -> np.ndarray:
     return result
 
 
-@pytest.mark.xfail(strict=False, reason="split-K configs of the shipped table add partial sums "
-                   "with atomics, whose order varies when calls run at once (issue 15: "
-                   "deterministic split-K); seen failing on the H100, 2026-11-23")
 def test_threads_on_their_own_streams_match_calls_one_at_a_time(deterministic):
     from tunedgemm import cuda
 

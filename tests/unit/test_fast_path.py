@@ -261,7 +261,8 @@ class FakeDriver:
         _, defines, name, _ = self.functions[function]
         real = ctypes.c_double if dict(defines)["DTYPE"] == 1 else ctypes.c_float
         i, p = self._INT, self._PTR
-        types_ = (i, i, i, real, p, i, p, i, real, p, i) if name == "gemm" else (i, i, real, p, i)
+        types_ = ((i, i, i, real, p, i, p, i, real, p, i) if name == "gemm"
+                  else (i, i, real, p, i, real, p, i))  # splitk_reduce  # fmt: skip
         values = tuple(ctypes.cast(params[j], ctypes.POINTER(t)).contents.value
                        for j, t in enumerate(types_))  # fmt: skip
         self.launches.append((name, function, (gx, gy, gz), (bx, by, bz), smem, stream, values))
@@ -301,30 +302,80 @@ def fake_driver(monkeypatch):
     launch.launcher.cache_clear()
 
 
-@pytest.mark.parametrize("name,dtype", [("simt", np.float32), ("dmma", np.float64)])
-def test_launch_uses_the_family_geometry(fake_driver, name, dtype):
+class _Buffer(int):
+    """A fake pool buffer: its address, and the size class it was taken in."""
+
+    size = 0
+
+
+class FakePool:
+    """cuda.allocate and cuda.release_after on the CPU: each buffer taken is recorded as
+    (address, bytes), each handed back as (address, the stream whose work it waits for)."""
+
+    def __init__(self):
+        self.taken: list[tuple[int, int]] = []
+        self.released: list[tuple[int, int]] = []
+
+    def allocate(self, nbytes):
+        buffer = _Buffer(0x7000_0000 + 0x100_0000 * len(self.taken))
+        buffer.size = nbytes
+        self.taken.append((int(buffer), nbytes))
+        return buffer
+
+    def release_after(self, buffers, stream):
+        self.released += [(int(b), stream) for b in buffers]
+        buffers.clear()
+
+
+@pytest.fixture
+def fake_pool(monkeypatch):
+    pool = FakePool()
+    monkeypatch.setattr(cuda, "allocate", pool.allocate)
+    monkeypatch.setattr(cuda, "release_after", pool.release_after)
+    return pool
+
+
+@pytest.mark.parametrize("name,dtype", [("simt", np.float32), ("dmma", np.float64),
+                                        ("tf32", np.float32)])  # fmt: skip
+def test_launch_uses_the_family_geometry(fake_driver, fake_pool, name, dtype):
     family = FAMILIES[name]
     dname = np.dtype(dtype).name
+    itemsize = np.dtype(dtype).itemsize
     config = family.default_config(dname)
     split = type(config).make(config.family, {**config.as_dict(), "SPLIT_K": 2})
-    for cfg, (m, n, k) in itertools.product((config, split), ((1000, 129, 70), (64, 64, 64))):
-        form = BlasForm(False, True, m, n, k, 4096, m, 8192, n, 12288, m, np.dtype(dtype).itemsize)
-        del fake_driver.launches[:]
+    for cfg, (m, n, k), ldc in itertools.product((config, split), ((1000, 129, 70), (64, 64, 64)),
+                                                 (None, 1024)):  # fmt: skip
+        ldc = ldc or m
+        form = BlasForm(False, True, m, n, k, 4096, m, 8192, n, 12288, ldc, itemsize)
+        del fake_driver.launches[:], fake_pool.taken[:], fake_pool.released[:]
         launch.gemm(form, np.dtype(dtype), 1.5, 0.5, cfg, stream=0x99)
         defines = tuple(sorted(launch.gemm_defines(cfg, np.dtype(dtype), form).items()))
         g = family.geometry(cfg, dname, m, n)
-        *scale, gemm = fake_driver.launches
+        gemm, *reduce = fake_driver.launches
         kernel, function, grid, block, smem, stream, values = gemm
         assert (kernel, fake_driver.functions[function]) == (
             "gemm", (family.source, defines, "gemm", g.smem_bytes))
         assert (grid, block, smem, stream) == (g.grid, g.block, g.smem_bytes, 0x99)
-        assert values == (m, n, k, 1.5, 4096, m, 8192, n, 0.5, 12288, m)
-        if g.split_k > 1:  # C = beta C first; the split products then add into it
-            ((kernel, function, _, _, _, stream, values),) = scale
-            assert (kernel, fake_driver.functions[function][2:]) == ("scale_c", ("scale_c", 0))
-            assert stream == 0x99 and values == (m, n, 0.5, 12288, m)
-        else:
-            assert scale == []
+        if g.split_k == 1:
+            assert values == (m, n, k, 1.5, 4096, m, 8192, n, 0.5, 12288, ldc)
+            assert reduce == [] and fake_pool.taken == []
+            continue
+        # Split-K: the slices' partial sums into a workspace of the call's own, [SPLIT_K][n]
+        # columns of m padded to 16 bytes; then the reduction into C with alpha and beta.
+        ldw = -(-m * itemsize // 16) * 16 // itemsize
+        ((workspace, nbytes),) = fake_pool.taken
+        assert nbytes == g.split_k * ldw * n * itemsize
+        assert values == (m, n, k, 1.5, 4096, m, 8192, n, 0.5, workspace, ldw)
+        ((kernel, function, grid, block, smem, stream, values),) = reduce
+        assert fake_driver.functions[function][1:] == (defines, "splitk_reduce", 0)
+        assert (stream, block, smem) == (0x99, (launch.REDUCE_THREADS, 1, 1), 0)
+        assert values == (m, n, 1.5, workspace, ldw, 0.5, 12288, ldc)
+        vector = 16 // itemsize if form.aligned() else 1
+        assert grid[0] * block[0] >= -(-m // vector) * n > (grid[0] - 1) * block[0]
+        assert fake_pool.released == [(workspace, 0x99)]  # back once the stream has run them
+        del fake_pool.taken[:], fake_pool.released[:]
+        launch.gemm(form, np.dtype(dtype), 1.5, 0.5, cfg, stream=0x99, workspace=0x5000)
+        assert fake_driver.launches[-2][6][-2:] == (0x5000, ldw) and fake_pool.taken == []
 
 
 def test_launch_reuses_its_launcher_and_skips_empty_products(fake_driver):
@@ -850,3 +901,50 @@ def test_cublas_wrapper_used_without_the_typed_binding(cublas, binding):
     assert calls == [
         ("wrapper", 0x1234, "t", "n", 5, 6, 7, 1.0, FORM.a, 7, FORM.b, 7, 2.0, FORM.c, 5)
     ]
+
+
+def test_split_k_plans_keep_a_workspace_per_stream(fake_driver, fake_pool):
+    """A split-K plan's launches write their partial sums into a workspace of the plan's
+    own per stream: one stream's launches (a batch's too) share it, two streams never do,
+    nor two threads on the per-thread default stream; reserve makes it before any launch."""
+    import threading
+
+    config = FAMILIES["dmma"].default_config("float64")
+    split = type(config).make(config.family, {**config.as_dict(), "SPLIT_K": 4})
+    key = plans.GemmKey("float64", "ieee", 100, 30, 4000, False, False, 100, 4000, 128, False,
+                        batch=2, batch_strides=(0, 0, 128 * 30))  # fmt: skip
+    run = plans._runner(key, split)
+    ldw = 100  # 100 doubles: 16-byte multiple already
+    run.reserve(0x11)
+    assert fake_pool.taken == [(0x7000_0000, 4 * ldw * 30 * 8)] and fake_driver.launches == []
+    for stream in (0x11, 0x22, 0x11):
+        run(0x1000, 0x2000, 0x3000, 2.0, 0.0, stream)
+    workspaces = [launch[6][9] for launch in fake_driver.launches if launch[0] == "gemm"]
+    reduced_into = [launch[6][6] for launch in fake_driver.launches if launch[0] != "gemm"]
+    assert len(workspaces) == 6 and reduced_into == [0x3000, 0x3000 + 128 * 30 * 8] * 3
+    assert workspaces[:2] == workspaces[4:] == [0x7000_0000] * 2
+    assert workspaces[2] == workspaces[3] != workspaces[0]
+    assert len(fake_pool.taken) == 2 and fake_pool.released == []  # kept by the plan
+    together = threading.Barrier(2)  # both alive at once: two thread identities
+
+    def per_thread_default_stream() -> None:
+        run(0x1000, 0x2000, 0x3000, 2.0, 0.0, cuda.CU_STREAM_PER_THREAD)
+        together.wait()
+
+    threads = [threading.Thread(target=per_thread_default_stream) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    last = {launch[6][9] for launch in fake_driver.launches[-8:] if launch[0] == "gemm"}
+    assert len(last) == 2 and len(fake_pool.taken) == 4
+
+
+def test_plan_reserve_reaches_the_runner():
+    made = []
+    plan = plans.DevicePlan.__new__(plans.DevicePlan)
+    plan.run = types.SimpleNamespace(reserve=made.append)
+    plan.reserve(0x33)
+    plan.run = lambda *args: None  # one launch, nothing to reserve
+    plan.reserve(0x33)
+    assert made == [0x33]

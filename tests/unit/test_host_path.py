@@ -370,3 +370,41 @@ def test_per_thread_objects_are_released_before_the_context_is_popped(fake_drive
     made = [what for what, _ in seen if what == "made"]
     released = [current for what, current in seen if what == "released"]
     assert len(made) == 2 and released == [ctx, ctx]  # each released with ctx current
+
+
+def test_pipeline_allocates_everything_before_the_first_tile():
+    """Every device block of the rings, and each tile shape's launch needs (reserve), are
+    allocated before the first tile, so that running out of device memory stops a call
+    before any tile reaches the caller's c (docs/semantics.md)."""
+    taken: list[int] = []
+
+    class Buffer(int):
+        pass
+
+    def allocate(nbytes: int) -> Buffer:
+        taken.append(nbytes)
+        return Buffer(0x1000_0000 * len(taken))
+
+    reserved = []
+    launcher = types.SimpleNamespace(reserve=lambda form, stream: reserved.append(form))
+    m, n, k = 700, 601, 333
+    plan = pipeline.Plan(m, n, k, 512, 512, 256, True, 4)  # 2 x 2 tiles, 2 k-slices
+    run = pipeline._Run.__new__(pipeline._Run)
+    run.problem = types.SimpleNamespace(a=np.zeros((m, k), np.float32),
+                                        b=np.zeros((k, n), np.float32, order="F"),
+                                        out=np.zeros((m, n), np.float32, order="F"))
+    run.plan, run.launch, run.dtype, run.keep = plan, launcher, np.dtype(np.float32), []
+    run.allocate = allocate
+    run.streams = types.SimpleNamespace(compute="the compute stream")
+    run.ring_a, run.ring_c = pipeline._Ring(2, 1 << 20), pipeline._Ring(2, 1 << 20)
+    run.ring_b = pipeline._Ring(4, 1 << 20)
+    run._reserve()
+    assert taken == [1 << 20] * 8
+    for ring in (run.ring_a, run.ring_b, run.ring_c):
+        assert all(slot.matrix is not None for slot in ring.slots)
+    shapes = {(f.m, f.n, f.k) for f in reserved}
+    assert len(reserved) == len(shapes) == 8  # rows {512, 188} x cols {512, 89} x k {256, 77}
+    assert shapes == set(itertools.product((512, 188), (512, 89), (256, 77)))
+    for f in reserved:  # as execute lays the blocks out: padded leading dimensions
+        assert f.ldc == pipeline.padded(f.m, 4) and not f.trans_b
+        assert f.trans_a and f.lda == pipeline.padded(f.k, 4)  # a is C-ordered: A^T stored

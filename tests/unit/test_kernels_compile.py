@@ -104,6 +104,44 @@ def test_tf32_family_defaults(precision, tmp_path):
     assert hmma >= per_k_step * p["BK"] // 8, sass[:2000]
 
 
+def split_k_variants():
+    for name, dtype in variants():
+        tunables = {t.name: t.values for t in FAMILIES[name].tunables}
+        for split in (v for v in tunables.get("SPLIT_K", ()) if v > 1):
+            yield name, dtype, split
+
+
+@pytest.mark.parametrize("name,dtype,split", list(split_k_variants()))
+def test_split_k_variants_compile_with_their_reduction(name, dtype, split, tmp_path):
+    """Each family's default with every SPLIT_K it declares compiles without spills, aligned
+    and not, with its splitk_reduce; the aligned reduction moves 16 bytes per access and no
+    atomics are left (checked where cuobjdump is installed)."""
+    from tunedgemm.params import KernelConfig
+
+    family = FAMILIES[name]
+    config = KernelConfig.make(name, {**family.default_config(dtype).as_dict(), "SPLIT_K": split})
+    jobs = []
+    for aligned in (0, 1):
+        defines = {**family.defines(config, dtype), "DTYPE": _DTYPE[dtype], "TRANS_A": aligned,
+                   "TRANS_B": 0, "ALIGNED": aligned}  # fmt: skip
+        (tmp_path / str(aligned)).mkdir()
+        jobs.append((defines, tmp_path / str(aligned)))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reports = list(pool.map(lambda job: compile_report(family.source, *job), jobs))
+    for (defines, _), report in zip(jobs, reports, strict=True):
+        assert "Compiling entry function 'splitk_reduce'" in report, report
+        assert_no_spills(report, f"{config} {defines}")
+    if shutil.which("cuobjdump") is None:
+        return
+    sass = subprocess.run(["cuobjdump", "-sass", "-fun", "splitk_reduce",
+                           str(jobs[1][1] / "kernel.cubin")],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert re.search(r"LDG\.E\.(128|ENL2\.256)", sass) and "STG.E.128" in sass, sass[:3000]
+    whole = subprocess.run(["cuobjdump", "-sass", str(jobs[1][1] / "kernel.cubin")],
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "RED." not in whole and "ATOM" not in whole
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name,dtype", list(variants()))
 def test_whole_space_compiles(name, dtype, tmp_path):

@@ -61,7 +61,7 @@ FAMILY = KernelFamily(
         Tunable("MMA_K", (4, 8, 16), "k of the mma shape m16n8k{4,8,16}"),
         Tunable("STAGES", (2, 3, 4), "depth of the cp.async shared-memory pipeline"),
         Tunable("GROUP_M", (1, 8), "block-rows rasterised together for L2 reuse"),
-        Tunable("SPLIT_K", (1, 2, 4), "k slices reduced with atomics"),
+        Tunable("SPLIT_K", (1, 2, 4), "k slices (partial sums reduced in a fixed order)"),
         Tunable("MIN_BLOCKS", (1, 2), "minimum resident blocks per SM (launch bounds)"),
     ),
     constraints=(

@@ -2,7 +2,7 @@
 
 Block tile BM x BN split into WM x WN warp tiles of 32 TM x TN thread tiles (4x4 sub-blocks,
 LDS.128 fragments), a STAGES-deep cp.async shared ring of BK-deep k-tiles stored k-outer,
-group-M rasterisation and optional split-K (atomics after the launcher's scale_c).
+group-M rasterisation and optional split-K (deterministic: a workspace and splitk_reduce).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ FAMILY = KernelFamily(
         Tunable("TN", (4, 8), "columns of C per thread (multiple of 4)"),
         Tunable("STAGES", (2, 3, 4), "depth of the shared-memory cp.async ring"),
         Tunable("GROUP_M", (1, 8, 16), "block rows per group of the L2-friendly rasterisation"),
-        Tunable("SPLIT_K", (1, 2, 4), "k slices (atomicAdd into C pre-scaled by beta)"),
+        Tunable("SPLIT_K", (1, 2, 4), "k slices (partial sums reduced in a fixed order)"),
         Tunable("MIN_BLOCKS", (1, 2), "__launch_bounds__ minimum resident blocks per SM"),
     ),
     constraints=(

@@ -143,7 +143,7 @@ FAMILY = KernelFamily(
         Tunable("MIN_BLOCKS", (1, 2), "minimum resident blocks per SM (launch bounds)"),
         Tunable("PRECISION", (0, 1), "0: tf32 (operands rounded); 1: 3xtf32 (big + small)"),
         Tunable("FLUSH", (0, 1), "3xtf32: add each k-step's products with FADD (accuracy)"),
-        Tunable("SPLIT_K", (1, 2, 4), "k slices reduced with atomics (not deterministic)"),
+        Tunable("SPLIT_K", (1, 2, 4), "k slices (partial sums reduced in a fixed order)"),
         Tunable("CVT", (0, 1), "rounding to TF32: 0 cvt.rn (F2FP unit), 1 cvt.rna (ALU ops)"),
     ),
     constraints=(

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import checks, gpu_backend, reference
+from .. import checks, cuda, gpu_backend, launch, reference
 from ..params import KernelConfig
 from . import problems
 from .space import Shape
@@ -56,7 +56,11 @@ class Runner:
     def time_config(self, config: KernelConfig) -> float:
         """Median ms; a config that fails to compile or launch costs infinity and is logged."""
         try:
-            return self._median_ms(lambda p: gpu_backend.run(p.form, p.dtype, 1.0, 0.0, config))
+            # A split-K config's workspace made once, as a plan keeps one per stream.
+            nbytes = launch.workspace_bytes(config, self.dtype, self.sets[0].form)
+            workspace = cuda.allocate(nbytes) if nbytes else None
+            return self._median_ms(lambda p: gpu_backend.run(p.form, p.dtype, 1.0, 0.0, config,
+                                                             workspace=int(workspace or 0)))
         except Exception as exc:
             self.failures.append(f"{config}: {type(exc).__name__}: {str(exc)[:200]}")
             print(f"tune: {self.shape} {config} failed: {type(exc).__name__}", file=sys.stderr)

@@ -1,0 +1,157 @@
+"""Split-K is deterministic (issue 15): every split-K config the shipped table can choose (and
+the tf32 family's with each declared split) gives bit-equal results on two runs of the same
+inputs, is accurate against float64 with C poisoned by NaN beforehand, and a plan shared by
+threads on streams of their own gives each the bits of a call made alone. Zero products with
+a negative alpha come out +0, as SciPy's BLAS gives them:
+
+    python -m pytest -q -m gpu tests/gpu/test_split_k_deterministic.py
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numpy as np
+import pytest
+from helpers import table_configs
+
+from tunedgemm import checks, gpu_backend, plans
+from tunedgemm.families import FAMILIES
+from tunedgemm.params import KernelConfig
+
+pytestmark = pytest.mark.gpu
+
+# Small m x n with long k (split-K's shapes), odd edges, and k too short for every slice to
+# get a k-tile (empty slices must still write their zeros).
+SHAPES = [(37, 45, 1037), (64, 96, 2048), (33, 29, 20), (130, 7, 515)]
+
+
+def _split_configs() -> list[tuple[str, KernelConfig]]:
+    found = [(d, c) for d, c in table_configs() if c.as_dict().get("SPLIT_K", 1) > 1]
+    tf32 = FAMILIES["tf32"]
+    for split in (2, 4):
+        base = tf32.default_config("float32").as_dict()
+        found.append(("float32", KernelConfig.make("tf32", {**base, "SPLIT_K": split})))
+    return found
+
+
+CONFIGS = _split_configs()
+
+
+def _tolerance(config: KernelConfig, k: int, dtype: np.dtype) -> float:
+    if config.family == "tf32":  # its precision modes round the operands (docs/precision.md)
+        return checks.tf32_tolerance(k)
+    return checks.tolerance(k, dtype)
+
+
+def _run_twice(problem, config, alpha: float, beta: float, c0: np.ndarray | None):
+    outs = []
+    for _ in range(2):
+        if c0 is None:
+            problem.poison_c()
+        else:
+            problem.set_c(c0)
+        gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
+        outs.append(problem.c())
+    return outs
+
+
+@pytest.mark.parametrize("dtype,config", CONFIGS, ids=str)
+def test_split_k_is_bit_equal_run_to_run_and_accurate(dtype, config):
+    from tunedgemm.tuning import problems
+
+    rng = np.random.default_rng()
+    transposes = itertools.cycle(itertools.product((False, True), repeat=2))
+    for (m, n, k), (ta, tb), padded in itertools.product(SHAPES, [next(transposes)],
+                                                         (False, True)):  # fmt: skip
+        problem = problems.make(m, n, k, dtype, ta, tb, rng, padded=padded)
+        for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
+            c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(dtype)
+            first, second = _run_twice(problem, config, alpha, beta, c0)
+            where = f"{(m, n, k, ta, tb, padded, alpha, beta)}"
+            assert np.isfinite(first).all(), f"unwritten elements at {where}"
+            assert first.tobytes() == second.tobytes(), f"not bit-equal at {where}"
+            exact, scale = checks.float64_reference(alpha, problem.op_a, problem.op_b, beta, c0)
+            error = checks.scaled_error(first, exact, scale)
+            assert error <= _tolerance(config, k, problem.dtype), f"error {error} at {where}"
+
+
+@pytest.mark.parametrize("dtype,config", [CONFIGS[0], CONFIGS[-1],
+                                          *[c for c in CONFIGS if c[0] == "float64"][:1]],
+                         ids=str)  # fmt: skip
+def test_a_split_k_plan_shared_by_threads_on_their_own_streams(dtype, config):
+    """The plan's workspace is one per stream: 4 threads, each on its own stream with its own
+    operands, run one plan at once, and each gets the bits its operands give alone."""
+    import pycuda.driver as drv
+
+    from tunedgemm import cuda
+    from tunedgemm.tuning import problems
+
+    cuda.context()
+    m, n, k = 70, 90, 3000
+    rng = np.random.default_rng()
+    work = [problems.make(m, n, k, dtype, False, True, rng) for _ in range(4)]
+    form = work[0].form
+    key = plans.GemmKey.of(form, np.dtype(dtype).name, "ieee")
+    assert all(plans.GemmKey.of(p.form, np.dtype(dtype).name, "ieee") == key for p in work)
+    run = plans._runner(key, config)
+
+    def once(p, stream) -> np.ndarray:
+        p.poison_c()
+        run(p.form.a, p.form.b, p.form.c, 1.25, 0.0, stream)
+        drv.Context.synchronize()
+        return p.c()
+
+    alone = [once(p, 0) for p in work]
+    results: dict[int, list[bytes]] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(work))
+
+    def worker(i: int) -> None:
+        try:
+            cuda.ensure_current(cuda.context())
+            stream = drv.Stream()
+            p = work[i]
+            start.wait()
+            got = []
+            for _ in range(5):
+                p.poison_c()
+                run(p.form.a, p.form.b, p.form.c, 1.25, 0.0, stream.handle)
+                stream.synchronize()
+                got.append(p.c().tobytes())
+            results[i] = got
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(work))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    for i, p in enumerate(work):
+        assert all(got == alone[i].tobytes() for got in results[i])
+        exact, scale = checks.float64_reference(1.25, p.op_a, p.op_b, 0.0, None)
+        assert checks.scaled_error(alone[i], exact, scale) <= _tolerance(config, k, p.dtype)
+
+
+@pytest.mark.parametrize("dtype,config", [
+    ("float32", FAMILIES["simt"].default_config("float32")), CONFIGS[0],
+    ("float64", FAMILIES["dmma"].default_config("float64")),
+    *[c for c in CONFIGS if c[0] == "float64"][:1],
+    ("float32", FAMILIES["tiled"].default_config("float32")), CONFIGS[-1]], ids=str)  # fmt: skip
+def test_zero_products_with_negative_alpha_are_plus_zero(dtype, config):
+    """dgemm(-1.0, zeros, ones) is +0.0 in SciPy (C = 0 + alpha * sum): so on the GPU too,
+    aligned and not, split-K or not; with beta != 0, -0 * ... + beta * c is left as it is."""
+    import pycuda.driver as drv
+
+    from tunedgemm.tuning import problems
+
+    for padded in (False, True):
+        problem = problems.make(70, 33, 300, dtype, False, False, padded=padded)
+        drv.memcpy_htod(problem.form.a, np.zeros(problem.form.lda * 300, dtype))
+        problem.poison_c()
+        gpu_backend.run(problem.form, problem.dtype, -1.0, 0.0, config)
+        out = problem.c()
+        assert (out == 0).all() and not np.signbit(out).any(), f"-0 in the result ({padded=})"
