@@ -3,8 +3,10 @@
 A precision mode says what arithmetic a product uses: "ieee" is the dtype's own (the
 default, as NumPy and cuBLAS compute); "tf32" rounds float32 operands to TF32 (10-bit
 mantissa) on the tensor cores; "3xtf32" splits each float32 operand into two TF32 parts and
-keeps float32-level accuracy on the tensor cores. Users spell it as PyTorch's
-`torch.set_float32_matmul_precision` and JAX's `default_matmul_precision` are spelled:
+keeps float32-level accuracy on the tensor cores; "ozaki" (float32 and float64) emulates the
+dtype's own accuracy with INT8 tensor-core products of residues (Ozaki scheme II,
+tunedgemm/ozaki.py), and "ozaki-N" does so with N moduli (an expert knob). Users spell it
+as PyTorch's `torch.set_float32_matmul_precision` and JAX's `default_matmul_precision` are spelled:
 
     sgemm(1.0, a, b, precision="3xtf32")      # one call
     with tunedgemm.precision("tf32"): ...     # a block of code (this thread / task)
@@ -58,6 +60,7 @@ DTYPES: dict[str, DType] = {
     "float64": DType("float64", np.dtype(np.float64), "double", "d", 1),
 }
 IEEE = "ieee"
+OZAKI = "ozaki"
 MODES: dict[str, Mode] = {
     m.name: m
     for m in (
@@ -66,6 +69,8 @@ MODES: dict[str, Mode] = {
              "tensor cores, float32 accumulation"),
         Mode("3xtf32", ("float32",), "float32 operands split into two TF32 parts (3 tensor-core "
              "products), float32-level accuracy"),
+        Mode(OZAKI, ("float32", "float64"), "Ozaki scheme II: the dtype's accuracy by INT8 "
+             "tensor-core products of residues and the CRT; 'ozaki-N' sets N moduli"),
     )
 }
 
@@ -87,10 +92,35 @@ def dtype_info(dtype: np.dtype | str) -> DType:
 
 
 def check_mode(mode: str) -> str:
-    """mode, checked against the registry (ValueError naming the accepted ones)."""
-    if not isinstance(mode, str) or mode.lower() not in MODES:
-        raise ValueError(f"precision must be one of {', '.join(MODES)}, got {mode!r}")
-    return mode.lower()
+    """mode, checked against the registry (ValueError naming the accepted ones); "ozaki-N"
+    comes back as "ozaki-N" with N in 1..ozaki.MAX_COUNT, written without leading zeros."""
+    from .ozaki import MAX_COUNT
+
+    if isinstance(mode, str):
+        lowered = mode.lower()
+        if lowered in MODES:
+            return lowered
+        prefix, _, count = lowered.partition("-")
+        if prefix == OZAKI and count.isdigit() and 1 <= int(count) <= MAX_COUNT:
+            return f"{OZAKI}-{int(count)}"
+    raise ValueError(f"precision must be one of {', '.join(MODES)} or {OZAKI}-N with N in "
+                     f"1..{MAX_COUNT}, got {mode!r}")  # fmt: skip
+
+
+def base_mode(mode: str) -> str:
+    """The registry entry of a checked mode: "ozaki" for "ozaki-N", else mode itself."""
+    return OZAKI if mode.startswith(OZAKI + "-") else mode
+
+
+def moduli_count(mode: str, dtype: str) -> int | None:
+    """How many moduli a checked mode uses for dtype (None: not an Ozaki mode)."""
+    if base_mode(mode) != OZAKI:
+        return None
+    if mode == OZAKI:
+        from .ozaki import default_count
+
+        return default_count(DTYPES[dtype].numpy)
+    return int(mode.partition("-")[2])
 
 
 def set_precision(mode: str | None) -> None:
@@ -119,12 +149,12 @@ def resolve(mode: str | None, dtype: str) -> str:
     otherwise); a default that does not serve dtype (tf32 for float64) leaves it IEEE."""
     if mode is None:
         default = get_precision()
-        return default if dtype in MODES[default].dtypes else IEEE
+        return default if dtype in MODES[base_mode(default)].dtypes else IEEE
     mode = check_mode(mode)
-    if dtype not in MODES[mode].dtypes:
+    if dtype not in MODES[base_mode(mode)].dtypes:
         serving = ", ".join(m for m, d in MODES.items() if dtype in d.dtypes)
         raise ValueError(
             f"precision={mode!r} does not apply to {dtype} (it serves "
-            f"{', '.join(MODES[mode].dtypes)}); {dtype} takes: {serving}"
+            f"{', '.join(MODES[base_mode(mode)].dtypes)}); {dtype} takes: {serving}"
         )
     return mode

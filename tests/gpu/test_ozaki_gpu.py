@@ -1,0 +1,183 @@
+"""Ozaki scheme II on the GPU (tunedgemm/ozaki_device.py): the batched INT8 GEMM exact against
+NumPy's int64 products, the emulated dgemm / sgemm no less accurate than cuBLAS DGEMM / SGEMM
+on the same inputs (median and 99.9th percentile), BLAS semantics, and the IEEE fallback.
+
+Run on the GPU machine: python -m pytest -q -p no:cacheprovider tests/gpu/test_ozaki_gpu.py
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tunedgemm import ozaki, ozaki_device
+from tunedgemm._layout import BlasForm
+from tunedgemm.families import int8
+from tunedgemm.params import KernelConfig
+
+pytestmark = pytest.mark.gpu
+
+GEMM_CONFIGS = [
+    int8.default_config(),
+    KernelConfig.make(int8.NAME, {**int8.DEFAULTS, "BK": 64, "STAGES": 4}),
+    KernelConfig.make(int8.NAME, {**int8.DEFAULTS, "BM": 128, "BN": 128, "WM": 64, "WN": 32}),
+    KernelConfig.make(int8.NAME, {**int8.DEFAULTS, "BM": 64, "BN": 128, "WM": 32, "WN": 32,
+                                  "STAGES": 2, "MIN_BLOCKS": 2}),
+]
+
+
+def _to_device(array: np.ndarray):
+    from pycuda import gpuarray
+
+    from tunedgemm import cuda
+
+    cuda.context()
+    return gpuarray.to_gpu(array)
+
+
+def _launch_igemm(config: KernelConfig, a: np.ndarray, b: np.ndarray, mods, out_mod: bool):
+    """igemm_s8 on (count, rows, kp) and (count, cols, kp) int8: (count, rows, cols) back."""
+    from tunedgemm import _driver, compiler
+
+    count, rows, kp = a.shape
+    cols = b.shape[1]
+    params = config.as_dict()
+    smem = int8.FAMILY.smem_bytes(params, 1)
+    out_dtype = np.uint8 if out_mod else np.int32
+    da, db = _to_device(a), _to_device(b)
+    dc = _to_device(np.full((count, rows, cols), 0xAB, out_dtype))
+    dm = _to_device(np.array(mods.values, np.int32))
+    function = compiler.raw_function("igemm_s8.cu", ozaki_device.gemm_defines(config, out_mod),
+                                     "igemm", smem)
+    block = (int8.FAMILY.threads(params), 1, 1)
+    launcher = _driver.Launcher(function, "iiiPqPqPqiP", block, smem)
+    launcher.launch((rows // params["BM"], cols // params["BN"], count), 0,
+                    (rows, cols, kp, int(da.gpudata), rows * kp, int(db.gpudata), cols * kp,
+                     int(dc.gpudata), rows * cols, cols, int(dm.gpudata)))  # fmt: skip
+    return dc.get()
+
+
+@pytest.mark.parametrize("config", GEMM_CONFIGS, ids=str)
+def test_int8_gemm_is_exact(config: KernelConfig) -> None:
+    rng = np.random.default_rng()
+    assert int8.FAMILY.violations(config, "float64") == []
+    mods = ozaki.moduli(3)
+    rows, cols, kp = 512, 256, 384
+    a = rng.integers(-128, 128, (3, rows, kp), dtype=np.int8)
+    b = rng.integers(-128, 128, (3, cols, kp), dtype=np.int8)
+    a[0, 0], b[0, 0] = -128, -128  # the largest product, k times
+    want = np.einsum("zik,zjk->zij", a.astype(np.int64), b.astype(np.int64))
+    got = _launch_igemm(config, a, b, mods, out_mod=False)
+    np.testing.assert_array_equal(got, want)
+    reduced = _launch_igemm(config, a, b, mods, out_mod=True)
+    for z, p in enumerate(mods.values):
+        np.testing.assert_array_equal(reduced[z], want[z] % p)
+
+
+def _errors(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """|C - AB| / (|A| |B|) elementwise, AB in long double (64-bit mantissa on x86)."""
+    exact = np.asarray(a, np.longdouble) @ np.asarray(b, np.longdouble)
+    scale = np.abs(np.asarray(a, np.longdouble)) @ np.abs(np.asarray(b, np.longdouble))
+    return np.asarray(np.abs(np.asarray(c, np.longdouble) - exact) / np.maximum(scale, 1e-300),
+                      np.float64)  # fmt: skip
+
+
+def _operands(kind: str, rng: np.random.Generator, m: int, n: int, k: int, dtype):
+    if kind == "uniform":
+        a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))
+    else:  # exponents over 2^-30..2^30
+        a = rng.uniform(-1, 1, (m, k)) * np.exp2(rng.integers(-30, 31, (m, k)))
+        b = rng.uniform(-1, 1, (k, n)) * np.exp2(rng.integers(-30, 31, (k, n)))
+    return a.astype(dtype), b.astype(dtype)
+
+
+def _run(fn: str, a: np.ndarray, b: np.ndarray, c0: np.ndarray, alpha: float, beta: float,
+         trans_a: bool, trans_b: bool, count: int | None = None):  # fmt: skip
+    """C = alpha op(A) op(B) + beta C0 through ozaki_device ("ozaki") or cuBLAS ("cublas"),
+    op(X) = X stored transposed where asked; returns C and the Outcome."""
+    from tunedgemm import reference
+
+    m, k = a.shape
+    n = b.shape[1]
+    dtype = a.dtype
+    store_a = np.asfortranarray(a.T if trans_a else a)
+    store_b = np.asfortranarray(b.T if trans_b else b)
+    # Column-major storage as flat buffers: leading dimensions are the stored row counts.
+    da, db = _to_device(store_a.ravel(order="F")), _to_device(store_b.ravel(order="F"))
+    dc = _to_device(np.asarray(c0, dtype).ravel(order="F"))
+    form = BlasForm(trans_a, trans_b, m, n, k, int(da.gpudata), store_a.shape[0],
+                    int(db.gpudata), store_b.shape[0], int(dc.gpudata), m,
+                    dtype.itemsize)  # fmt: skip
+    outcome = None
+    if fn == "ozaki":
+        outcome = ozaki_device.gemm(form, dtype.name, alpha, beta, 0, count)
+        outcome.fell_back()
+    else:
+        reference.gemm(form, dtype, alpha, beta, 0)
+    return dc.get().reshape((n, m)).T, outcome
+
+
+SHAPES = [(256, 256, 16), (200, 190, 1000), (33, 300, 4096), (257, 129, 129)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", ["uniform", "spread"])
+def test_error_no_worse_than_cublas(dtype, kind: str) -> None:
+    """The issue's bound on the default count, every transpose pair, beta = 0 on a NaN C."""
+    rng = np.random.default_rng()
+    for (m, n, k), (ta, tb) in zip(SHAPES, itertools.product((False, True), repeat=2),
+                                   strict=True):  # fmt: skip
+        a, b = _operands(kind, rng, m, n, k, dtype)
+        nan_c = np.full((m, n), np.nan, dtype)
+        mine, outcome = _run("ozaki", a, b, nan_c, 1.0, 0.0, ta, tb)
+        assert outcome is not None and not outcome.fell_back()
+        native, _ = _run("cublas", a, b, nan_c, 1.0, 0.0, ta, tb)
+        assert np.all(np.isfinite(mine)), (m, n, k, ta, tb)
+        e_mine, e_native = _errors(a, b, mine), _errors(a, b, native)
+        for q in (0.5, 0.999):
+            assert np.quantile(e_mine, q) <= np.quantile(e_native, q), (m, n, k, ta, tb, q)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_alpha_beta_and_the_reference_arithmetic(dtype) -> None:
+    """alpha and beta with BLAS semantics; the product matches tunedgemm.ozaki.gemm (the NumPy
+    reference) to the last rounding of alpha X + beta C."""
+    rng = np.random.default_rng()
+    m, n, k = 70, 50, 300
+    a, b = _operands("uniform", rng, m, n, k, dtype)
+    c0 = rng.uniform(-1, 1, (m, n)).astype(dtype)
+    got, outcome = _run("ozaki", a, b, c0, 0.75, -1.5, False, False)
+    assert outcome is not None and not outcome.fell_back()
+    product = ozaki.gemm(a, b).result.astype(np.float64)
+    want = 0.75 * product - 1.5 * c0.astype(np.float64)
+    tol = np.finfo(dtype).eps * 4 * (np.abs(want) + np.abs(c0))
+    assert np.all(np.abs(got - want) <= tol)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_input_falls_back_and_leaves_c(bad: float) -> None:
+    from tunedgemm import reference
+
+    rng = np.random.default_rng()
+    a, b = _operands("uniform", rng, 40, 30, 64, np.float64)
+    b[5, 7] = bad
+    c0 = rng.uniform(-1, 1, (40, 30))
+    got, outcome = _run("ozaki", a, b, c0, 1.0, 1.0, False, False)
+    assert outcome is not None and outcome.fell_back() and "Inf or NaN" in str(outcome.reason)
+    np.testing.assert_array_equal(got, c0)  # the reconstruction wrote nothing
+    # gemm_or_ieee then runs the caller's IEEE GEMM on the same stream.
+    da, db = _to_device(a.ravel(order="F")), _to_device(b.ravel(order="F"))
+    dc = _to_device(c0.ravel(order="F"))
+    form = BlasForm(False, False, 40, 30, 64, int(da.gpudata), 40, int(db.gpudata), 64,
+                    int(dc.gpudata), 40, 8)  # fmt: skip
+    reason = ozaki_device.gemm_or_ieee(form, "float64", 1.0, 1.0, 0,
+                                       lambda: reference.gemm(form, np.dtype(np.float64), 1.0,
+                                                              1.0, 0))  # fmt: skip
+    assert reason is not None
+    want = a @ b + c0
+    result = dc.get().reshape((30, 40)).T
+    np.testing.assert_array_equal(np.isnan(result), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(result[finite], want[finite], rtol=1e-12)
