@@ -158,6 +158,8 @@ def main() -> int:
                      time.perf_counter() - start))  # fmt: skip
         if errors != 0 or done.returncode != 0:
             print(text[-6000:])
+        print(f"{tool}: errors {errors}, exit {done.returncode}, "
+              f"{time.perf_counter() - start:.0f} s", flush=True)  # a time limit keeps these
     print(f"{'tool':10} {'errors':>7} {'hazards':>8} {'wrong':>6} {'exit':>5} {'s':>6}")
     for tool, errors, hazards, wrong, code, seconds in rows:
         print(f"{tool:10} {errors:7d} {hazards:8d} {wrong:6d} {code:5d} {seconds:6.0f}")
