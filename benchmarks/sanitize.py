@@ -149,7 +149,9 @@ def main() -> int:
             command[3:3] = ["--racecheck-report", "all"]
         done = subprocess.run(command, capture_output=True, text=True)
         text = done.stdout + done.stderr
-        found = re.search(r"ERROR SUMMARY: (\d+) error", text)
+        # racecheck sums up as "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
+        found = re.search(r"ERROR SUMMARY: (\d+) error", text) or \
+            re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
         errors = int(found.group(1)) if found else -1  # -1: no summary (the run failed)
         hazards = re.search(r"RACECHECK SUMMARY: (\d+) hazard", text)
         wrong = re.search(r"child: .*?(\d+) wrong results", text)
