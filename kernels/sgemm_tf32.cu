@@ -9,9 +9,8 @@
 //               small_a*small_b (~2^-22 relative): FP32-level accuracy at a third of the
 //               TF32 mma rate (Ootomo & Yokota 2022; the "fast FP32" mode of CUTLASS's 3xTF32
 //               examples). The split happens in registers as fragments are read from shared
-//               memory: global memory is read once, as float32. Inf operands become NaN in
-//               this mode (small = Inf - Inf), as do finite ones at or above 2^128 (1 - 2^-12),
-//               which round to Inf; tests/unit/test_tf32_split.py models all of this.
+//               memory: global memory is read once, as float32. Non-finite inputs: see
+//               "IEEE special values" below.
 //
 // C = alpha * op(A) * op(B) + beta * C, column-major BLAS semantics (ABI in common.cuh):
 // any m, n, k >= 1, all four TRANS_A/TRANS_B combinations, any leading dimensions. When
@@ -54,13 +53,27 @@
 //     its raw partial sums to the launcher's workspace; splitk_reduce (common.cuh) adds them in a
 //     fixed order, so results are bitwise deterministic as with SPLIT_K=1. Faster for small
 //     m*n with long k.
-//   * FLUSH=1 (3xtf32 only): the tensor cores add into their FP32 accumulator with truncation
-//     (round toward zero; Fasi et al. 2021 for V100-A100), a bias that grows with k: in a NumPy
-//     model of it the error of a 16384-long dot product is ~100x that of an FFMA chain. As
-//     Ootomo & Yokota do, the products are accumulated outside the tensor core instead: per
-//     k-step the three mma of an accumulator tile run into zero-initialised temporaries (FG
-//     n-tiles at a time, 4*FG registers) and are added to the result with FADD (round to
-//     nearest). Costs 4 FADD per 3 mma; the model's error then falls below the FFMA chain's.
+//   * FLUSH=1 (3xtf32 only): accumulation outside the tensor cores, on two levels. The tensor
+//     cores add into their FP32 accumulator by truncation, without guard bits (Fasi et al.
+//     2021), a bias that grows with k if one mma accumulator ran over all of k. So per k-step
+//     the three mma of an accumulator tile run into zero-initialised temporaries (FG n-tiles
+//     at a time, 4*FG registers; small terms first, the big product last) that FADD (round to
+//     nearest) adds to the register accumulators. Those are a chain of only CHAIN k-steps:
+//     every CHAIN k-steps they are added into a per-thread float32 total in shared memory
+//     (after the ring, BM x BN floats per block) and restart from zero. A single FADD chain
+//     over k/8 steps rounds a running sum k/8 times, and at k >= 4096 its tail error is about
+//     twice that of cuBLAS SGEMM, which splits k (tests/unit/test_tf32_split.py models both);
+//     two levels cut the rounding of the long sum by about sqrt(CHAIN). Costs per k-step:
+//     4 FADD per 3 mma, plus 2 vector shared accesses and 4 FADD per accumulator tile every
+//     CHAIN k-steps; no registers beyond the per-step temporaries.
+//   * IEEE special values (both modes). The fast path never turns a non-finite result finite:
+//     an Inf operand splits into Inf and Inf - Inf = NaN (3xtf32) and every product it enters
+//     is NaN, NaN stays NaN, and a finite value that rounds to Inf in TF32 (|x| at or above
+//     2^128 (1 - 2^-12), near FLT_MAX) makes Inf or NaN too. So the epilogue recomputes
+//     exactly the elements whose sum came out non-finite as one IEEE FMA chain over this
+//     block's k range from global memory: they get the Inf, -Inf or NaN (or, for huge finite
+//     operands, the finite value) that IEEE float32 arithmetic gives. Finite results cost one
+//     test per element; inputs with many non-finite values run slowly but correctly.
 #include "common.cuh"
 
 #if DTYPE != 0
@@ -97,6 +110,9 @@
 #ifndef FLUSH
 #define FLUSH 1        // 3xtf32: 1 adds each k-step's products to the result with FADD (tf32: unused)
 #endif
+#ifndef CHAIN
+#define CHAIN 32       // FLUSH=1: k-steps summed in registers before the shared-memory total
+#endif
 #ifndef CVT
 #define CVT 0          // rounding to TF32 on sm_90: 0 cvt.rn (one F2FP), 1 cvt.rna (3 ALU ops)
 #endif
@@ -116,6 +132,8 @@
 #define B_KCONTIG (!TRANS_B)       // B's unit stride runs along k
 #define A_STAGE (BM * BK)          // floats per ring slot of A (no padding: swizzled)
 #define B_STAGE (BN * BK)          // floats per ring slot of B
+#define TOTALS (PRECISION == 1 && FLUSH)   // the two-level accumulation's shared totals
+#define CHAIN_TILES (CHAIN / KSTEPS)       // k-tiles per register chain
 
 #if (BM % WM) || (BN % WN) || (BK != 16 && BK != 32)
 #error "tile sizes violate the constraints of sgemm_tf32"
@@ -131,6 +149,9 @@
 #endif
 #if PRECISION != 0 && PRECISION != 1
 #error "PRECISION must be 0 (tf32) or 1 (3xtf32)"
+#endif
+#if CHAIN % KSTEPS || CHAIN < KSTEPS
+#error "CHAIN must be a multiple of the k-steps per tile"
 #endif
 
 // ---- shared layouts -----------------------------------------------------------------------
@@ -453,6 +474,45 @@ __device__ __forceinline__ void mma_step(float (&acc)[MT][NT][4], const Frags& f
 #endif  // PRECISION
 }
 
+#if TOTALS
+// The thread's slot of accumulator tile (i, j) in the shared totals: [tile][thread] float4s,
+// so a warp's 16-byte accesses cover 512 consecutive bytes (conflict-free).
+__device__ __forceinline__ float4* total_slot(float4* totals, int i, int j, int tid)
+{
+    return totals + (i * NT + j) * THREADS + tid;
+}
+
+// End of a register chain: totals += acc (round to nearest), and acc restarts from zero.
+__device__ __forceinline__ void add_to_totals(float4* totals, float (&acc)[MT][NT][4], int tid)
+{
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            float4* slot = total_slot(totals, i, j, tid);
+            float4 t = *slot;
+            t.x += acc[i][j][0]; t.y += acc[i][j][1]; t.z += acc[i][j][2]; t.w += acc[i][j][3];
+            *slot = t;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        }
+}
+#endif
+
+// One element of op(A) * op(B) over k in [p0, p1) as an IEEE float32 FMA chain, read from
+// global memory: the epilogue's answer for the rare sums the tensor-core path left non-finite.
+__device__ __noinline__ float ieee_dot(const REAL* __restrict__ A, int lda,
+                                       const REAL* __restrict__ B, int ldb,
+                                       int i, int j, int p0, int p1)
+{
+    float s = 0.f;
+    for (int p = p0; p < p1; ++p) {
+        s = fmaf(A_AT(i, p), B_AT(p, j), s);
+        if (s != s) break;   // NaN stays NaN whatever follows
+    }
+    return s;
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
      const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc)
@@ -460,6 +520,9 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     extern __shared__ __align__(128) unsigned char smem_raw[];
     float* const sA = reinterpret_cast<float*>(smem_raw);
     float* const sB = sA + STAGES * A_STAGE;
+#if TOTALS
+    float4* const totals = reinterpret_cast<float4*>(sB + STAGES * B_STAGE);
+#endif
 
     // Group-M rasterisation: consecutive linear block ids walk GROUP_M block-rows per column.
     int bm = blockIdx.x, bn = blockIdx.y;
@@ -506,6 +569,13 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         for (int j = 0; j < NT; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+#if TOTALS
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) *total_slot(totals, i, j, tid) = make_float4(0.f, 0.f, 0.f, 0.f);
+    int chain = 0;   // k-tiles in the current register chain
+#endif
 
     // Prologue: fill STAGES-1 slots (empty groups keep the wait counts uniform).
 #pragma unroll
@@ -556,13 +626,30 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             mma_step(acc, fr[ks & 1]);
         }
         if (KSTEPS & 1) fr[0] = fr[1];   // odd k-steps: the next tile's first fragments are in 1
+#if TOTALS
+        if (++chain == CHAIN_TILES) {   // block-uniform
+            chain = 0;
+            add_to_totals(totals, acc, tid);
+        }
+#endif
     }
     cp_async_wait<0>();
+#if TOTALS
+    // The result: the shared total plus the last, partial chain.
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const float4 t = *total_slot(totals, i, j, tid);
+            acc[i][j][0] += t.x; acc[i][j][1] += t.y; acc[i][j][2] += t.z; acc[i][j][3] += t.w;
+        }
+#endif
 
     // Epilogue: acc[i][j][2h + e] is C(row0 + wm0 + RA*g + 2i + h, col0 + wn0 + RB*(2t + e) + j):
     // per column, RA consecutive rows (float4 along m where aligned).
     const int g = lane >> 2, t = lane & 3;
     const int gi0 = row0 + wm0 + RA * g;
+    const int p_end = min(k, (kt0 + ntiles) * BK);   // this block's k range, for ieee_dot
 #pragma unroll
     for (int j = 0; j < NT; ++j)
 #pragma unroll
@@ -576,6 +663,10 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #pragma unroll
                 for (int r = 0; r < 4; ++r) v[r] = acc[(4 * q + r) >> 1][j][2 * (r & 1) + e];
                 const int gi = gi0 + 4 * q;
+#pragma unroll
+                for (int r = 0; r < 4; ++r)   // Inf or NaN: IEEE's answer instead (see header)
+                    if (!(fabsf(v[r]) <= __int_as_float(0x7f7fffff)) && gi + r < m)
+                        v[r] = ieee_dot(A, lda, B, ldb, gi + r, gj, kt0 * BK, p_end);
 #if ALIGNED   // (the split-K workspace is 16-byte aligned too)
                 if (gi + 3 < m) {
                     store4(ccol + gi, make_float4(v[0], v[1], v[2], v[3]), alpha, beta);

@@ -36,7 +36,9 @@ def test_defaults_and_rules():
     with pytest.raises(ValueError, match="precision"):
         tf32.default_for("ieee")
     flush_in_tf32 = KernelConfig.make("tf32", {**tf32.DEFAULTS_BY_PRECISION["tf32"], "FLUSH": 1})
-    assert "FLUSH only in 3xtf32 mode" in family.violations(flush_in_tf32, "float32")
+    assert "FLUSH in 3xtf32 mode only and always" in family.violations(flush_in_tf32, "float32")
+    no_flush = KernelConfig.make("tf32", {**tf32.DEFAULTS_BY_PRECISION["3xtf32"], "FLUSH": 0})
+    assert "FLUSH in 3xtf32 mode only and always" in family.violations(no_flush, "float32")
     spills = KernelConfig.make("tf32", {**tf32.DEFAULTS_BY_PRECISION["3xtf32"], "WN": 64})
     assert any("registers" in v for v in family.violations(spills, "float32"))
     assert family.violations(tf32.default_for("tf32"), "float64")
