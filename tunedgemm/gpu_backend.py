@@ -85,7 +85,8 @@ def tile_launcher(dtype: np.dtype, config: KernelConfig | None = None,
 
 def _tile(form: BlasForm, alpha: float, beta: float, stream: Any, dtype: np.dtype,
           config: KernelConfig | None, precision: str) -> None:  # fmt: skip
-    run(form, dtype, alpha, beta, config, stream, precision)
+    # The pipeline calls this from a worker thread per GPU: plans of that GPU's cache.
+    run(form, dtype, alpha, beta, config, stream, precision, plans.cache_here())
 
 
 def _check_devices(problem: GemmProblem) -> None:
@@ -162,9 +163,11 @@ def run(
     config: KernelConfig | str | None = None,
     stream: Any = None,
     precision: str = IEEE,
+    plan_cache: Any = None,
 ) -> KernelConfig | str:
     """Run one column-major call with the given config (or cuBLAS), or with what the plan of
-    its key chose (tunedgemm/plans.py). Returns what ran: a KernelConfig or table.CUBLAS."""
+    its key chose (tunedgemm/plans.py; from `plan_cache`, default the process GPU's). Returns
+    what ran: a KernelConfig or table.CUBLAS."""
     from ._driver import stream_handle
 
     if alpha == 0.0 or form.k == 0:
@@ -176,7 +179,7 @@ def run(
     if config is None:
         plans.current()
         plan = plans.device_plan(plans.GemmKey.of(form, dtype_name(dtype), precision), form,
-                                 handle)  # fmt: skip
+                                 handle, plan_cache or plans.device_plans)  # fmt: skip
         plan.run(form.a, form.b, form.c, alpha, beta, handle)
         return plan.choice
     if config == table.CUBLAS:
