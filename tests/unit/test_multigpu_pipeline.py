@@ -3,8 +3,10 @@ NumPy stand-ins for the per-GPU workers (of different speeds), and the one-GPU g
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+import types
 from typing import ClassVar
 
 import numpy as np
@@ -191,13 +193,17 @@ def test_budget_is_the_least_free_memory_of_the_gpus(monkeypatch):
 
 def bound_thread(ordinal, work):
     """work() in a thread marked as bound to GPU `ordinal` (as cuda.bind marks it)."""
-    out = []
 
     def body():
         cuda._thread.bound_ordinal = ordinal
-        out.append(work())
+        return work()
 
-    thread = threading.Thread(target=body)
+    return in_thread(body)
+
+
+def in_thread(work):
+    out = []
+    thread = threading.Thread(target=lambda: out.append(work()))
     thread.start()
     thread.join()
     return out[0]
@@ -224,3 +230,106 @@ def test_table_lookup_takes_the_workers_gpu(monkeypatch):
     selection.choose("float32", 512, 512, 512)
     bound_thread(1, lambda: selection.choose("float32", 512, 512, 512))
     assert seen == [names[0], names[1]]
+
+
+@pytest.fixture
+def stand_in_driver(monkeypatch):
+    """A stand-in pycuda.driver with a context stack per thread and GPUs 0 (the process's,
+    an H100) and 1 (an A100), each with a primary context; mem_alloc hands out numbered
+    blocks that remember the context current when they were made."""
+
+    class Context:
+        stacks = threading.local()
+
+        def __init__(self, index):
+            self.index, self.handle = index, 1000 + index
+
+        @classmethod
+        def stack(cls):
+            if not hasattr(cls.stacks, "items"):
+                cls.stacks.items = []
+            return cls.stacks.items
+
+        def push(self):
+            self.stack().append(self)
+
+        @classmethod
+        def pop(cls):
+            cls.stack().pop()
+
+        @classmethod
+        def get_current(cls):
+            return cls.stack()[-1] if cls.stack() else None
+
+    class Block(int):
+        def free(self):
+            pass
+
+    allocated = []
+
+    def mem_alloc(size):
+        block = Block(len(allocated) + 1)
+        block.context = Context.get_current()
+        allocated.append(block)
+        return block
+
+    class Device:
+        models: ClassVar = [("NVIDIA H100 80GB HBM3", (9, 0)), ("NVIDIA A100-SXM4-40GB", (8, 0))]
+
+        def __init__(self, index):
+            self.index = index
+
+        def retain_primary_context(self):
+            return Context(self.index)
+
+        def compute_capability(self):
+            return self.models[self.index][1]
+
+        def name(self):
+            return self.models[self.index][0]
+
+    driver = types.SimpleNamespace(Context=Context, Device=Device, mem_alloc=mem_alloc,
+                                   MemoryError=MemoryError, Error=RuntimeError)  # fmt: skip
+    package = types.ModuleType("pycuda")
+    package.driver = driver
+    monkeypatch.setitem(sys.modules, "pycuda", package)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+    home = Context(0)
+    monkeypatch.setattr(cuda, "_context", [home])
+    monkeypatch.setattr(cuda, "ordinal", lambda: 0)
+    monkeypatch.setattr(cuda, "_primaries", {})
+    monkeypatch.setattr(cuda, "_bound_pools", {})
+    monkeypatch.setattr(cuda, "_scratch", cuda._ScratchPool())
+    for cached in (cuda._arch_of, cuda._identity_of):
+        cached.cache_clear()
+    yield home
+    for cached in (cuda._arch_of, cuda._identity_of):
+        cached.cache_clear()
+
+
+def test_a_bound_thread_works_in_its_gpus_context_and_pool(stand_in_driver):
+    home = stand_in_driver
+
+    def on_gpu(index):
+        cuda.bind(index)
+        ctx = cuda.context()
+        block = cuda.allocate(1 << 20)
+        return (ctx.index, block.allocation.context.index, block.pool, cuda.arch(),
+                cuda.gpu_identity()[1], cuda.current_ordinal())  # fmt: skip
+
+    other = in_thread(lambda: on_gpu(1))
+    assert other[:2] == (1, 1) and other[3:] == ("sm_80", "8.0", 1)
+    assert other[2] is cuda._bound_pools[1] and other[2] is not cuda._scratch
+    mine = in_thread(lambda: on_gpu(0))
+    assert mine[:2] == (0, 0) and mine[2] is cuda._scratch and mine[3] == "sm_90"
+    assert cuda.context() is home  # the caller's thread is not touched
+
+
+def test_a_thread_that_used_a_gpu_cannot_be_bound_to_another(stand_in_driver):
+    def used_then_bound():
+        cuda.context()
+        with pytest.raises(RuntimeError, match="cannot be bound"):
+            cuda.bind(1)
+        return True
+
+    assert in_thread(used_then_bound)
