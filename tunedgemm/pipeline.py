@@ -11,6 +11,10 @@ slice accumulated into the tile with beta = 1.
 
 Device tiles get leading dimensions padded to 16 bytes, so the aligned (vectorised) kernel
 variants run whatever the caller's shapes are.
+
+With several GPUs selected (TUNEDGEMM_DEVICES), each has a worker thread with its own
+pipeline as above, taking tiles from a shared queue (tunedgemm/tile_queue.py; `spread`); with
+one, the process's own, the pipeline runs in the caller's thread as it always did.
 """
 
 from __future__ import annotations
