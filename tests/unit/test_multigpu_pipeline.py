@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from helpers import assert_gemm, uniform
+from helpers import FakeContext, assert_gemm, uniform
 
 from tunedgemm import cuda, pipeline, plans, selection
 from tunedgemm._args import normalise
@@ -239,28 +239,12 @@ def stand_in_driver(monkeypatch):
     an H100) and 1 (an A100), each with a primary context; mem_alloc hands out numbered
     blocks that remember the context current when they were made."""
 
-    class Context:
-        stacks = threading.local()
+    class Context(FakeContext):
+        stacks: ClassVar[dict[int, list]] = {}  # (its own: no other test's stacks)
 
         def __init__(self, index):
-            self.index, self.handle = index, 1000 + index
-
-        @classmethod
-        def stack(cls):
-            if not hasattr(cls.stacks, "items"):
-                cls.stacks.items = []
-            return cls.stacks.items
-
-        def push(self):
-            self.stack().append(self)
-
-        @classmethod
-        def pop(cls):
-            cls.stack().pop()
-
-        @classmethod
-        def get_current(cls):
-            return cls.stack()[-1] if cls.stack() else None
+            super().__init__(1000 + index)
+            self.index = index
 
     class Block(int):
         def free(self):
