@@ -5,6 +5,9 @@ modules import it by name under --import-mode=importlib, where conftest.py is no
 
 from __future__ import annotations
 
+import threading
+from typing import ClassVar
+
 import numpy as np
 
 
@@ -48,3 +51,28 @@ def dask_client(n_workers: int, processes: bool):
                                        processes=processes, dashboard_address=":0")  # fmt: skip
     with cluster, distributed.Client(cluster) as client:
         yield client
+
+
+class FakeContext:
+    """Stands in for pycuda.driver.Context: a context stack per thread, as PyCUDA keeps (in C++
+    thread-local storage, which outlives a thread's Python state: here, keyed by thread id)."""
+
+    stacks: ClassVar[dict[int, list]] = {}
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    @classmethod
+    def stack(cls):
+        return cls.stacks.setdefault(threading.get_ident(), [])
+
+    def push(self):
+        self.stack().append(self)
+
+    @classmethod
+    def pop(cls):
+        cls.stack().pop()
+
+    @classmethod
+    def get_current(cls):
+        return cls.stack()[-1] if cls.stack() else None

@@ -66,11 +66,18 @@ def _lib() -> Any:
     return lt
 
 
-@functools.lru_cache(maxsize=1)
 def _handle() -> int:
+    """The cuBLASLt handle of the GPU this thread works for."""
     from . import cuda
 
-    cuda.context()
+    return _handle_of(cuda._thread.__dict__.get("bound_ordinal"))
+
+
+@functools.lru_cache(maxsize=64)
+def _handle_of(bound_ordinal: int | None) -> int:
+    from . import cuda
+
+    cuda.context()  # called in a thread of that GPU
     handle = _P()
     _check(_lib().cublasLtCreate(ctypes.byref(handle)), "cublasLtCreate")
     return int(handle.value or 0)

@@ -1,4 +1,9 @@
-"""The CUDA session: whether a GPU is usable (and why not), its primary context, memory pool."""
+"""The CUDA session: whether a GPU is usable (and why not), its primary context, memory pool.
+
+The process works on one GPU (autoprimaryctx's device). The host pipeline's worker threads for
+other GPUs (tunedgemm/pipeline.py) are bound to theirs with `bind`: in such a thread
+`context`, `arch`, `sm_count`, `gpu_identity` and `allocate` serve the bound GPU (its primary
+context and its own memory pool), so compiled kernels, plans and tables follow the device."""
 
 from __future__ import annotations
 
@@ -62,24 +67,99 @@ def device_name() -> str:
     return str(device().name())
 
 
-@functools.lru_cache(maxsize=1)
+def current_ordinal() -> int:
+    """The ordinal of the GPU this thread works for: its bound one, else the process's."""
+    bound = _thread.__dict__.get("bound_ordinal")
+    return ordinal() if bound is None else int(bound)
+
+
 def sm_count() -> int:
-    """The GPU's multiprocessors, asked of the driver once."""
+    """Multiprocessors of the GPU this thread works for (asked of the driver once per GPU)."""
+    return _sm_count_of(current_ordinal())
+
+
+@functools.lru_cache(maxsize=64)
+def _sm_count_of(index: int) -> int:
     import pycuda.driver as drv
 
-    return int(device().get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT))
+    return int(drv.Device(index).get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT))
+
+
+def gpu_identity() -> tuple[str, str]:
+    """(name, compute capability "9.0") of the GPU this thread works for: the tuning table's
+    key, so that each GPU of a mixed machine uses its own entries."""
+    return _identity_of(current_ordinal())
+
+
+@functools.lru_cache(maxsize=64)
+def _identity_of(index: int) -> tuple[str, str]:
+    import pycuda.driver as drv
+
+    dev = drv.Device(index)
+    return str(dev.name()), ".".join(map(str, dev.compute_capability()))
 
 
 def context() -> Any:
-    """The device's primary context (shared with CuPy and PyTorch), current in this thread."""
+    """The device's primary context (shared with CuPy and PyTorch), current in this thread
+    (in a thread bound to another GPU, that GPU's primary context)."""
     ctx = _context[0]
     if ctx is None:
         import pycuda.autoprimaryctx
 
         ctx = _context[0] = pycuda.autoprimaryctx.context
     if getattr(_thread, "pushed", None) is not ctx:
+        bound = _thread.__dict__.get("bound")
+        if bound is not None:
+            return bound
         ensure_current(ctx)
     return ctx
+
+
+_primaries: dict[int, Any] = {}  # ordinal -> its primary context, retained for the process
+_primaries_lock = threading.Lock()
+
+
+def primary_context(index: int) -> Any:
+    """GPU `index`'s primary context (retained once, kept): the process's own for its GPU."""
+    if index == ordinal():
+        context()
+        return _context[0]
+    with _primaries_lock:
+        ctx = _primaries.get(index)
+        if ctx is None:
+            import pycuda.driver as drv
+
+            ctx = _primaries[index] = drv.Device(index).retain_primary_context()
+        return ctx
+
+
+def bind(index: int) -> None:
+    """Make this thread work for GPU `index` until it ends: its primary context is pushed
+    here (and popped as the thread ends). The process's own GPU needs no binding."""
+    if index == ordinal():
+        context()
+        return
+    if _thread.__dict__.get("pushed") is not None:
+        raise RuntimeError("tunedgemm: a thread that has used a GPU cannot be bound to another")
+    ctx = primary_context(index)
+    ensure_current(ctx)
+    _thread.bound, _thread.bound_ordinal = ctx, index
+
+
+def free_bytes_of(index: int, release_pool: bool = False) -> int:
+    """Device memory free now on GPU `index` (asked from any thread); see free_bytes."""
+    if index == current_ordinal():
+        return free_bytes(release_pool)
+    import pycuda.driver as drv
+
+    ctx = primary_context(index)
+    ctx.push()
+    try:
+        if release_pool:
+            _pool_of(index).free_held()
+        return int(drv.mem_get_info()[0])
+    finally:
+        drv.Context.pop()
 
 
 _context: list[Any] = [None]  # autoprimaryctx's context, looked up once (every call asks)
@@ -148,7 +228,15 @@ def ensure_current(ctx: Any) -> None:
 
 
 def arch() -> str:
-    major, minor = device().compute_capability()
+    """The compute capability of the GPU this thread works for, as nvcc names it."""
+    return _arch_of(current_ordinal())
+
+
+@functools.lru_cache(maxsize=64)
+def _arch_of(index: int) -> str:
+    import pycuda.driver as drv
+
+    major, minor = drv.Device(index).compute_capability()
     return f"sm_{major}{minor}"
 
 
@@ -261,9 +349,23 @@ def _reap() -> None:
         _driver.events.give(event)  # the buffers go back to the pool as `done` is dropped
 
 
+# The pools of GPUs other than the process's own, for threads bound to them (a block of one
+# GPU's memory must never be handed to another's kernels).
+_bound_pools: dict[int, _ScratchPool] = {}
+
+
+def _pool_of(index: int) -> _ScratchPool:
+    if index == ordinal():
+        return _scratch
+    with _primaries_lock:
+        return _bound_pools.setdefault(index, _ScratchPool())
+
+
 def allocate(nbytes: int) -> ScratchBuffer:
-    """Scratch device memory from the pool (safe from any thread); back to it when dropped."""
-    return _scratch.take(nbytes)
+    """Scratch device memory from the pool of this thread's GPU (safe from any thread); back
+    to it when dropped."""
+    bound = _thread.__dict__.get("bound_ordinal")
+    return (_scratch if bound is None else _pool_of(bound)).take(nbytes)
 
 
 CU_STREAM_PER_THREAD = 2  # one handle that names each host thread's own default stream
@@ -310,5 +412,5 @@ def free_bytes(release_pool: bool = False) -> int:
 
     context()
     if release_pool:
-        _scratch.free_held()
+        _pool_of(current_ordinal()).free_held()
     return int(drv.mem_get_info()[0])

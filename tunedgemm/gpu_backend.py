@@ -97,7 +97,9 @@ class TileLauncher:
         if self.workspace is not None and isinstance(self.config, KernelConfig) and \
                 self.workspace.size >= launch.workspace_bytes(self.config, self.dtype, form):
             workspace = int(self.workspace)  # fmt: skip
-        run(form, self.dtype, alpha, beta, self.config, stream, self.precision, workspace)
+        # The pipeline calls this from a worker thread per GPU: plans of that GPU's cache.
+        run(form, self.dtype, alpha, beta, self.config, stream, self.precision, workspace,
+            plans.cache_here())
 
     def reserve(self, form: BlasForm, stream: Any) -> None:
         from ._driver import stream_handle
@@ -106,7 +108,7 @@ class TileLauncher:
             plans.current()
             handle = stream_handle(stream)
             key = plans.GemmKey.of(form, dtype_name(self.dtype), self.precision)
-            plans.device_plan(key, form, handle).reserve(handle)
+            plans.device_plan(key, form, handle, plans.cache_here()).reserve(handle)
         elif isinstance(self.config, KernelConfig):
             nbytes = launch.workspace_bytes(self.config, self.dtype, form)
             if nbytes > (0 if self.workspace is None else self.workspace.size):
@@ -188,10 +190,12 @@ def run(
     stream: Any = None,
     precision: str = IEEE,
     workspace: int = 0,
+    plan_cache: Any = None,
 ) -> KernelConfig | str:
     """Run one column-major call with the given config (or cuBLAS), or with what the plan of
-    its key chose (tunedgemm/plans.py). Returns what ran: a KernelConfig or table.CUBLAS.
-    `workspace`: for a given split-K config (launch.gemm)."""
+    its key chose (tunedgemm/plans.py; from `plan_cache`, default the process GPU's). Returns
+    what ran: a KernelConfig or table.CUBLAS. `workspace`: for a given split-K config
+    (launch.gemm)."""
     from ._driver import stream_handle
 
     if alpha == 0.0 or form.k == 0:
@@ -202,8 +206,9 @@ def run(
     handle = stream_handle(stream)
     if config is None:
         plans.current()
+        cache = plans.device_plans if plan_cache is None else plan_cache
         plan = plans.device_plan(plans.GemmKey.of(form, dtype_name(dtype), precision), form,
-                                 handle)  # fmt: skip
+                                 handle, cache)  # fmt: skip
         plan.run(form.a, form.b, form.c, alpha, beta, handle)
         return plan.choice
     if config == table.CUBLAS:

@@ -11,6 +11,10 @@ slice accumulated into the tile with beta = 1.
 
 Device tiles get leading dimensions padded to 16 bytes, so the aligned (vectorised) kernel
 variants run whatever the caller's shapes are.
+
+With several GPUs selected (TUNEDGEMM_DEVICES), each has a worker thread with its own
+pipeline as above, taking tiles from a shared queue (tunedgemm/tile_queue.py; `spread`); with
+one, the process's own, the pipeline runs in the caller's thread as it always did.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import numpy as np
 from . import settings
 from ._args import GemmProblem
 from ._layout import BlasForm, DeviceMatrix, blas_form
+from .tile_queue import Assignment, Tile, TileWorker, WorkerStats, run_tiles
 
 SINGLE_TILE_BYTES = 48 << 20  # below this, one tile: overlap would not repay its extra steps
 PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
@@ -118,9 +123,9 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def _edge(extent: int) -> int:
-    """A tile edge giving up to MAX_PANELS panels of about PANEL (whole QUANTUMs)."""
-    panels = min(MAX_PANELS, max(1, extent // PANEL))
+def _edge(extent: int, most: int = MAX_PANELS) -> int:
+    """A tile edge giving up to `most` panels of about PANEL (whole QUANTUMs)."""
+    panels = min(most, max(1, extent // PANEL))
     return min(extent, _round_up(-(-extent // panels), QUANTUM))
 
 
@@ -128,14 +133,16 @@ def _halve(edge: int) -> int:
     return max(MIN_EDGE, _round_up(edge // 2, QUANTUM))
 
 
-def plan(m: int, n: int, k: int, itemsize: int, budget: int) -> Plan:
-    """Tile edges for a host problem within `budget` bytes of device memory.
+def plan(m: int, n: int, k: int, itemsize: int, budget: int,
+         panels: int = MAX_PANELS) -> Plan:  # fmt: skip
+    """Tile edges for a host problem within `budget` bytes of (each GPU's) device memory, up
+    to `panels` panels per dimension.
 
     Raises MemoryError (saying how much is needed) when even the smallest tiles do not fit."""
     if itemsize * (m * k + k * n + m * n) <= SINGLE_TILE_BYTES:
         tm, tn, tk = m, n, k
     else:
-        tm, tn, tk = _edge(m), _edge(n), k
+        tm, tn, tk = _edge(m, panels), _edge(n, panels), k
     while True:
         for keep_b in (True, False):
             if device_bytes(m, n, k, tm, tn, tk, keep_b, itemsize) <= budget:
@@ -158,14 +165,17 @@ def plan(m: int, n: int, k: int, itemsize: int, budget: int) -> Plan:
                       for (e, v), extent in zip(edges.items(), (m, n, k), strict=True))  # fmt: skip
 
 
-def device_budget(release_pool: bool = False) -> int:
-    """Bytes a call may plan to use: TUNEDGEMM_DEVICE_MEMORY, else a share of free memory."""
+def device_budget(release_pool: bool = False, gpus: tuple[int, ...] = ()) -> int:
+    """Bytes a call may plan to use on each GPU: TUNEDGEMM_DEVICE_MEMORY, else a share of free
+    memory (of the process's GPU, or the least of `gpus`)."""
     cap = settings.get(DEVICE_MEMORY_ENV)
     if cap is not None:
         return int(cap)
     from . import cuda
 
-    return int(cuda.free_bytes(release_pool) * BUDGET_FRACTION)
+    if not gpus:
+        return int(cuda.free_bytes(release_pool) * BUDGET_FRACTION)
+    return int(min(cuda.free_bytes_of(g, release_pool) for g in gpus) * BUDGET_FRACTION)
 
 
 # Host copies -------------------------------------------------------------------------------
@@ -337,27 +347,33 @@ class _Staging:
         return index
 
     def release(self) -> None:
+        """Wait for every copy job, then give the buffers back (a job's error after)."""
+        from concurrent.futures import wait
+
         from . import pinned
 
-        for job in self.jobs:
-            if job is not None:
-                job.result()
+        jobs = [job for job in self.jobs if job is not None]
+        wait(jobs)  # all of them, even when one failed: none may write a buffer given back
         for buffer in self.buffers:
             pinned.give(buffer)
         self.buffers = []
+        for job in jobs:
+            job.result()
 
 
 class _Run:
     """One host problem through the pipeline (see the module docstring)."""
 
     def __init__(self, problem: GemmProblem, plan: Plan, launch: Launch,
-                 direct_out: bool = False):  # fmt: skip
+                 direct_out: bool = False, copy_out: str = "copy-out"):  # fmt: skip
         import pycuda.driver as drv
 
         from . import cuda
 
         self.drv = drv
         self.problem, self.plan, self.launch = problem, plan, launch
+        self.rows, self.cols = ranges(plan.m, plan.tm), ranges(plan.n, plan.tn)
+        self.copy_out = copy_out  # the name of the thread pool that copies C tiles out
         self.direct_out = direct_out  # out is pinned: tiles come down straight into it
         self.dtype = problem.dtype
         self.streams = _streams()
@@ -445,36 +461,41 @@ class _Run:
             reserve(blas_form(a_mat, b_mat, c_mat), self.streams.compute)
 
     def execute(self) -> None:
+        """Every tile, row by row (one GPU)."""
+        for ti in range(len(self.rows)):
+            for tj in range(len(self.cols)):
+                self.tile(ti, tj)
+
+    def tile(self, ti: int, tj: int) -> None:
+        """Queue tile (ti, tj) of C: its panels up (unless held), its products, its download."""
         p, problem = self.plan, self.problem
         a, b, out = problem.a, problem.b, problem.out
         assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
         assert isinstance(out, np.ndarray)
         self._reserve()
         compute = self.streams.compute
-        out_order = _order_of(out)
-        for ti, (i0, i1) in enumerate(ranges(p.m, p.tm)):
-            for tj, (j0, j1) in enumerate(ranges(p.n, p.tn)):
-                c_slot = self.ring_c.next()
-                if c_slot.free is not None:
-                    compute.wait_for_event(c_slot.free)  # its last tile has been downloaded
-                tile = out[i0:i1, j0:j1]
-                if problem.beta != 0.0:
-                    c_mat = self._upload(tile, self.ring_c, c_slot, out_order)
-                else:
-                    c_mat = self._device_block(self.ring_c, c_slot, tile.shape, out_order)
-                beta = problem.beta
-                for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
-                    a_mat = self._operand(self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1])  # noqa: B023
-                    b_mat = self._operand(self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
-                    self.launch(blas_form(a_mat, b_mat, c_mat), problem.alpha, beta, compute)
-                    beta = 1.0  # later k slices accumulate
-                    used = self.drv.Event()
-                    used.record(compute)
-                    for ring, key in ((self.ring_a, (ti, kc)), (self.ring_b, (kc, tj))):
-                        slot = ring.find(key)
-                        assert slot is not None
-                        slot.free = used
-                self._download(c_mat, tile, c_slot)
+        (i0, i1), (j0, j1) = self.rows[ti], self.cols[tj]
+        c_slot = self.ring_c.next()
+        if c_slot.free is not None:
+            compute.wait_for_event(c_slot.free)  # its last tile has been downloaded
+        tile = out[i0:i1, j0:j1]
+        if problem.beta != 0.0:
+            c_mat = self._upload(tile, self.ring_c, c_slot, _order_of(out))
+        else:
+            c_mat = self._device_block(self.ring_c, c_slot, tile.shape, _order_of(out))
+        beta = problem.beta
+        for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
+            a_mat = self._operand(self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1])  # noqa: B023
+            b_mat = self._operand(self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
+            self.launch(blas_form(a_mat, b_mat, c_mat), problem.alpha, beta, compute)
+            beta = 1.0  # later k slices accumulate
+            used = self.drv.Event()
+            used.record(compute)
+            for ring, key in ((self.ring_a, (ti, kc)), (self.ring_b, (kc, tj))):
+                slot = ring.find(key)
+                assert slot is not None
+                slot.free = used
+        self._download(c_mat, tile, c_slot)
 
     def _download(self, c_mat: DeviceMatrix, tile: np.ndarray, c_slot: _Slot) -> None:
         from . import pinned
@@ -502,15 +523,20 @@ class _Run:
             _traced("wait download", done.synchronize)
             _traced(f"copy out {tile.shape}", lambda: host_copy(tile, staged))
 
-        self.stage_out.jobs[index] = _pool("copy-out", 2).submit(copy_out)
+        self.stage_out.jobs[index] = _pool(self.copy_out, 2).submit(copy_out)
 
     def close(self) -> None:
-        """Wait for every transfer and copy, then hand the buffers back."""
-        for stream in (self.streams.up, self.streams.compute, self.streams.down):
-            stream.synchronize()
-        self.stage_out.release()
-        self.stage_in.release()
-        self.keep.clear()
+        """Wait for every transfer and copy, then hand the buffers back (also when a wait
+        fails: the first error is raised after)."""
+        try:
+            for stream in (self.streams.up, self.streams.compute, self.streams.down):
+                stream.synchronize()
+        finally:
+            try:
+                self.stage_out.release()
+            finally:
+                self.stage_in.release()
+                self.keep.clear()
 
 
 def _single_tile(problem: GemmProblem, launch: Launch,
@@ -574,27 +600,118 @@ def _single_tile(problem: GemmProblem, launch: Launch,
 
 def gemm(problem: GemmProblem, launch: Launch,
          budget: int | None = None) -> Plan:  # fmt: skip
-    """problem.out = alpha a @ b + beta out for host a, b, out (alpha != 0, k > 0)."""
+    """problem.out = alpha a @ b + beta out for host a, b, out (alpha != 0, k > 0), on the
+    GPUs TUNEDGEMM_DEVICES selects (tunedgemm/devices.py)."""
     m, n, k = problem.shape
     itemsize = problem.dtype.itemsize
-    small = itemsize * (m * k + k * n + m * n) <= UNQUERIED_BYTES
-    if budget is None and small and settings.get(DEVICE_MEMORY_ENV) is None:
-        budget = UNQUERIED_BYTES * 4  # fits on any GPU we build for: skip asking the driver
-    if budget is not None:
-        chosen = plan(m, n, k, itemsize, budget)
-    else:
-        chosen = plan(m, n, k, itemsize, device_budget())
-        if chosen.out_of_core and settings.get(DEVICE_MEMORY_ENV) is None:
-            # Memory the pool holds for reuse counts as free once handed back.
-            chosen = plan(m, n, k, itemsize, device_budget(release_pool=True))
+    home, gpus = _host_gpus()
+    if gpus == (home,):  # one GPU, the process's own: the single-GPU pipeline, as it was
+        return _on_one_gpu(problem, launch, budget, home)
+    chosen = _plan(m, n, k, itemsize, budget, gpus, MAX_PANELS * len(gpus))
+    with _host_calls:
+        direct_out = _straight_down(problem)
+        if chosen.tiles == 1 and not chosen.out_of_core and home in gpus:
+            _single_tile(problem, launch, direct_out)
+            _record({home: 1})
+        else:
+            spread(problem, chosen, gpus, lambda g: _GpuWorker(g, problem, chosen, launch,
+                                                               direct_out))  # fmt: skip
+    return chosen
+
+
+def _on_one_gpu(problem: GemmProblem, launch: Launch, budget: int | None, home: int) -> Plan:
+    """The single-GPU pipeline: in the caller's thread, on its context and streams."""
+    m, n, k = problem.shape
+    chosen = _plan(m, n, k, problem.dtype.itemsize, budget, (), MAX_PANELS)
     with _host_calls:
         direct_out = _straight_down(problem)
         if chosen.tiles == 1 and not chosen.out_of_core:
             _single_tile(problem, launch, direct_out)
-            return chosen
-        run = _Run(problem, chosen, launch, direct_out)
-        try:
-            run.execute()
-        finally:
-            run.close()
+        else:
+            run = _Run(problem, chosen, launch, direct_out)
+            try:
+                run.execute()
+            finally:
+                run.close()
+        _record({home: chosen.tiles})
     return chosen
+
+
+def _plan(m: int, n: int, k: int, itemsize: int, budget: int | None, gpus: tuple[int, ...],
+          panels: int) -> Plan:  # fmt: skip
+    """The tiles of a call: within `budget`, else within what every GPU of `gpus` (() the
+    process's) has free."""
+    small = itemsize * (m * k + k * n + m * n) <= UNQUERIED_BYTES
+    if budget is None and small and settings.get(DEVICE_MEMORY_ENV) is None:
+        budget = UNQUERIED_BYTES * 4  # fits on any GPU we build for: skip asking the driver
+    if budget is not None:
+        return plan(m, n, k, itemsize, budget, panels)
+    chosen = plan(m, n, k, itemsize, device_budget(gpus=gpus), panels)
+    if chosen.out_of_core and settings.get(DEVICE_MEMORY_ENV) is None:
+        # Memory the pool holds for reuse counts as free once handed back.
+        chosen = plan(m, n, k, itemsize, device_budget(True, gpus), panels)
+    return chosen
+
+
+def _host_gpus() -> tuple[int, tuple[int, ...]]:
+    """(the process's GPU, the ordinals of the GPUs host calls use): TUNEDGEMM_DEVICES."""
+    from . import cuda, devices
+
+    home = cuda.ordinal()
+    return home, tuple(g.index for g in devices.selected()) or (home,)
+
+
+# Several GPUs ------------------------------------------------------------------------------
+
+_last: list[dict[int, int]] = [{}]
+
+
+def _record(tiles: dict[int, int]) -> None:
+    _last[0] = tiles
+
+
+def last_spread() -> dict[int, int]:
+    """The tiles of C each GPU (by ordinal) computed in the last host call through the GPU
+    pipeline of this process (host calls run one at a time)."""
+    return dict(_last[0])
+
+
+class _GpuWorker:
+    """One GPU's share of a call (a TileWorker): in its own thread, bound to the GPU's primary
+    context, with its own streams, rings of device blocks, pinned staging and plans."""
+
+    def __init__(self, index: int, problem: GemmProblem, plan: Plan, launch: Launch,
+                 direct_out: bool) -> None:  # fmt: skip
+        self.name = f"gpu{index}"
+        self.index, self.problem, self.plan = index, problem, plan
+        self.launch, self.direct_out = launch, direct_out
+        self.pipeline: _Run | None = None
+
+    def open(self) -> None:
+        from . import cuda
+
+        cuda.bind(self.index)
+        self.pipeline = _Run(self.problem, self.plan, self.launch, self.direct_out,
+                             copy_out=f"copy-out-{self.index}")  # fmt: skip
+
+    def run(self, assignment: Assignment) -> None:
+        assert self.pipeline is not None
+        self.pipeline.tile(assignment.tile.row, assignment.tile.col)
+
+    def close(self) -> None:
+        if self.pipeline is not None:
+            self.pipeline.close()
+
+
+def spread(problem: GemmProblem, chosen: Plan, gpus: tuple[int, ...],
+           worker: Callable[[int], TileWorker]) -> list[WorkerStats]:  # fmt: skip
+    """Every tile of `chosen` done once, over one worker (thread) per GPU taking tiles from a
+    shared queue (tunedgemm/tile_queue.py): each keeps two A panels, as the pipeline's ring,
+    and all its B panels where the plan keeps B. A worker's error stops the others after
+    their current tile and is raised here once all have closed."""
+    rows, cols = len(ranges(chosen.m, chosen.tm)), len(ranges(chosen.n, chosen.tn))
+    tiles = [Tile(r, c) for r in range(rows) for c in range(cols)]
+    stats = run_tiles(tiles, [worker(g) for g in gpus], row_slots=2,
+                      col_slots=None if chosen.keep_b else 2, own_threads=True)  # fmt: skip
+    _record({g: len(s.tiles) for g, s in zip(gpus, stats, strict=True)})
+    return stats

@@ -93,6 +93,9 @@ class _Cache:
 
 device_plans = _Cache()  # GemmKey -> DevicePlan
 call_plans = _Cache()  # call signature -> CallPlan
+# DevicePlans of the other GPUs host calls spread over (tunedgemm/pipeline.py), by ordinal:
+# a plan holds kernels loaded into one GPU's context, and that GPU's own table choice.
+_other_devices: dict[int, _Cache] = {}
 _state: list[Any] = [None]
 
 
@@ -111,6 +114,8 @@ def clear() -> None:
 
     device_plans.clear()
     call_plans.clear()
+    for cache in list(_other_devices.values()):
+        cache.clear()
     selection.forget()
     autotune.clear()
 
@@ -278,14 +283,26 @@ class _OwnLaunches:
                          size), alpha, beta, s, workspace)  # fmt: skip
 
 
-def device_plan(key: GemmKey, form: BlasForm, stream: int) -> DevicePlan:
+def device_plan(key: GemmKey, form: BlasForm, stream: int,
+                cache: _Cache = device_plans) -> DevicePlan:  # fmt: skip
     """The plan of key (built on first use; `form` holds the first call's operands, which
     autotuning reads)."""
-    found = device_plans.get(key)
+    found = cache.get(key)
     if found is None:
         found = DevicePlan(key, form, stream)
-        device_plans.put(key, found)
+        cache.put(key, found)
     return found
+
+
+def cache_here() -> _Cache:
+    """The DevicePlan cache of the GPU this thread works for (tunedgemm.cuda.bind)."""
+    bound = cuda._thread.__dict__.get("bound_ordinal")
+    if bound is None:
+        return device_plans
+    cache = _other_devices.get(bound)
+    if cache is None:
+        cache = _other_devices.setdefault(bound, _Cache())
+    return cache
 
 
 class CallPlan:

@@ -73,16 +73,24 @@ def status() -> tuple[bool, str]:
     return True, f"cuBLAS {version} via scikit-cuda"
 
 
-@functools.lru_cache(maxsize=1)
 def _handle() -> int:
+    """The cuBLAS handle of the GPU this thread works for (a handle belongs to one GPU)."""
     from . import cuda
 
-    cuda.context()
+    return _handle_of(cuda._thread.__dict__.get("bound_ordinal"))
+
+
+@functools.lru_cache(maxsize=64)
+def _handle_of(bound_ordinal: int | None) -> int:
+    from . import cuda
+
+    cuda.context()  # called in a thread of that GPU: the handle is made for it
     return int(_cublas().cublasCreate())
 
 
-_stream_in_use: list[int] = [0]
-# The handle's stream is state shared by every thread: setting it and launching go together.
+# (cuBLAS handle, stream) last set: a handle's stream is state shared by every thread, so
+# setting it and launching go together, under _handle_lock.
+_stream_in_use: list[tuple[int, int] | None] = [None]
 _handle_lock = threading.Lock()
 
 
@@ -91,10 +99,10 @@ def set_stream(stream: Any) -> None:
     stream or a raw handle. The caller holds _handle_lock."""
     from ._driver import stream_handle
 
-    handle = stream_handle(stream)
-    if handle != _stream_in_use[0]:
-        _cublas().cublasSetStream(_handle(), handle)
-        _stream_in_use[0] = handle
+    handle, cublas_handle = stream_handle(stream), _handle()
+    if (cublas_handle, handle) != _stream_in_use[0]:
+        _cublas().cublasSetStream(cublas_handle, handle)
+        _stream_in_use[0] = (cublas_handle, handle)
 
 
 class CublasError(RuntimeError):
@@ -233,9 +241,9 @@ def direct(dtype: np.dtype, precision: str = "ieee") -> Any:
     def run(ta: bool, tb: bool, m: int, n: int, k: int, alpha: float, a: int, lda: int, b: int,
             ldb: int, beta: float, c: int, ldc: int, stream: int) -> None:  # fmt: skip
         with _handle_lock:
-            if stream != _stream_in_use[0]:
+            if (handle, stream) != _stream_in_use[0]:
                 _cublas().cublasSetStream(handle, stream)
-                _stream_in_use[0] = stream
+                _stream_in_use[0] = (handle, stream)
             alpha_box.value = alpha
             beta_box.value = beta
             status = function(handle, _OP_T if ta else _OP_N, _OP_T if tb else _OP_N, m, n, k,

@@ -147,9 +147,9 @@ def _filling_variants(offered: list[KernelConfig], bases: list[KernelConfig], dt
     return fresh[:FILL_CANDIDATES]
 
 
-@functools.lru_cache(maxsize=1)
 def _sm_count() -> int:
-    """Multiprocessors of the GPU in use (without one: the H100's, as the tuner assumes)."""
+    """Multiprocessors of the GPU this thread works for (without one: the H100's, as the
+    tuner assumes)."""
     from . import cuda
 
     try:
@@ -206,14 +206,14 @@ def _violations(config: KernelConfig, dtype: str) -> list[str]:
     return family.violations(config, dtype)
 
 
-@functools.lru_cache(maxsize=1)
 def _current_gpu() -> tuple[str, str]:
-    """(name, compute capability) of the GPU in use: one device per process, asked once."""
+    """(name, compute capability) of the GPU this thread works for (the host pipeline's
+    workers each look up their own GPU's entries), asked of the driver once per GPU."""
     from . import cuda
 
     if not cuda.status()[0]:
         return "none", "none"
-    return cuda.device_name(), ".".join(map(str, cuda.device().compute_capability()))
+    return cuda.gpu_identity()
 
 
 def _choose_mode(dtype: str, m: int, n: int, k: int, trans_a: bool, trans_b: bool, gpu: str,

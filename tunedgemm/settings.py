@@ -98,14 +98,15 @@ _DECLARED = (
             "time the table's few best candidates on the first call of a shape (autotune)",
             decides=True),
     Setting("TUNEDGEMM_DEVICE_MEMORY", _bytes, None, "a positive size such as 2G or 512M",
-            "cap on the device memory a host call plans to use (default: 80% of what is free)",
+            "cap on the device memory a host call plans to use on each GPU (default: 80% of "
+            "what is free)",
             decides=True),
     Setting("TUNEDGEMM_PINNED_RESULTS", _boolean, True, "1/0, yes/no, true/false, on/off",
             "new host results in pooled pinned memory (0: ordinary arrays)"),
     Setting("TUNEDGEMM_LOG_SHAPES", _path, None, "a writable file path",
             "append each distinct GPU product shape to this file, for the tuner", decides=True),
     Setting("TUNEDGEMM_DEVICES", _name, None, "all, or GPU ordinals such as 0,1",
-            "which GPUs host calls may use", decides=True),
+            "which GPUs host calls spread their tiles over", decides=True),
 )
 SETTINGS: dict[str, Setting] = {s.name: s for s in _DECLARED}
 DECIDING = tuple(s.name for s in _DECLARED if s.decides)

@@ -19,7 +19,8 @@ Held panels are modelled as a ring per worker: with `row_slots` (or `col_slots`)
 oldest panel makes room for a new one, which is what a device ring that takes its next slot
 round-robin at each upload does. Each Assignment says which panels the worker must upload.
 
-`run_tiles` drives one thread per worker (the caller's own thread when there is one worker):
+`run_tiles` drives one thread per worker (the caller's own thread when there is one worker,
+unless asked otherwise):
 a worker's exception, KeyboardInterrupt included, stops the others after their current tile
 and is raised in the caller once every worker has closed.
 """
@@ -148,9 +149,11 @@ class TileWorker(Protocol):
 
 
 def run_tiles(tiles: Iterable[Tile], workers: Sequence[TileWorker], row_slots: int | None = None,
-              col_slots: int | None = None) -> list[WorkerStats]:  # fmt: skip
+              col_slots: int | None = None,
+              own_threads: bool = False) -> list[WorkerStats]:  # fmt: skip
     """Do every tile exactly once, on whichever worker is ready first (see the module
-    docstring); returns what each worker did, in the order of `workers`."""
+    docstring); returns what each worker did, in the order of `workers`. `own_threads`:
+    a thread per worker even for one (a worker that binds its thread to a GPU)."""
     queue = TileQueue(tiles, len(workers), row_slots, col_slots)
     stats = [WorkerStats(w.name) for w in workers]
     errors: list[BaseException] = []
@@ -174,7 +177,8 @@ def run_tiles(tiles: Iterable[Tile], workers: Sequence[TileWorker], row_slots: i
         finally:
             finished[index].set()
 
-    if len(workers) == 1:  # no thread: the caller's thread-local streams serve as they are
+    if len(workers) == 1 and not own_threads:
+        # No thread: the caller's thread-local streams serve as they are.
         work(0)
     else:
         _in_threads(work, workers, finished, queue, errors)

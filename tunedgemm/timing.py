@@ -86,8 +86,15 @@ def _hold(seconds: float, stream: Any) -> None:
         kernel(np.uint64(seconds * 1e9), block=(1, 1, 1), grid=(1, 1), stream=stream)
 
 
-@functools.cache
 def _hold_kernel() -> Any:
+    """The hold kernel in the context of this thread's GPU (a function belongs to one)."""
+    from . import cuda
+
+    return _hold_kernel_in(cuda._thread.__dict__.get("bound_ordinal"))
+
+
+@functools.cache
+def _hold_kernel_in(bound_ordinal: int | None) -> Any:
     from . import cuda
 
     try:

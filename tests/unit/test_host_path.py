@@ -8,10 +8,10 @@ import json
 import sys
 import threading
 import types
-import typing
 
 import numpy as np
 import pytest
+from helpers import FakeContext
 
 import tunedgemm as tg
 from tunedgemm import crossover, cuda, pinned, pipeline, streams
@@ -265,35 +265,10 @@ class _FakeAllocation:
         self.freed = True
 
 
-class _FakeContext:
-    """Stands in for pycuda.driver.Context: a context stack per thread, as PyCUDA keeps (in C++
-    thread-local storage, which outlives a thread's Python state: here, keyed by thread id)."""
-
-    stacks: typing.ClassVar[dict[int, list]] = {}
-
-    def __init__(self, handle):
-        self.handle = handle
-
-    @classmethod
-    def stack(cls):
-        return cls.stacks.setdefault(threading.get_ident(), [])
-
-    def push(self):
-        self.stack().append(self)
-
-    @classmethod
-    def pop(cls):
-        cls.stack().pop()
-
-    @classmethod
-    def get_current(cls):
-        return cls.stack()[-1] if cls.stack() else None
-
-
 @pytest.fixture
 def fake_driver(monkeypatch):
     driver = types.SimpleNamespace(mem_alloc=_FakeAllocation, MemoryError=MemoryError,
-                                   Context=_FakeContext, Error=RuntimeError)  # fmt: skip
+                                   Context=FakeContext, Error=RuntimeError)  # fmt: skip
     package = types.ModuleType("pycuda")
     package.driver = driver
     monkeypatch.setitem(sys.modules, "pycuda", package)
@@ -333,13 +308,13 @@ def test_scratch_buffers_return_to_the_pool_from_any_thread(fake_driver):
 def test_a_thread_pops_the_context_it_pushed_when_it_ends(fake_driver, monkeypatch):
     """PyCUDA aborts the process when a thread ends with a context on its stack."""
     monkeypatch.setattr(cuda, "_thread", threading.local())
-    ctx = _FakeContext(0xC0)
+    ctx = FakeContext(0xC0)
     stacks = []
 
     def call():
         cuda.ensure_current(ctx)
         cuda.ensure_current(ctx)  # once per thread
-        stacks.append(_FakeContext.stack())
+        stacks.append(FakeContext.stack())
 
     worker = threading.Thread(target=call)
     worker.start()
@@ -350,12 +325,12 @@ def test_a_thread_pops_the_context_it_pushed_when_it_ends(fake_driver, monkeypat
 def test_per_thread_objects_are_released_before_the_context_is_popped(fake_driver, monkeypatch):
     """PyCUDA cannot free a thread's stream once its context is popped (it warns and leaks)."""
     monkeypatch.setattr(cuda, "_thread", threading.local())
-    ctx = _FakeContext(0xC1)
+    ctx = FakeContext(0xC1)
     seen = []
 
     class Resource:
         def __del__(self):
-            seen.append(("released", _FakeContext.get_current()))
+            seen.append(("released", FakeContext.get_current()))
 
     def call():
         cuda.ensure_current(ctx)
