@@ -34,9 +34,10 @@ def gemm_into(problem: GemmProblem) -> None:
     """Write alpha * a @ b + beta * out into problem.out (host arrays only).
 
     By one BLAS call where SciPy is installed and BLAS takes the arrays as they lie
-    (tunedgemm._host_blas: it raises nothing, as SciPy). Otherwise everything is computed into new arrays and copied into out at the end, so that an error
-    on the way (a FloatingPointError under np.errstate(...="raise")) leaves out, which may be
-    the caller's c, as it was. alpha and beta are already in the dtype's precision."""
+    (tunedgemm._host_blas: it raises nothing, as SciPy). Otherwise everything is computed into
+    new arrays and copied into out at the end, so that an error on the way (a
+    FloatingPointError under np.errstate(...="raise")) leaves out, which may be the caller's
+    c, as it was. alpha and beta are already in the dtype's precision."""
     a, b, out = problem.a, problem.b, problem.out
     assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and isinstance(out, np.ndarray)
     m, n, k = problem.shape
