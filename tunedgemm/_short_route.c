@@ -13,7 +13,11 @@
  * The Python side (tunedgemm/_small_host.py) hands over what the route reads: the crossover
  * size per dtype once it is known (0 until then: such calls go to Python, which fills it),
  * the process environment's dict and the setting names whose presence sends every call to
- * Python, np.matmul, and the size below which np.dot's core is called instead. */
+ * Python, np.matmul, and the size below which np.dot's core is called instead; and, where SciPy
+ * is installed, tunedgemm/_host_blas.py hands over its BLAS sgemm and dgemm
+ * (scipy.linalg.cython_blas's capsules: the routines scipy.linalg.blas calls), which serve a
+ * gemm whose operands BLAS takes as they lie (blas_gemm; gemm_into for the Python routes).
+ * Nothing here links to BLAS at build time. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,6 +25,7 @@
 #include <numpy/arrayobject.h>
 #include <fenv.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h> /* offsetof */
 #include <string.h> /* memcpy */
@@ -35,6 +40,25 @@ static double dot_limit = 0.0;
 /* The crossover size per dtype (index 0 float32, 1 float64; 0: not known yet, ask Python). */
 static double crossover_size[2] = {0.0, 0.0};
 static PyArray_Descr *descr_f32 = NULL, *descr_f64 = NULL;
+
+/* BLAS's sgemm and dgemm, Fortran's calling convention as scipy.linalg.cython_blas declares
+ * them (LP64: int dimensions; no hidden lengths for the one-character flags); NULL where SciPy
+ * is missing or its capsules have another signature: then NumPy computes every product. */
+typedef void sgemm_routine(char *, char *, int *, int *, int *, float *, float *, int *, float *,
+                           int *, float *, float *, int *);
+typedef void dgemm_routine(char *, char *, int *, int *, int *, double *, double *, int *,
+                           double *, int *, double *, double *, int *);
+static sgemm_routine *blas_sgemm = NULL;
+static dgemm_routine *blas_dgemm = NULL;
+#define CYTHON_BLAS_TYPE(letter) "__pyx_t_5scipy_6linalg_11cython_blas_" letter " *"
+#define CYTHON_GEMM_SIGNATURE(letter)                                                         \
+    "void (char *, char *, int *, int *, int *, " CYTHON_BLAS_TYPE(letter) ", "               \
+    CYTHON_BLAS_TYPE(letter) ", int *, " CYTHON_BLAS_TYPE(letter) ", int *, "                  \
+    CYTHON_BLAS_TYPE(letter) ", " CYTHON_BLAS_TYPE(letter) ", int *)"
+/* Above this much work (m n k) a BLAS call lets other threads run, as np.matmul does; below
+ * it the 0.05-0.1 us of giving up and taking back the GIL would show (a 32^3 product takes
+ * 1-3 us). */
+#define BLAS_KEEPS_GIL_BELOW (48.0 * 48.0 * 48.0)
 
 static PyObject *gemm_names[9]; /* alpha a b beta c trans_a trans_b overwrite_c stream */
 static PyObject *matmul_names[4]; /* a b out stream */
@@ -367,12 +391,139 @@ rounded(double value, int single, double *out)
 
 #define NOT_HERE ((PyObject *)1) /* a call for the Python routine */
 
+/* A matrix operand as BLAS reads it without a copy: its data, its flag ('N' for op(x) = x as
+ * it lies in Fortran order, 'T' for its transpose; trans 2, the conjugate transpose, is the
+ * transpose of a real matrix) and its leading dimension. */
+typedef struct {
+    char *data;
+    char trans;
+    int lead;
+} blas_operand;
+
+/* x (op(x) its transpose where trans) as BLAS reads it: Fortran-ordered as it is, or C-ordered,
+ * which is the transpose of a Fortran-ordered matrix (the flag flipped). 0 where BLAS cannot
+ * read it as it lies: neither contiguous, unaligned, or too large for a Fortran int. The
+ * Python route's _blas_operand makes the same choice (F-ordered first: a matrix of one row
+ * or column may be both). */
+static int
+as_blas_operand(PyArrayObject *x, int trans, blas_operand *out)
+{
+    npy_intp rows = PyArray_DIM(x, 0), cols = PyArray_DIM(x, 1), lead;
+    if (!PyArray_ISALIGNED(x) || rows > INT_MAX || cols > INT_MAX)
+        return 0;
+    if (PyArray_IS_F_CONTIGUOUS(x)) {
+        out->trans = trans ? 'T' : 'N';
+        lead = rows;
+    }
+    else if (PyArray_IS_C_CONTIGUOUS(x)) {
+        out->trans = trans ? 'N' : 'T';
+        lead = cols;
+    }
+    else
+        return 0;
+    out->lead = lead > 1 ? (int)lead : 1; /* BLAS asks for at least 1 */
+    out->data = PyArray_DATA(x);
+    return 1;
+}
+
+/* C = alpha op(A) op(B) + beta C by BLAS, C the Fortran-ordered rows x cols matrix at c_data.
+ * beta == 0 does not read C: the reference BLAS sets C to alpha op(A) op(B) without reading
+ * it, and OpenBLAS (SciPy's) follows it (tests/unit/test_short_route.py holds it to that,
+ * with NaN in C); a new result is therefore left uninitialised. alpha and beta are rounded to
+ * the routine's precision already. */
+static void
+call_blas(int single, const blas_operand *A, const blas_operand *B, npy_intp rows,
+          npy_intp cols, npy_intp depth, double alpha, double beta, char *c_data)
+{
+    char trans_a = A->trans, trans_b = B->trans;
+    int m = (int)rows, n = (int)cols, k = (int)depth, lda = A->lead, ldb = B->lead;
+    int ldc = m > 1 ? m : 1;
+    float alpha_f = (float)alpha, beta_f = (float)beta;
+    sgemm_routine *sgemm = blas_sgemm; /* (configure() may run while the GIL is given up) */
+    dgemm_routine *dgemm = blas_dgemm;
+    int release = (double)m * (double)n * (double)k >= BLAS_KEEPS_GIL_BELOW;
+    PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+    if (single)
+        sgemm(&trans_a, &trans_b, &m, &n, &k, &alpha_f, (float *)A->data, &lda,
+              (float *)B->data, &ldb, &beta_f, (float *)c_data, &ldc);
+    else
+        dgemm(&trans_a, &trans_b, &m, &n, &k, &alpha, (double *)A->data, &lda,
+              (double *)B->data, &ldb, &beta, (double *)c_data, &ldc);
+    if (saved != NULL)
+        PyEval_RestoreThread(saved);
+}
+
+static char
+flipped(char trans)
+{
+    return trans == 'N' ? 'T' : 'N';
+}
+
+/* out = alpha op(a) op(b) + beta out by one BLAS call, as SciPy's sgemm/dgemm computes it
+ * (beta fused, the result written once), where BLAS takes the operands as they lie
+ * (as_blas_operand) and out is Fortran-ordered, or C-ordered as its transpose out^T =
+ * op(b)^T op(a)^T; 0 (nothing done) otherwise. The caller has checked the rest: one dtype
+ * (single: float32), out aligned of shape (m, n), the product read (k > 0, alpha != 0),
+ * 0 < m, n. BLAS raises nothing, so NaN and Inf come out as SciPy's. */
+static int
+blas_into(int single, PyArrayObject *a, PyArrayObject *b, int trans_a, int trans_b,
+          PyArrayObject *out, npy_intp m, npy_intp n, npy_intp k, double alpha, double beta)
+{
+    blas_operand A, B;
+    if ((single ? (void *)blas_sgemm : (void *)blas_dgemm) == NULL ||
+        !as_blas_operand(a, trans_a, &A) || !as_blas_operand(b, trans_b, &B))
+        return 0;
+    if (PyArray_IS_F_CONTIGUOUS(out))
+        call_blas(single, &A, &B, m, n, k, alpha, beta, PyArray_DATA(out));
+    else if (PyArray_IS_C_CONTIGUOUS(out)) {
+        A.trans = flipped(A.trans), B.trans = flipped(B.trans);
+        call_blas(single, &B, &A, n, m, k, alpha, beta, PyArray_DATA(out));
+    }
+    else
+        return 0;
+    return 1;
+}
+
+/* The gemm by BLAS (blas_into) into c in place, or into a new Fortran-ordered array (c copied
+ * in first where beta reads it); NOT_HERE where BLAS cannot take the operands as they lie (or
+ * c in place is neither Fortran- nor C-ordered), NULL with an exception where the new array
+ * cannot be made. c changes in the BLAS call alone. */
+static PyObject *
+blas_gemm(int single, PyArrayObject *a, PyArrayObject *b, PyArrayObject *c, int in_place,
+          int trans_a, int trans_b, npy_intp m, npy_intp n, npy_intp k, double alpha,
+          double beta)
+{
+    blas_operand A, B; /* (checked before a new array is made for nothing) */
+    if ((single ? (void *)blas_sgemm : (void *)blas_dgemm) == NULL || m <= 0 || n <= 0 ||
+        !as_blas_operand(a, trans_a, &A) || !as_blas_operand(b, trans_b, &B))
+        return NOT_HERE;
+    if (in_place) {
+        if (!blas_into(single, a, b, trans_a, trans_b, c, m, n, k, alpha, beta))
+            return NOT_HERE;
+        Py_INCREF(c);
+        return (PyObject *)c;
+    }
+    PyObject *result;
+    if (beta != 0.0)
+        result = PyArray_NewCopy(c, NPY_FORTRANORDER);
+    else {
+        npy_intp dims[2] = {m, n};
+        result = PyArray_EMPTY(2, dims, PyArray_DESCR(a)->type_num, 1);
+    }
+    if (result == NULL)
+        return NULL;
+    blas_into(single, a, b, trans_a, trans_b, (PyArrayObject *)result, m, n, k, alpha, beta);
+    return result;
+}
+
 /* sgemm, dgemm, gemm: alpha * op(a) @ op(b) + beta * c as BLAS defines it (alpha == 0 or
  * k == 0 reads neither a nor b, beta == 0 does not read c, both tested in the routine's
  * precision), into c where it is overwritten (a writeable ndarray of the dtype whose elements
- * do not overlap) or as a new Fortran-ordered array; or NOT_HERE. The result is made in an
- * array of its own first and copied into c last, so that nothing of the caller's changes
- * unless the call succeeds. */
+ * do not overlap) or as a new Fortran-ordered array; or NOT_HERE. By BLAS where SciPy's is
+ * handed over and takes the operands as they lie (blas_gemm); else by NumPy, the result made
+ * in an array of its own first and copied into c last, so that nothing of the caller's
+ * changes unless the call succeeds (a floating-point exception in the scaling sends the call
+ * to Python, which reports it as np.errstate says). */
 static PyObject *
 gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -432,6 +583,12 @@ gemm_product(int kind, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     }
     if (!product_read)
         alpha = 0.0;
+    else {
+        PyObject *by_blas = blas_gemm(single, a, b, c, in_place, trans_a, trans_b, m, n, k,
+                                      alpha, beta);
+        if (by_blas != NOT_HERE)
+            return by_blas;
+    }
 
     /* The result is made as p = op(a) @ op(b) (C-ordered) for a C-ordered c written in place,
      * else as its transpose p = op(b)^T op(a)^T (C-ordered, so the result p^T is Fortran-
@@ -665,6 +822,76 @@ static PyTypeObject RouteType = {
     .tp_getset = route_getset,
 };
 
+/* The routine in a cython_blas capsule whose name (Cython's C signature) is the one expected,
+ * or NULL (None, or another signature: an ILP64 build, say). */
+static void *
+routine_in(PyObject *capsule, const char *signature)
+{
+    if (!PyCapsule_CheckExact(capsule))
+        return NULL;
+    const char *name = PyCapsule_GetName(capsule);
+    if (name == NULL || strcmp(name, signature) != 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    void *routine = PyCapsule_GetPointer(capsule, name);
+    if (routine == NULL)
+        PyErr_Clear();
+    return routine;
+}
+
+/* The capsules' owner, scipy.linalg.cython_blas, stays imported (sys.modules holds it), and
+ * with it the library the pointers lead into. */
+static PyObject *
+set_blas(PyObject *module, PyObject *args)
+{
+    PyObject *sgemm_capsule, *dgemm_capsule;
+    if (!PyArg_ParseTuple(args, "OO:set_blas", &sgemm_capsule, &dgemm_capsule))
+        return NULL;
+    sgemm_routine *sgemm = (sgemm_routine *)routine_in(sgemm_capsule, CYTHON_GEMM_SIGNATURE("s"));
+    dgemm_routine *dgemm = (dgemm_routine *)routine_in(dgemm_capsule, CYTHON_GEMM_SIGNATURE("d"));
+    if (sgemm == NULL || dgemm == NULL) /* both or neither: one rule for every dtype */
+        sgemm = NULL, dgemm = NULL;
+    blas_sgemm = sgemm, blas_dgemm = dgemm;
+    return PyBool_FromLong(sgemm != NULL);
+}
+
+/* The float32 or float64 (native byte order) of a 2-D array: 1 single, 0 double, -1 other. */
+static int
+precision_of(PyArrayObject *x)
+{
+    if (PyArray_NDIM(x) != 2 || !PyArray_ISNOTSWAPPED(x))
+        return -1;
+    return PyArray_TYPE(x) == NPY_FLOAT32 ? 1 : PyArray_TYPE(x) == NPY_FLOAT64 ? 0 : -1;
+}
+
+/* gemm_into(alpha, a, b, beta, out, trans_a, trans_b) for the Python routes: blas_into where it
+ * can (True), else False with nothing done. */
+static PyObject *
+gemm_into(PyObject *module, PyObject *args)
+{
+    double alpha, beta;
+    PyArrayObject *a, *b, *out;
+    int trans_a, trans_b;
+    if (!PyArg_ParseTuple(args, "dO!O!dO!pp:gemm_into", &alpha, &PyArray_Type, &a,
+                          &PyArray_Type, &b, &beta, &PyArray_Type, &out, &trans_a, &trans_b))
+        return NULL;
+    int single = precision_of(out);
+    if (single < 0 || precision_of(a) != single || precision_of(b) != single ||
+        !PyArray_ISALIGNED(out) || !PyArray_ISWRITEABLE(out))
+        Py_RETURN_FALSE;
+    if (single) { /* in the routine's precision, as everywhere here */
+        alpha = (double)(float)alpha;
+        beta = (double)(float)beta;
+    }
+    npy_intp m = PyArray_DIM(out, 0), n = PyArray_DIM(out, 1);
+    npy_intp k = PyArray_DIM(a, trans_a ? 0 : 1);
+    if (PyArray_DIM(a, trans_a ? 1 : 0) != m || PyArray_DIM(b, trans_b ? 1 : 0) != k ||
+        PyArray_DIM(b, trans_b ? 0 : 1) != n || m <= 0 || n <= 0 || k <= 0 || alpha == 0.0)
+        Py_RETURN_FALSE;
+    return PyBool_FromLong(blas_into(single, a, b, trans_a, trans_b, out, m, n, k, alpha, beta));
+}
+
 static PyObject *
 configure(PyObject *module, PyObject *args)
 {
@@ -711,6 +938,12 @@ forget(PyObject *module, PyObject *unused)
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(environ_dict, override_keys, matmul, dot_limit): what every route reads."},
+    {"set_blas", set_blas, METH_VARARGS,
+     "set_blas(sgemm, dgemm): scipy.linalg.cython_blas's capsules of BLAS sgemm and dgemm "
+     "(None, None: none); True where they are taken."},
+    {"gemm_into", gemm_into, METH_VARARGS,
+     "gemm_into(alpha, a, b, beta, out, trans_a, trans_b): out = alpha op(a) op(b) + beta out "
+     "by one BLAS call; False (nothing done) where BLAS cannot take them as they lie."},
     {"set_crossover", set_crossover, METH_VARARGS,
      "set_crossover(dtype, size): the CPU/GPU crossover size for a dtype (inf: all NumPy)."},
     {"forget", forget, METH_NOARGS, "Drop the crossover sizes: calls go to Python until set."},

@@ -24,15 +24,16 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from . import backend, crossover, cuda, settings
+from . import _host_blas, backend, crossover, cuda, settings
 from ._args import GEMM_DTYPES, dtype_name
 from .table import TABLE_ENV
 
 _ndarray = np.ndarray
-_dot, _matmul, _multiply, _add, _empty, _copyto = (
-    np.dot, np.matmul, np.multiply, np.add, np.empty, np.copyto
+_dot, _matmul, _multiply, _add, _empty, _array, _copyto = (
+    np.dot, np.matmul, np.multiply, np.add, np.empty, np.array, np.copyto
 )
 _broadcast_shapes, _prefer_numpy = np.broadcast_shapes, crossover.prefer_numpy
+_blas_into = _host_blas.gemm_into
 _F32, _F32_MAX = np.dtype(np.float32), float(np.finfo(np.float32).max)
 # The largest magnitude that rounds to 0 in float32: half its smallest subnormal (a tie, which
 # rounds to the even 0). sgemm tests alpha and beta for 0 after rounding (as BLAS sees them).
@@ -86,6 +87,7 @@ def _limits_for(dtype: np.dtype) -> tuple[float, float, str] | None:
         else:
             return None
         _limits[dtype] = found
+        _host_blas.routine()  # SciPy's BLAS handed to the C route before it serves a call
         if _native is not None:  # it knows the standard dtype objects only (an unpickled
             # array's float32 is equal to np.dtype(np.float32) but another object)
             _native.set_crossover(GEMM_DTYPES[GEMM_DTYPES.index(dtype)], found[1])
@@ -143,8 +145,11 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b
     alpha == 0 or k == 0 reads neither a nor b, and beta == 0 does not read c, both tested in
     the routine's precision (sgemm(1e-50, ...) is 0 * op(a) @ op(b)). The result goes into
     c where it is overwritten (a writeable ndarray of the dtype whose elements do not
-    overlap), else into a new Fortran-ordered array; it is made in an array of its own first
-    and copied into c last, so that an error (np.errstate's 'raise') leaves c as it was.
+    overlap), else into a new Fortran-ordered array. Where SciPy is installed and BLAS takes
+    the operands as they lie, one BLAS call computes it as SciPy does (tunedgemm._host_blas:
+    no floating-point error is reported, as in SciPy); else NumPy, the result made in an
+    array of its own first and copied into c last, so that an error (np.errstate's 'raise')
+    leaves c as it was.
     dtype None (gemm) takes the inputs' dtype when they share a GEMM dtype."""
     if type(a) is not _ndarray or type(b) is not _ndarray or a.ndim != 2 or b.ndim != 2:
         return None
@@ -190,6 +195,14 @@ def product(alpha: Any, a: Any, b: Any, beta: Any, c: Any, trans_a: Any, trans_b
         if not _usable(alpha, single):
             return None
         product_read = alpha != 0 and not (single and abs(alpha) <= _F32_ROUNDS_TO_0)
+    if product_read and m and n:  # one BLAS call, as SciPy makes it, where SciPy is there
+        if in_place:
+            if _blas_into(alpha, a, b, beta, c, trans_a, trans_b):
+                return c
+        else:
+            target = _empty((m, n), dt, order="F") if beta == 0 else _array(c, dt, order="F")
+            if _blas_into(alpha, a, b, beta, target, trans_a, trans_b):
+                return target
     # p = op(a) @ op(b) (C-ordered) for a C-ordered c written in place; else its transpose
     # op(b)^T op(a)^T, so that the result p.T is Fortran-ordered (BLAS writes straight into
     # sgemm's layout).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _host_blas
 from ._args import GemmProblem
 
 # np.dot reaches BLAS with less dispatch than np.matmul (0.3-0.5 us less on tiny operands),
@@ -32,9 +33,11 @@ def fortran_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def gemm_into(problem: GemmProblem) -> None:
     """Write alpha * a @ b + beta * out into problem.out (host arrays only).
 
-    Everything is computed into new arrays and copied into out at the end, so that an error
-    on the way (a FloatingPointError under np.errstate(...="raise")) leaves out, which may be
-    the caller's c, as it was. alpha and beta are already in the dtype's precision."""
+    By one BLAS call where SciPy is installed and BLAS takes the arrays as they lie
+    (tunedgemm._host_blas: it raises nothing, as SciPy). Otherwise everything is computed into
+    new arrays and copied into out at the end, so that an error on the way (a
+    FloatingPointError under np.errstate(...="raise")) leaves out, which may be the caller's
+    c, as it was. alpha and beta are already in the dtype's precision."""
     a, b, out = problem.a, problem.b, problem.out
     assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and isinstance(out, np.ndarray)
     m, n, k = problem.shape
@@ -49,6 +52,8 @@ def gemm_into(problem: GemmProblem) -> None:
         else:
             _store(problem, np.multiply(out, scalar(problem.beta)))
         return
+    if _host_blas.gemm_into(problem.alpha, a, b, problem.beta, out, 0, 0):
+        return  # one BLAS call, as SciPy makes it and the short routes (same bits)
     result = fortran_product(a, b)
     if problem.alpha != 1.0:
         np.multiply(result, scalar(problem.alpha), out=result)

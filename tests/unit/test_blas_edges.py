@@ -152,11 +152,34 @@ def test_sgemm_alpha_beyond_float32_is_inf_as_in_scipy(route, alpha):
 
 
 @pytest.mark.parametrize("beta", [0.0, 1.0])
-def test_an_error_under_errstate_leaves_c_unchanged(route, beta):
+@pytest.mark.parametrize("scipy_there", [True, False])
+def test_an_error_under_errstate_leaves_c_unchanged(route, beta, scipy_there):
+    """Without SciPy (NumPy computes): the overflow raises, c as it was. With SciPy, its BLAS
+    computes the call as SciPy does: nothing raised, SciPy's result in c."""
+    from tunedgemm import _host_blas
+
     rng = np.random.default_rng()
     c = np.asfortranarray(uniform(rng, (3, 5), np.float64))
     before = c.copy()
     a, b = 10 * np.ones((3, 4)), np.ones((4, 5))
+    _host_blas.use_scipy(scipy_there)
+    try:
+        if _host_blas.routine() is not None:
+            scipy_blas = pytest.importorskip("scipy.linalg.blas")
+            with np.errstate(over="raise"):
+                got = tg.dgemm(1e308, a, b, beta, c, overwrite_c=1)
+            assert got is c
+            expected = scipy_blas.dgemm(1e308, a, b, beta, before.copy(order="F"))
+            np.testing.assert_array_equal(c, expected)
+            return
+        if scipy_there:
+            pytest.skip("SciPy is not installed")
+        errors_leave_c_unchanged(a, b, beta, c, before)
+    finally:
+        _host_blas.use_scipy(True)
+
+
+def errors_leave_c_unchanged(a, b, beta, c, before):
     with np.errstate(over="raise"), pytest.raises(FloatingPointError):
         tg.dgemm(1e308, a, b, beta, c, overwrite_c=1)
     np.testing.assert_array_equal(c, before)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tunedgemm as tg
-from tunedgemm import _small_host, checks
+from tunedgemm import _host_blas, _small_host, checks
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
@@ -27,6 +27,22 @@ native = pytest.importorskip("tunedgemm._short_route")
 KINDS = {"sgemm": native.SGEMM, "dgemm": native.DGEMM, "gemm": native.GEMM,
          "matmul": native.MATMUL}  # fmt: skip
 PASSED = object()  # what the stand-in Python routine returns
+try:
+    import scipy.linalg.blas as scipy_blas
+except ImportError:
+    scipy_blas = None
+
+
+@pytest.fixture(autouse=True, params=["blas", "numpy"])
+def host_blas(request):
+    """Every test twice: with SciPy's BLAS (where installed) serving the gemm calls it can
+    take as they lie, and as if SciPy were missing (NumPy serves every call, as before).
+    The value: whether BLAS serves."""
+    if request.param == "blas" and scipy_blas is None:
+        pytest.skip("SciPy is not installed")
+    _host_blas.use_scipy(request.param == "blas")
+    yield _host_blas.routine() is not None
+    _host_blas.use_scipy(True)
 
 
 @pytest.fixture
@@ -574,10 +590,11 @@ def test_blas_rules_at_the_edges_as_scipy(route, rng, name, dtype):
 @pytest.mark.parametrize("case", ["overflow, beta 0", "overflow, beta 1", "inf - inf",
                                   "alpha overflows", "underflow"])  # fmt: skip
 @pytest.mark.parametrize("errors", ["raise", "warn as error", "warn", "ignore"])
-def test_an_error_leaves_c_as_it_was(route, rng, name, dtype, case, errors):
+def test_an_error_leaves_c_as_it_was(route, rng, name, dtype, case, errors, host_blas):
     """Where a step of alpha op(a) op(b) + beta c raises a floating-point exception, NumPy
     reports it as np.errstate and the warnings filters say; an in-place call that raises
-    leaves c as it was (issue 14 item 4), one that does not gives the Python route's c."""
+    leaves c as it was (issue 14 item 4), one that does not gives the Python route's c.
+    With SciPy's BLAS, nothing is reported, as in SciPy, and c holds SciPy's result."""
     big = float(np.finfo(dtype).max)
     tiny = float(np.finfo(dtype).tiny)
     a, b = np.ones((3, 4), dtype), np.ones((4, 5), dtype)
@@ -601,17 +618,20 @@ def test_an_error_leaves_c_as_it_was(route, rng, name, dtype, case, errors):
             try:
                 got = call(alpha, a, b, beta, into, overwrite_c=1)
             except (FloatingPointError, RuntimeWarning) as exc:
-                assert errors in ("raise", "warn as error"), exc
+                assert errors in ("raise", "warn as error") and not host_blas, exc
                 np.testing.assert_array_equal(into, c)
                 results.append(type(exc))
                 continue
-        assert errors in ("warn", "ignore"), errors
+        assert errors in ("warn", "ignore") or host_blas, errors
         assert got is into
         results.append(got)
     if isinstance(results[0], np.ndarray):
         np.testing.assert_array_equal(results[0], results[1])
     else:
         assert results[0] is results[1]
+    if host_blas:
+        theirs = getattr(scipy_blas, name)(alpha, a, b, beta, np.array(c, order="F"))
+        np.testing.assert_array_equal(results[0], theirs)
 
 
 MATMUL_FORMS = {  # name: (a's shape, b's shape)
@@ -693,7 +713,7 @@ def test_new_forms_served_exactly_where_the_crossover_says_numpy(route, dtype):
     assert 0 < served < len(sizes) ** 3 and calls
 
 
-def test_new_forms_keep_their_references(route, rng):
+def test_new_forms_keep_their_references(route, rng, host_blas):
     """Reference counts come out even for the new forms, served in place or not."""
     sgemm, calls = route("sgemm")
     matmul, _ = route("matmul")
@@ -706,7 +726,8 @@ def test_new_forms_keep_their_references(route, rng):
     held = (a, b, c, c_read_only, out, v, batch, beta, inf_a, minus_inf)
     before = [sys.getrefcount(x) for x in held]
     for _ in range(1000):
-        # inf - inf (invalid): to Python (recorded, then dropped below), minus_inf unchanged
+        # inf - inf (invalid): to Python (recorded, then dropped below), minus_inf unchanged;
+        # by BLAS, NaN, as SciPy
         sgemm(1.0, inf_a, np.abs(b), 1.0, minus_inf, overwrite_c=1)
         sgemm(1.0, a, b, beta, c, overwrite_c=1)
         sgemm(1.0, a, b, beta, c_read_only, overwrite_c=1)
@@ -717,7 +738,7 @@ def test_new_forms_keep_their_references(route, rng):
         matmul(v, v)
         matmul(batch, a)
         matmul(batch, v, out=np.empty((2, 4), F32))
-    assert len(calls) == 1000
+    assert len(calls) == (0 if host_blas else 1000)
     calls.clear()
     assert [sys.getrefcount(x) for x in held] == before
 
@@ -770,3 +791,95 @@ def test_a_random_differential_of_the_new_forms(route, rng):
             assert got[2:] == expected[2:]
         for ours, theirs in zip(got_written, written, strict=True):
             np.testing.assert_array_equal(ours, theirs)
+
+
+def blas_equivalent(x, trans):
+    """x and its trans flag as BLAS reads x without a copy (the route's own choice): SciPy
+    given these makes the same BLAS call as the route."""
+    if x.flags.f_contiguous:
+        return x, int(bool(trans))
+    return x.T, int(not trans)
+
+
+@pytest.mark.parametrize("name,dtype", [("sgemm", F32), ("dgemm", F64), ("gemm", F64)])
+@pytest.mark.parametrize("orders", ["FF", "FC", "CF", "CC"])
+@pytest.mark.parametrize("c_form", ["F in place", "C in place", "new", "none"])
+def test_blas_path_as_scipy(route, rng, name, dtype, orders, c_form, host_blas):
+    """Operands BLAS reads as they lie (F- or C-ordered, each trans flag), beta 0 (NaN in c:
+    unread; reference BLAS and OpenBLAS do not read C when beta == 0), 1 or other, alpha 0
+    (Inf in a: unread), in place (c returned) or new: near the float64 reference, and with
+    BLAS, bit for bit SciPy's call on the same memory (F-ordered operands: SciPy's own call)."""
+    routine, calls = route(name)
+    betas = [0.0, 1.0, -0.5] if c_form != "none" else [0.0]
+    m, n, k = 5, 7, 9
+    for (trans_a, trans_b), alpha, beta in itertools.product(
+        itertools.product([0, 1, 2], repeat=2), [1.0, -0.75, 0.0], betas
+    ):
+        a, b = operands(rng, m, n, k, dtype, trans_a, trans_b, orders)
+        if alpha == 0.0:
+            a = np.full_like(a, np.inf)
+        values = np.full((m, n), np.nan) if beta == 0 else rng.uniform(-1, 1, (m, n))
+        c = np.array(values, dtype, order="C" if c_form[0] == "C" else "F")
+        c = None if c_form == "none" else c  # ("new": an F-ordered c, not overwritten)
+        overwrite_c = int(c_form.endswith("in place"))
+        before = None if c is None else c.copy(order="K")
+        call = (alpha, a, b, beta, c, trans_a, trans_b, overwrite_c)
+        result = routine(*call)
+        assert calls == [], call
+        assert (result is c) == bool(overwrite_c) and result.dtype == dtype
+        if not overwrite_c:
+            assert result.flags.f_contiguous
+            if c is not None:
+                np.testing.assert_array_equal(c, before)
+        read_a = np.zeros_like(a) if alpha == 0 else a  # (Inf unread: 0 * Inf not formed)
+        assert_gemm_near_reference(result, alpha, read_a, b, beta,
+                                   None if beta == 0 else before, trans_a, trans_b)  # fmt: skip
+        if not host_blas or alpha == 0.0:
+            continue
+        theirs = getattr(scipy_blas, "sgemm" if dtype == F32 else "dgemm")
+        (a_f, ta), (b_f, tb) = blas_equivalent(a, trans_a), blas_equivalent(b, trans_b)
+        if c_form == "C in place":  # c^T = op(b)^T op(a)^T
+            (a_f, ta), (b_f, tb) = (b_f, 1 - tb), (a_f, 1 - ta)
+            expected = theirs(alpha, a_f, b_f, beta, np.asfortranarray(before.T), ta, tb).T
+        else:
+            c_f = None if before is None else np.asfortranarray(before)
+            expected = theirs(alpha, a_f, b_f, beta, c_f, ta, tb)
+            if orders == "FF":  # SciPy's own call
+                own = theirs(alpha, a, b, beta, None if c_f is None else c_f.copy(order="F"),
+                             trans_a, trans_b)  # fmt: skip
+                np.testing.assert_array_equal(result, own)
+        np.testing.assert_array_equal(result, expected, err_msg=str(call))
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_blas_and_numpy_paths_agree(route, rng, dtype, host_blas):
+    """The same call with SciPy's BLAS and as if SciPy were missing: near each other, and
+    served by the C route either way (nothing passed to Python)."""
+    routine, calls = route("gemm")
+    a, b = operands(rng, 6, 5, 11, dtype, 0, 1, "CF")
+    c = rng.uniform(-1, 1, (6, 5)).astype(dtype)
+    results = []
+    for scipy_wanted in (True, False):
+        _host_blas.use_scipy(scipy_wanted)
+        results.append(routine(-0.5, a, b, 2.0, c, 0, 1, 0))
+    assert calls == []
+    tolerance = 32 * np.finfo(dtype).eps
+    np.testing.assert_allclose(results[0], results[1], rtol=tolerance, atol=tolerance)
+
+
+def test_blas_refuses_capsules_of_another_signature(host_blas):
+    """A capsule whose signature is not cython_blas's LP64 sgemm/dgemm (an ILP64 build, say)
+    is not called: BLAS stays off (gemm_into does nothing)."""
+    if not host_blas:
+        pytest.skip("needs SciPy")
+    from scipy.linalg import cython_blas
+
+    capsules = cython_blas.__pyx_capi__
+    a, b = np.ones((3, 4), F32), np.ones((4, 5), F32)
+    out = np.zeros((3, 5), F32, order="F")
+    assert native.set_blas(capsules["sgemm"], capsules["dgemm"]) is True
+    for wrong in ((capsules["dgemm"], capsules["sgemm"]), (capsules["sgemm"], None),
+                  (None, None), (capsules["sgemv"], capsules["dgemv"])):  # fmt: skip
+        assert native.set_blas(*wrong) is False
+        assert native.gemm_into(1.0, a, b, 0.0, out, 0, 0) is False
+        np.testing.assert_array_equal(out, 0)

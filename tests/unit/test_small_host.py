@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tunedgemm as tg
-from tunedgemm import _small_host, checks, numpy_backend
+from tunedgemm import _host_blas, _small_host, checks, numpy_backend
 from tunedgemm._args import normalise
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -232,14 +232,38 @@ def test_blas_rules_at_the_edges(rng):
                                         0, F64)).all()  # fmt: skip
 
 
+@pytest.fixture
+def without_scipy():
+    """As if SciPy were missing: NumPy computes every product (tunedgemm._host_blas)."""
+    _host_blas.use_scipy(False)
+    yield
+    _host_blas.use_scipy(True)
+
+
 @pytest.mark.parametrize("beta", [0.0, 1.0])
-def test_a_raise_leaves_c_as_it_was(beta):
+def test_a_raise_leaves_c_as_it_was(beta, without_scipy):
     """Under np.errstate(over='raise'), an in-place call that overflows raises with c as it
     was (issue 14 item 4)."""
     c = np.full((3, 5), 7.0, order="F")
     with np.errstate(over="raise"), pytest.raises(FloatingPointError):
         _small_host.product(1e308, 10 * np.ones((3, 4)), np.ones((4, 5)), beta, c, 0, 0, 1, F64)
     np.testing.assert_array_equal(c, np.full((3, 5), 7.0))
+
+
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_by_blas_an_overflow_is_scipys(beta):
+    """With SciPy's BLAS, the same call raises nothing and gives SciPy's result (Inf), the
+    route's and the general path's alike."""
+    scipy_blas = pytest.importorskip("scipy.linalg.blas")
+    a, b = 10 * np.ones((3, 4)), np.ones((4, 5))
+    c, c_general = np.full((3, 5), 7.0, order="F"), np.full((3, 5), 7.0, order="F")
+    with np.errstate(over="raise"):
+        assert _small_host.product(1e308, a, b, beta, c, 0, 0, 1, F64) is c
+        general_with_c(1e308, a, b, beta, c_general, 0, 0, 1, F64)
+        expected = scipy_blas.dgemm(1e308, a, b, beta, np.full((3, 5), 7.0, order="F"))
+    np.testing.assert_array_equal(c, expected)
+    np.testing.assert_array_equal(c_general, expected)
+    assert np.isinf(expected).all()
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
