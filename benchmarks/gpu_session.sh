@@ -4,7 +4,9 @@
 # Steps (default: tests device precision host): tests (info and the GPU tests), device
 # (bench_device: public calls on device arrays against their peers), precision (bench_tf32),
 # host (bench_host), tuning (bench_tuning), sanitize (compute-sanitizer over the shipped
-# configs), fuzz (the differential fuzzer on the GPU backend). Each step has its own time
+# configs), fuzz (the differential fuzzer on the GPU backend), faults (the fault tests 20 times),
+# ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
+# dask (bench_multigpu's Dask part). Each step has its own time
 # limit, so that a hang costs that step only; a whole session can outlast one 10-minute
 # call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
 set -uo pipefail
@@ -19,7 +21,7 @@ for step in $steps; do
     case $step in
     tests)
         (cd /tmp && python3 -m tunedgemm info > "$OUT/info.txt" 2>&1)
-        timeout 330 python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=30 \
+        timeout ${TESTS_LIMIT:-330} python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=30 \
             --deselect tests/gpu/test_shipped_table.py tests > "$OUT/gpu-tests.txt" 2>&1
         echo "GPU tests: exit $?"; tail -6 "$OUT/gpu-tests.txt" ;;
     shipped)  # every config of the shipped table (slow on a fresh machine: it compiles them)
@@ -43,9 +45,30 @@ for step in $steps; do
         timeout 480 python3 benchmarks/sanitize.py > "$OUT/sanitize.txt" 2>&1
         echo "sanitize: exit $?"; tail -12 "$OUT/sanitize.txt" ;;
     fuzz)
-        timeout 300 python3 benchmarks/fuzz.py --calls 10000 --backend gpu --out "$OUT" \
+        timeout ${FUZZ_LIMIT:-300} python3 benchmarks/fuzz.py --calls ${FUZZ_CALLS:-10000} --backend gpu --out "$OUT" \
             > "$OUT/fuzz.txt" 2>&1
         echo "fuzz: exit $?"; tail -8 "$OUT/fuzz.txt" ;;
+    faults)  # the fault tests, 20 runs in a row (issue 14's floor); stops at the first failure
+        for i in $(seq 1 20); do
+            timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_faults.py \
+                > "$OUT/faults-$i.txt" 2>&1 || { echo "faults: run $i failed"; tail -5 "$OUT/faults-$i.txt"; break; }
+            echo "faults run $i: $(tail -1 "$OUT/faults-$i.txt")"
+        done ;;
+    ozaki)
+        timeout 150 python3 benchmarks/bench_ozaki.py --out "$OUT" > "$OUT/bench_ozaki.txt" 2>&1
+        echo "bench_ozaki: exit $?"; tail -30 "$OUT/bench_ozaki.txt" ;;
+    precision3)  # the public-call precision benchmark (bench_precision.py, quick shapes)
+        timeout 150 python3 benchmarks/bench_precision.py --quick --out "$OUT" --plot \
+            > "$OUT/bench_precision.txt" 2>&1
+        echo "bench_precision: exit $?"; tail -40 "$OUT/bench_precision.txt" ;;
+    small)  # the small host forms on this machine's CPU (one BLAS thread, as NumPy's peers)
+        OPENBLAS_NUM_THREADS=1 timeout 90 python3 benchmarks/bench_host.py --small-only \
+            --out "$OUT" > "$OUT/bench_host_small.txt" 2>&1
+        echo "bench_host small: exit $?"; tail -24 "$OUT/bench_host_small.txt" ;;
+    dask)
+        timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
+            > "$OUT/bench_multigpu.txt" 2>&1
+        echo "bench_multigpu dask: exit $?"; grep -v "distributed\." "$OUT/bench_multigpu.txt" | tail -12 ;;
     *) echo "unknown step $step" ;;
     esac
 done
