@@ -73,7 +73,8 @@ typedef struct {
     void *function;
     unsigned block[3], smem;
     int count;                   /* arguments */
-    char codes[MAX_ARGS];        /* 'i' int32, 'f' float, 'd' double, 'P' 64-bit address */
+    char codes[MAX_ARGS];        /* 'i' int32, 'I' uint32, 'q' int64, 'f' float, 'd' double,
+                                  * 'P' (or 'Q') 64-bit address */
     unsigned offsets[MAX_ARGS];  /* each at its natural alignment, as the C compiler puts it */
     unsigned size;
 } Kernel;
@@ -115,6 +116,25 @@ kernel_call(PyObject *self_object, PyObject *const *args, size_t nargsf, PyObjec
                 return NULL;
             }
             int32_t v = (int32_t)raw;
+            memcpy(slot, &v, sizeof v);
+            break;
+        }
+        case 'I': {
+            unsigned long raw = PyLong_AsUnsignedLong(value);
+            if (raw == (unsigned long)-1 && PyErr_Occurred())
+                return NULL;
+            if (raw > 0xffffffffUL) {
+                PyErr_SetString(PyExc_OverflowError, "kernel argument out of uint32 range");
+                return NULL;
+            }
+            uint32_t v = (uint32_t)raw;
+            memcpy(slot, &v, sizeof v);
+            break;
+        }
+        case 'q': {
+            long long v = PyLong_AsLongLong(value);
+            if (v == -1 && PyErr_Occurred())
+                return NULL;
             memcpy(slot, &v, sizeof v);
             break;
         }
@@ -178,7 +198,9 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     unsigned end = 0;
     for (size_t i = 0; i < count; i++) {
         char code = codes[i] == 'Q' ? 'P' : codes[i];
-        unsigned size = code == 'i' || code == 'f' ? 4 : code == 'd' || code == 'P' ? 8 : 0;
+        unsigned size = code == 'i' || code == 'I' || code == 'f'   ? 4
+                        : code == 'd' || code == 'P' || code == 'q' ? 8
+                                                                    : 0;
         if (size == 0) {
             Py_DECREF(self);
             PyErr_Format(PyExc_ValueError, "unknown argument code %c", codes[i]);

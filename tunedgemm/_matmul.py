@@ -69,7 +69,7 @@ def matmul(a: Any, b: Any, out: Any = None, stream: Any = None, precision: Any =
         gpu_backend.gemm_into(problem, precision=mode)
     result = result.reshape(shape)
     if out is None:
-        return result
+        return result[()] if shape == () else result  # vector . vector: a scalar, as np.matmul
     np.copyto(out, result, casting="same_kind")
     return out
 

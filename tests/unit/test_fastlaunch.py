@@ -56,6 +56,11 @@ def test_kernel_double_scalars_and_legacy_stream():
     assert seen["stream"] is None
 
 
+def test_kernel_unsigned_and_64_bit_integers():
+    values = (4_000_000_000, -(1 << 40), 1 << 63, 7)
+    assert _gemm_kernel_seen("IqQi", values)["values"] == values
+
+
 def test_kernel_refuses_bad_calls():
     callback = LAUNCH(lambda *args: 0)
     kernel = fast.Kernel(_address(callback), 1, (32, 1, 1), 0, "iP")
