@@ -219,3 +219,16 @@ def test_ozaki_templates_compile_without_spills(tmp_path) -> None:
     p = int8.DEFAULTS
     per_tile = (p["WM"] // 16) * (p["WN"] // 8) * p["BK"] // 32
     assert sass.count("IMMA.16832.S8.S8") >= per_tile, sass[:2000]
+
+
+@pytest.mark.parametrize("mode", ["ozaki", "ozaki-6"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ozaki_on_the_gpu_runs_ieee_until_its_kernels_are_validated(mode: str, dtype: str) -> None:
+    """selection: an Ozaki mode picks what IEEE mode picks, and its reason says so."""
+    from tunedgemm import selection
+
+    gpu, cc = "NVIDIA H100 80GB HBM3", "9.0"
+    ozaki = selection.choose(dtype, 777, 333, 1555, gpu=gpu, cc=cc, precision=mode)
+    ieee = selection.choose(dtype, 777, 333, 1555, gpu=gpu, cc=cc)
+    assert ozaki.config == ieee.config and ozaki.candidates == ieee.candidates
+    assert ozaki.reason.startswith(f"{mode} requested") and "IEEE arithmetic runs" in ozaki.reason
