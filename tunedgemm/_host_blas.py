@@ -103,6 +103,8 @@ def _through_wrappers(routines: dict[np.dtype, Any]) -> GemmInto:
             return False
         if not (out.flags.aligned and out.flags.writeable) or alpha == 0:
             return False
+        if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+            return False  # BLAS must not write what it reads: the NumPy route copies
         if dt.itemsize == 4 and np.float32(alpha) == 0:
             return False
         left, right = _operand(a, trans_a), _operand(b, trans_b)

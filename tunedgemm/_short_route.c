@@ -465,6 +465,16 @@ flipped(char trans)
  * op(b)^T op(a)^T; 0 (nothing done) otherwise. The caller has checked the rest: one dtype
  * (single: float32), out aligned of shape (m, n), the product read (k > 0, alpha != 0),
  * 0 < m, n. BLAS raises nothing, so NaN and Inf come out as SciPy's. */
+/* Whether two contiguous arrays' bytes overlap (c passed as a or b too: BLAS must not write
+ * the operands it still reads, so such a call is left to the route that computes the product
+ * in an array of its own). */
+static int
+overlap(PyArrayObject *x, PyArrayObject *y)
+{
+    char *x0 = PyArray_BYTES(x), *y0 = PyArray_BYTES(y);
+    return x0 < y0 + PyArray_NBYTES(y) && y0 < x0 + PyArray_NBYTES(x);
+}
+
 static int
 blas_into(int single, PyArrayObject *a, PyArrayObject *b, int trans_a, int trans_b,
           PyArrayObject *out, npy_intp m, npy_intp n, npy_intp k, double alpha, double beta)
@@ -472,6 +482,8 @@ blas_into(int single, PyArrayObject *a, PyArrayObject *b, int trans_a, int trans
     blas_operand A, B;
     if ((single ? (void *)blas_sgemm : (void *)blas_dgemm) == NULL ||
         !as_blas_operand(a, trans_a, &A) || !as_blas_operand(b, trans_b, &B))
+        return 0;
+    if (overlap(out, a) || overlap(out, b)) /* (a, b and out are contiguous here) */
         return 0;
     if (PyArray_IS_F_CONTIGUOUS(out))
         call_blas(single, &A, &B, m, n, k, alpha, beta, PyArray_DATA(out));
