@@ -89,14 +89,17 @@ class TileLauncher:
 
     def __init__(self, dtype: np.dtype, config: KernelConfig | None, precision: str) -> None:
         self.dtype, self.config, self.precision = dtype, config, precision
-        # An explicit split-K config's workspace: the tiles run in turn on one stream.
-        self.workspace: Any = None
+        # An explicit split-K config's workspace per GPU (the pipeline's worker threads each
+        # run one GPU's tiles, in turn on one stream): never a buffer of another GPU's.
+        self.workspaces: dict[int, Any] = {}
 
     def __call__(self, form: BlasForm, alpha: float, beta: float, stream: Any) -> None:
         workspace = 0
-        if self.workspace is not None and isinstance(self.config, KernelConfig) and \
-                self.workspace.size >= launch.workspace_bytes(self.config, self.dtype, form):
-            workspace = int(self.workspace)  # fmt: skip
+        if isinstance(self.config, KernelConfig):
+            buffer = self.workspaces.get(cuda.current_ordinal())
+            if buffer is not None and \
+                    buffer.size >= launch.workspace_bytes(self.config, self.dtype, form):
+                workspace = int(buffer)  # fmt: skip
         # The pipeline calls this from a worker thread per GPU: plans of that GPU's cache.
         run(form, self.dtype, alpha, beta, self.config, stream, self.precision, workspace,
             plans.cache_here())
@@ -111,8 +114,10 @@ class TileLauncher:
             plans.device_plan(key, form, handle, plans.cache_here()).reserve(handle)
         elif isinstance(self.config, KernelConfig):
             nbytes = launch.workspace_bytes(self.config, self.dtype, form)
-            if nbytes > (0 if self.workspace is None else self.workspace.size):
-                self.workspace = cuda.allocate(nbytes)
+            gpu = cuda.current_ordinal()
+            held = self.workspaces.get(gpu)
+            if nbytes > (0 if held is None else held.size):
+                self.workspaces[gpu] = cuda.allocate(nbytes)
 
 
 def _check_devices(problem: GemmProblem) -> None:

@@ -162,8 +162,10 @@ def gemm(
     # A workspace of this call's own from the pool, back to it once the launches have run:
     # calls on other streams never get it while they may still use it.
     buffer = cuda.allocate(run.plan.workspace_bytes(form.m, form.n))
-    run(form, alpha, beta, handle, int(buffer))
-    cuda.release_after([buffer], handle)
+    try:
+        run(form, alpha, beta, handle, int(buffer))
+    finally:  # (the kernel may be queued even where the reduction's launch failed)
+        cuda.release_after([buffer], handle)
 
 
 _C_TYPES = {

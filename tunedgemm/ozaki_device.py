@@ -225,43 +225,47 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
     pad = Padded.of(m, n, k)
     parts = _workspace_parts(pad, m, n, count)
     workspace = cuda.allocate(sum(round_up(v, 256) for v in parts.values()))
-    ptr, base = {}, int(workspace)
-    for name, size in parts.items():
-        ptr[name], base = base, base + round_up(size, 256)
-    calls = _calls()
-    _driver.check(calls.cuMemsetD32Async(ptr["flag"], 0, 1, stream), "cuMemsetD32Async")
-    ta, tb = budgets(count)
-    moduli, crt = int(kern.moduli), int(kern.crt)
-    for side, lines, x, s_line, s_k, budget, lines_pad in (
-        ("a", m, form.a, sla, ska, ta, pad.m),
-        ("b", n, form.b, slb, skb, tb, pad.n),
-    ):
-        exps, flag_ptr = ptr["exps_" + side], ptr["flag"]
-        kern.exponents[side].launch((-(-lines // TILE), 1, 1), stream,
-                                    (lines, k, x, s_line, s_k, budget, exps, flag_ptr))  # fmt: skip
-        kern.residues[side].launch((pad.k // TILE, lines_pad // TILE, 1), stream,
-                                   (lines, k, x, s_line, s_k, exps, moduli, ptr["res_" + side],
-                                    lines_pad, pad.k))  # fmt: skip
-    if marks:
-        marks("converted")
-    tile_rows, tile_cols = kern.tile
-    kern.gemm.launch((pad.n // tile_rows, pad.m // tile_cols, count), stream,
-                     (pad.n, pad.m, pad.k, ptr["res_b"], pad.n * pad.k, ptr["res_a"],
-                      pad.m * pad.k, ptr["products"], pad.n * pad.m, pad.m, moduli))  # fmt: skip
-    if marks:
-        marks("multiplied")
-    kern.reconstruct.launch((-(-m // BLOCK[0]), min(-(-n // BLOCK[1]), GRID_Y_MAX), 1), stream,
-                            (m, n, ptr["products"], pad.n * pad.m, pad.m, ptr["exps_a"],
-                             ptr["exps_b"], crt, alpha, beta, form.c, form.ldc,
-                             ptr["flag"]))  # fmt: skip
-    if marks:
-        marks("reconstructed")
-    flag = _host_flags.take()
-    _driver.check(calls.cuMemcpyDtoHAsync_v2(flag.ctypes.data, ptr["flag"], 4, stream),
-                  "cuMemcpyDtoHAsync")  # fmt: skip
-    event = _driver.events.take()
-    _driver.check(_driver.lib().cuEventRecord(event, stream), "cuEventRecord")
-    cuda.release_after([workspace], stream)
+    try:  # the workspace goes back once what was queued has run, whatever fails
+        ptr, base = {}, int(workspace)
+        for name, size in parts.items():
+            ptr[name], base = base, base + round_up(size, 256)
+        calls = _calls()
+        _driver.check(calls.cuMemsetD32Async(ptr["flag"], 0, 1, stream), "cuMemsetD32Async")
+        ta, tb = budgets(count)
+        moduli, crt = int(kern.moduli), int(kern.crt)
+        for side, lines, x, s_line, s_k, budget, lines_pad in (
+            ("a", m, form.a, sla, ska, ta, pad.m),
+            ("b", n, form.b, slb, skb, tb, pad.n),
+        ):
+            exps, flag_ptr = ptr["exps_" + side], ptr["flag"]
+            kern.exponents[side].launch(
+                (-(-lines // TILE), 1, 1), stream,
+                (lines, k, x, s_line, s_k, budget, exps, flag_ptr))  # fmt: skip
+            kern.residues[side].launch((pad.k // TILE, lines_pad // TILE, 1), stream,
+                                       (lines, k, x, s_line, s_k, exps, moduli, ptr["res_" + side],
+                                        lines_pad, pad.k))  # fmt: skip
+        if marks:
+            marks("converted")
+        tile_rows, tile_cols = kern.tile
+        kern.gemm.launch(
+            (pad.n // tile_rows, pad.m // tile_cols, count), stream,
+            (pad.n, pad.m, pad.k, ptr["res_b"], pad.n * pad.k, ptr["res_a"], pad.m * pad.k,
+             ptr["products"], pad.n * pad.m, pad.m, moduli))  # fmt: skip
+        if marks:
+            marks("multiplied")
+        kern.reconstruct.launch((-(-m // BLOCK[0]), min(-(-n // BLOCK[1]), GRID_Y_MAX), 1), stream,
+                                (m, n, ptr["products"], pad.n * pad.m, pad.m, ptr["exps_a"],
+                                 ptr["exps_b"], crt, alpha, beta, form.c, form.ldc,
+                                 ptr["flag"]))  # fmt: skip
+        if marks:
+            marks("reconstructed")
+        flag = _host_flags.take()
+        _driver.check(calls.cuMemcpyDtoHAsync_v2(flag.ctypes.data, ptr["flag"], 4, stream),
+                      "cuMemcpyDtoHAsync")  # fmt: skip
+        event = _driver.events.take()
+        _driver.check(_driver.lib().cuEventRecord(event, stream), "cuEventRecord")
+    finally:
+        cuda.release_after([workspace], stream)
     return Outcome(None, event, flag)
 
 

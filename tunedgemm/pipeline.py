@@ -462,6 +462,7 @@ class _Run:
 
     def execute(self) -> None:
         """Every tile, row by row (one GPU)."""
+        self._reserve()
         for ti in range(len(self.rows)):
             for tj in range(len(self.cols)):
                 self.tile(ti, tj)
@@ -472,7 +473,6 @@ class _Run:
         a, b, out = problem.a, problem.b, problem.out
         assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
         assert isinstance(out, np.ndarray)
-        self._reserve()
         compute = self.streams.compute
         (i0, i1), (j0, j1) = self.rows[ti], self.cols[tj]
         c_slot = self.ring_c.next()
@@ -693,6 +693,9 @@ class _GpuWorker:
         cuda.bind(self.index)
         self.pipeline = _Run(self.problem, self.plan, self.launch, self.direct_out,
                              copy_out=f"copy-out-{self.index}")  # fmt: skip
+        # Before any worker takes a tile (run_tiles waits until every worker has opened):
+        # running out of memory on any GPU stops the call before a tile reaches c.
+        self.pipeline._reserve()
 
     def run(self, assignment: Assignment) -> None:
         assert self.pipeline is not None

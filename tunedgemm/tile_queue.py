@@ -158,12 +158,23 @@ def run_tiles(tiles: Iterable[Tile], workers: Sequence[TileWorker], row_slots: i
     stats = [WorkerStats(w.name) for w in workers]
     errors: list[BaseException] = []
     finished = [threading.Event() for _ in workers]
+    # No worker takes a tile before every worker has opened (or the call has stopped): what
+    # an open allocates (device blocks, workspaces) then fails before any tile is written.
+    opened, ready = [0], threading.Condition()
+
+    def all_open() -> bool:
+        return opened[0] == len(workers) or queue.stopped
 
     def work(index: int) -> None:
         worker, done = workers[index], stats[index]
         try:
             worker.open()
             try:
+                with ready:
+                    opened[0] += 1
+                    ready.notify_all()
+                    while not all_open():  # (a stop notifies no one: look again now and then)
+                        ready.wait(0.05)
                 while (assignment := queue.take(index)) is not None:
                     worker.run(assignment)
                     done.tiles.append(assignment.tile)

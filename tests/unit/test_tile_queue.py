@@ -160,3 +160,37 @@ def test_bad_arguments():
         TileQueue(grid(1, 1), workers=1, row_slots=0)
     with pytest.raises(ValueError, match="workers"):
         TileQueue(grid(1, 1), workers=0)
+
+
+def test_no_tile_runs_before_every_worker_has_opened():
+    """What an open allocates fails before any tile is written: a worker whose open is slow
+    holds the others back, and one whose open fails leaves every tile undone."""
+    events: list[str] = []
+
+    class Slow(StandIn):
+        def open(self):
+            super().open()
+            time.sleep(0.2)
+            events.append(f"{self.name} opened")
+
+    class Logged(StandIn):
+        def open(self):
+            super().open()
+            events.append(f"{self.name} opened")
+
+        def run(self, assignment):
+            events.append(f"{self.name} ran")
+            super().run(assignment)
+
+    run_tiles(grid(3, 3), [Logged("fast", 0.0), Slow("slow", 0.0)], row_slots=2)
+    assert events.index("slow opened") < events.index("fast ran")
+
+    class Refused(StandIn):
+        def open(self):
+            time.sleep(0.1)
+            raise MemoryError("out of device memory")
+
+    fast = Logged("fast", 0.0)
+    with pytest.raises(MemoryError):
+        run_tiles(grid(3, 3), [fast, Refused("oom", 0.0)], row_slots=2)
+    assert fast.done == []
