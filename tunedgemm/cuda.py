@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import functools
 import os
 import threading
@@ -373,9 +374,17 @@ CU_STREAM_PER_THREAD = 2  # one handle that names each host thread's own default
 
 class StreamWorkspaces:
     """Device workspace of one size for one owner (a plan, a cuBLASLt algorithm), one buffer
-    per stream, made on first use and kept: the launches queued on one stream run in order and
-    may share a buffer, while work on two streams may run at once and never shares one."""
+    per stream, made on first use: the launches queued on one stream run in order and may
+    share a buffer, while work on two streams may run at once and never shares one.
 
+    A buffer goes back to the pool only after the work queued on its stream has run
+    (release_after): when more than MAX_STREAMS streams have used the owner (short-lived
+    threads with streams of their own: the oldest goes), and when the owner is dropped (a
+    plan evicted from its cache, or dropped on a settings change). Where its stream cannot
+    be waited on from the dropping thread, the buffer is kept until release_pool() instead:
+    never handed out while a kernel may still write it."""
+
+    MAX_STREAMS = 8
     __slots__ = ("buffers", "nbytes")
 
     def __init__(self, nbytes: int) -> None:
@@ -391,7 +400,33 @@ class StreamWorkspaces:
         if buffer is None:
             # setdefault: threads making the first one at once all get the one that stays.
             buffer = self.buffers.setdefault(key, allocate(self.nbytes))
+            if len(self.buffers) > self.MAX_STREAMS:
+                with contextlib.suppress(StopIteration, KeyError):
+                    oldest = next(iter(self.buffers))
+                    _retire(oldest, self.buffers.pop(oldest))
         return int(buffer)
+
+    def __del__(self) -> None:
+        try:  # (at interpreter shutdown the module's globals may be gone: the driver frees)
+            for key, buffer in list(self.buffers.items()):
+                _retire(key, buffer)
+            self.buffers.clear()
+        except Exception:
+            pass
+
+
+# Workspaces whose stream could not be waited on when their owner let them go: kept out of
+# the pool until release_pool() (which the caller runs once the device is idle).
+_retired: list[Any] = []
+
+
+def _retire(key: Any, buffer: ScratchBuffer) -> None:
+    """Back to the pool once the work queued on the buffer's stream has run."""
+    stream = key[0] if isinstance(key, tuple) else key
+    try:
+        release_after([buffer], stream)
+    except Exception:  # another thread's context, or no context current here
+        _retired.append(buffer)
 
 
 def release_pool() -> int:
@@ -399,6 +434,7 @@ def release_pool() -> int:
     workspaces) once the work that used it has run; returns the bytes freed. Blocks still in
     use (arrays you hold) are not touched: they come back to the pool when dropped."""
     _reap()
+    _retired.clear()  # (their pool takes them back as the last references go)
     with _scratch.lock:
         held = sum(size * len(blocks) for size, blocks in _scratch.held.items())
     _scratch.free_held()

@@ -72,7 +72,18 @@ def info() -> dict[str, Any]:
                        f"(at most {plans.MAX_PLANS} each)")  # fmt: skip
     report["imported_from"] = _install.find().describe()
     report["small_host_route"] = small_host_route()
+    report["device_launches"] = device_launches()
     return report
+
+
+def device_launches() -> str:
+    """How a planned device call launches: from C (tunedgemm._fastlaunch) or through ctypes."""
+    try:
+        from . import _fastlaunch  # noqa: F401
+    except ImportError:
+        return ("through ctypes: the C launcher (tunedgemm._fastlaunch) is not built; it needs "
+                "a C compiler at install, no CUDA")  # fmt: skip
+    return "from C (tunedgemm._fastlaunch)"
 
 
 def small_host_route() -> str:
