@@ -22,7 +22,8 @@ LAYOUTS = ("C", "F", "strided", "negative", "transposed", "overlapping", "both-s
 FLAGS: tuple[Any, ...] = (0, 1, 2, True, False, np.int64(1), 1.0)
 SCALARS = (0.0, 1.0, -1.0, 0.5, -2.5, 1e-50, 1e-320, 1e39, 1e308, np.inf, -np.inf, np.nan,
            np.float32(0.75), np.array(1.5), 3)  # fmt: skip
-C_KINDS = ("none", "F", "C", "list", "readonly", "overlapping", "other-dtype", "strided")
+C_KINDS = ("none", "F", "C", "list", "readonly", "overlapping", "other-dtype", "strided",
+           "alias-a", "alias-b")  # alias: c is the operand a (or b) itself, on a square call
 OVERWRITE: tuple[Any, ...] = (0, 1, True, np.int8(1))
 
 
@@ -116,14 +117,17 @@ def draw_case(draw: Drawer, routine: str | None = None) -> Case:
         b = _matmul_operand(rng, (k, n), ndim_b, dtype_b, layout_b, right=True)
         desc = dict(m=m, n=n, k=k, a=(dtype_a, layout_a, a.shape), b=(dtype_b, layout_b, b.shape))
         return Case(routine, {"a": a, "b": b}, desc)
+    c_kind = draw.choice(C_KINDS)
+    if c_kind.startswith("alias"):
+        n = k = m  # c can then be a or b itself
     trans_a, trans_b = draw.choice(FLAGS), draw.choice(FLAGS)
     shape_a = (k, m) if trans_a else (m, k)
     shape_b = (n, k) if trans_b else (k, n)
     a = _laid_out(rng, shape_a, dtype_a, layout_a)
     b = _laid_out(rng, shape_b, dtype_b, layout_b)
     dtype = routine_dtype(routine, a, b)
-    c_kind = draw.choice(C_KINDS)
-    c = _c_operand(rng, (m, n), dtype, c_kind)
+    aliases = {"alias-a": a, "alias-b": b}
+    c = aliases[c_kind] if c_kind in aliases else _c_operand(rng, (m, n), dtype, c_kind)
     alpha, beta = draw.choice(SCALARS), draw.choice(SCALARS)
     overwrite = draw.choice(OVERWRITE)
     args = dict(alpha=alpha, a=a, b=b, beta=beta, c=c, trans_a=trans_a, trans_b=trans_b,
@@ -183,6 +187,9 @@ def judge(case: Case, routines: dict[str, Callable[..., Any]]) -> str | None:
     # SciPy gets a copy of c as it was (it may write into it); a list stays a list.
     scipy_c = c if c is None or isinstance(c, list) else np.array(before[2], order="F")
     scipy_args = {**args, "c": scipy_c}
+    if case.description["c"].startswith("alias"):  # a and b as they were before our call
+        scipy_args.update(a=before[0], b=before[1])
+        case = Case(case.routine, {**args, "a": before[0], "b": before[1]}, case.description)
     try:
         want = _scipy_call(dtype, scipy_args)
         scipy_error = None
@@ -200,7 +207,8 @@ def judge(case: Case, routines: dict[str, Callable[..., Any]]) -> str | None:
     empty = 0 in (case.description["m"], case.description["n"], case.description["k"])
     if scipy_error is not None and not empty:  # SciPy's wrappers refuse some empty operands
         return f"gave a result; SciPy raised {type(scipy_error).__name__}: {scipy_error}"
-    untouched = _untouched(a, b, None, before, "")
+    # (an operand that is c itself is judged as c below)
+    untouched = _untouched(None if a is c else a, None if b is c else b, None, before, "")
     if untouched:
         return untouched
     holds = _can_hold(c, args["overwrite_c"], dtype)
