@@ -148,7 +148,9 @@ def test_ctrl_c_in_the_caller_stops_every_worker_before_it_returns():
             if len(self.done) == 2:
                 _thread.interrupt_main()  # as Ctrl-C would, in the waiting caller
 
-    workers = [Interrupting("gpu0", 0.002), StandIn("gpu1", 0.002)]
+    # 10 ms tiles: the caller notices the interrupt within its 0.1 s wait slice, long before
+    # the 100 tiles could be done (with 2 ms tiles, a loaded machine finished them first).
+    workers = [Interrupting("gpu0", 0.01), StandIn("gpu1", 0.01)]
     with pytest.raises(KeyboardInterrupt):
         run_tiles(grid(10, 10), workers)
     assert all(w.closed for w in workers)
