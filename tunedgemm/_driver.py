@@ -154,23 +154,40 @@ def stream_handle(stream: Any) -> int:
 
 
 class _Events:
-    """Events without timing, reused: a pool, since creating one costs a driver call."""
+    """Events without timing, reused: a pool, since creating one costs a driver call. One pool
+    per context: an event may only be recorded on streams of the context it was made in, and
+    a thread bound to another GPU (tunedgemm.cuda.bind, the multi-GPU host path) works in that
+    GPU's context."""
 
     def __init__(self) -> None:
-        self.free: list[int] = []
+        self.free: dict[Any, list[int]] = {}
+        self.context_of: dict[int, Any] = {}  # event -> the context key it was made under
         self.lock = threading.Lock()
 
     def take(self) -> int:
+        key = _context_key()
         with self.lock:
-            if self.free:
-                return self.free.pop()
+            pool = self.free.get(key)
+            if pool:
+                return pool.pop()
         handle = _P()
         check(lib().cuEventCreate(ctypes.byref(handle), CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-        return int(handle.value or 0)
+        event = int(handle.value or 0)
+        with self.lock:
+            self.context_of[event] = key
+        return event
 
     def give(self, event: int) -> None:
         with self.lock:
-            self.free.append(event)
+            self.free.setdefault(self.context_of.get(event), []).append(event)
+
+
+def _context_key() -> Any:
+    """Which context this thread works in: the GPU it is bound to, else None (the process's
+    own context)."""
+    from . import cuda
+
+    return cuda._thread.__dict__.get("bound_ordinal")
 
 
 events = _Events()

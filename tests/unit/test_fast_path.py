@@ -409,7 +409,8 @@ def test_scratch_returns_to_the_pool_only_after_its_work(fake_driver, monkeypatc
     fake_driver.finish()
     cuda._reap()
     assert pool.held == {256: [0xA000, 0xC000], 512: [0xB000]} and not cuda._pending
-    assert sorted(_driver.events.free) == sorted(e for _, e, _ in fake_driver.log)  # reused
+    # reused, in the pool of the context they were made in (this thread's own: None)
+    assert sorted(_driver.events.free[None]) == sorted(e for _, e, _ in fake_driver.log)
     assert fake_driver.log[1][2] == 0
 
 
@@ -948,3 +949,29 @@ def test_plan_reserve_reaches_the_runner():
     plan.run = lambda *args: None  # one launch, nothing to reserve
     plan.reserve(0x33)
     assert made == [0x33]
+
+
+def test_events_are_reused_only_in_the_context_they_were_made_in(fake_driver, monkeypatch):
+    """A thread bound to another GPU (cuda.bind) works in that GPU's context: it never gets an
+    event made in the process's own context (cuEventRecord would refuse it)."""
+    import threading
+
+    own = _driver.events.take()
+    _driver.events.give(own)
+    seen = []
+
+    def bound_thread():
+        cuda._thread.bound_ordinal = 1
+        try:
+            made = _driver.events.take()
+            seen.append(made)
+            _driver.events.give(made)
+        finally:
+            del cuda._thread.bound_ordinal
+
+    worker = threading.Thread(target=bound_thread)
+    worker.start()
+    worker.join()
+    assert seen and seen[0] != own
+    assert _driver.events.free == {None: [own], 1: seen}
+    assert _driver.events.take() == own
