@@ -72,6 +72,12 @@ def main() -> None:
             "tg.matmul torch": lambda tx=tx, ty=ty: tg.matmul(tx, ty),
             "cupy.empty": lambda size=size: cupy.empty((size, size), np.float32),
             "torch.empty": lambda size=size: torch.empty((size, size), device="cuda"),
+            # Cheaper ways to make a new result, for the plan's allocator (issue 13):
+            "cupy.ndarray": lambda size=size: cupy.ndarray((size, size), np.float32),
+            "torch new_empty": lambda tx=tx, size=size: tx.new_empty((size, size)),
+            "torch empty_strided": lambda tx=tx, size=size: torch.empty_strided(
+                (size, size), (size, 1), dtype=torch.float32, device=tx.device),
+            "torch empty_like": lambda tx=tx: torch.empty_like(tx),
         }
         for name, work in forms.items():
             print(f"{size:5d} {name:22} host {host_us(work):7.1f} us   "
