@@ -41,6 +41,8 @@
 #define SPLIT_K 1      // number of k slices; a tunable of some families, 1 elsewhere
 #endif
 
+#include "raster.cuh"
+
 #if DTYPE == 0
 typedef float REAL;
 #else

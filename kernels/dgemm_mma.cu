@@ -215,36 +215,19 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     double* const sB = sA + STAGES * A_STAGE;
 
     // Group-M rasterisation: consecutive linear block ids walk GROUP_M block-rows per block-column.
-    int bm = blockIdx.x, bn = blockIdx.y;
-#if GROUP_M > 1
-    {
-        const int grid_m = gridDim.x, grid_n = gridDim.y;
-        const int pid = blockIdx.x + blockIdx.y * grid_m;
-        const int width = GROUP_M * grid_n;
-        const int group = pid / width;
-        const int first_m = group * GROUP_M;
-        const int gsize = min(grid_m - first_m, GROUP_M);
-        const int r = pid - group * width;
-        bm = first_m + r % gsize;
-        bn = r / gsize;
-    }
-#endif
+    int bm, bn;
+    group_m_block(GROUP_M, bm, bn);
     const int row0 = bm * BM, col0 = bn * BN;
 
     // Range of k-tiles of this block (a contiguous slice when SPLIT_K > 1).
-    const int KT = (k + BK - 1) / BK;
+    int kt0, ntiles;
+    block_k_tiles(k, BK, SPLIT_K, kt0, ntiles);
 #if SPLIT_K > 1
     C = SPLIT_SLICE(C, ldc, n);
-    const int per = (KT + SPLIT_K - 1) / SPLIT_K;
-    const int kt0 = blockIdx.z * per;
-    const int ntiles = min(KT, kt0 + per) - kt0;
     if (ntiles <= 0) {   // an empty slice: zeros for splitk_reduce to add
         zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
         return;
     }
-#else
-    const int kt0 = 0;
-    const int ntiles = KT;
 #endif
 
     const int tid = threadIdx.x;

@@ -32,6 +32,8 @@
 //     gives an m-tile's a0..a3 (rows 0-7 / 8-15 x k 0-15 / 16-31) or two n-tiles' b0, b1.
 //     Fragments are double-buffered across the k-steps of a tile.
 //   * Group-M rasterisation of the block index (GROUP_M block-rows together) for L2 reuse.
+#include "raster.cuh"
+
 #ifndef BM
 #define BM 128         // rows of C per block
 #endif
@@ -161,20 +163,8 @@ igemm(int rows, int cols, int kp, const signed char* __restrict__ A, long long a
     unsigned char* const sB = smem_raw + STAGES * A_STAGE;
     (void)rows; (void)cols;
 
-    int bm = blockIdx.x, bn = blockIdx.y;
-#if GROUP_M > 1
-    {
-        const int grid_m = gridDim.x, grid_n = gridDim.y;
-        const int pid = blockIdx.x + blockIdx.y * grid_m;
-        const int width = GROUP_M * grid_n;
-        const int group = pid / width;
-        const int first_m = group * GROUP_M;
-        const int gsize = min(grid_m - first_m, GROUP_M);
-        const int r = pid - group * width;
-        bm = first_m + r % gsize;
-        bn = r / gsize;
-    }
-#endif
+    int bm, bn;
+    group_m_block(GROUP_M, bm, bn);
     const int z = blockIdx.z;
     A += (size_t)z * a_batch;
     B += (size_t)z * b_batch;
