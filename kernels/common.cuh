@@ -41,7 +41,7 @@
 #define SPLIT_K 1      // number of k slices; a tunable of some families, 1 elsewhere
 #endif
 
-#include "raster.cuh"
+#include "tiling.cuh"
 
 #if DTYPE == 0
 typedef float REAL;

@@ -104,11 +104,6 @@ __device__ __forceinline__ void cp_async(double* smem, const double* gmem, int s
                      :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
 }
 
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
-
 // Stage one BX x BK slice of an operand G (extent X along mn, K along k) into shared memory.
 // G(x, p) = KCONTIG ? G[p + x * ld] : G[x + p * ld]; x0/k0 are the slice's origin.
 template <int KCONTIG, int BX, int LDMN>

@@ -32,7 +32,7 @@
 //     gives an m-tile's a0..a3 (rows 0-7 / 8-15 x k 0-15 / 16-31) or two n-tiles' b0, b1.
 //     Fragments are double-buffered across the k-steps of a tile.
 //   * Group-M rasterisation of the block index (GROUP_M block-rows together) for L2 reuse.
-#include "raster.cuh"
+#include "tiling.cuh"
 
 #ifndef BM
 #define BM 128         // rows of C per block
@@ -97,11 +97,6 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem)
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem) : "memory");
 }
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 
 // Rows [x0, x0 + X) x bytes [k0, k0 + BK) of a k-contiguous int8 matrix into a ring slot.
 template <int X>

@@ -116,21 +116,6 @@ __device__ __forceinline__ void cp_async4(float* dst, const float* src, int src_
                  : "memory");
 }
 
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-// Returns its argument through an opaque move, once per k-tile: products of the leading
-// dimension with compile-time chunk offsets then stay cheap per-tile IMADs instead of being
-// hoisted out of the k loop as one 64-bit register pair per chunk (which spills).
-__device__ __forceinline__ int opaque(int v)
-{
-    int r;
-    asm volatile("mov.b32 %0, %1;\n" : "=r"(r) : "r"(v));
-    return r;
-}
-
 __device__ __forceinline__ float comp(const float4& v, int i)
 {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;

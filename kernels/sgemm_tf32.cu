@@ -195,21 +195,6 @@ __device__ __forceinline__ void cp_async(float* smem, const float* gmem, int src
                      :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
 }
 
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
-
-// Returns its argument through an opaque move: products of the leading dimension then stay
-// per-call integer multiplies instead of being hoisted out of the k loop as one 64-bit
-// register pair per copy.
-__device__ __forceinline__ int opaque(int v)
-{
-    int r;
-    asm volatile("mov.b32 %0, %1;\n" : "=r"(r) : "r"(v));
-    return r;
-}
-
 // Stage one BX x BK slice of operand G (extent X along mn, K along k) into ring slot s.
 // G(x, p) = KCONTIG ? G[p + x * ld] : G[x + p * ld]; x0 / k0 are the slice's origin; R is the
 // operand's lane-group size (selects the swizzle). Copies run along the unit stride, VEC

@@ -1,5 +1,22 @@
-// Block scheduling shared by the tiled templates: which block tile a block computes.
+// What the tiled templates share beyond the ABI (common.cuh): cp.async group control, an
+// opaque integer move, the order of block tiles and the split-K k-tile ranges.
 #pragma once
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+// Wait until at most N cp.async groups of this thread are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// Returns its argument through an opaque move: products of a leading dimension with
+// compile-time offsets then stay per-use integer multiplies instead of being hoisted out of
+// the k loop as one 64-bit register pair per copy (which spills).
+__device__ __forceinline__ int opaque(int v)
+{
+    int r;
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(r) : "r"(v));
+    return r;
+}
 
 // Group-M rasterisation of the block index: consecutive linear block ids walk `group_m`
 // block-rows down one block-column before the next column, so that the blocks resident at
