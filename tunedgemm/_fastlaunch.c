@@ -64,6 +64,28 @@ unsigned_arg(PyObject *value, unsigned *out)
     return 0;
 }
 
+/* An integer argument in [low, high], stored in `bytes` (4 or 8) at slot as the C type of
+ * that size and sign would hold it; -1 with an exception set otherwise. */
+static int
+pack_integer(PyObject *value, long long low, long long high, unsigned char *slot, int bytes)
+{
+    long long raw = PyLong_AsLongLong(value);
+    if (raw == -1 && PyErr_Occurred())
+        return -1;
+    if (raw < low || raw > high) {
+        PyErr_Format(PyExc_OverflowError, "kernel argument %lld out of range [%lld, %lld]", raw,
+                     low, high);
+        return -1;
+    }
+    if (bytes == 4) {
+        uint32_t v = (uint32_t)raw; /* int32 and uint32 alike: the low 32 bits */
+        memcpy(slot, &v, sizeof v);
+    }
+    else
+        memcpy(slot, &raw, sizeof raw);
+    return 0;
+}
+
 /* --- Kernel: one CUfunction with its argument layout ------------------------------------ */
 
 typedef struct {
@@ -107,37 +129,18 @@ kernel_call(PyObject *self_object, PyObject *const *args, size_t nargsf, PyObjec
         unsigned char *slot = buffer + self->offsets[i];
         params[i] = slot;
         switch (self->codes[i]) {
-        case 'i': {
-            long raw = PyLong_AsLong(value);
-            if (raw == -1 && PyErr_Occurred())
+        case 'i': /* int32 */
+            if (pack_integer(value, INT32_MIN, INT32_MAX, slot, 4) < 0)
                 return NULL;
-            if (raw < INT32_MIN || raw > INT32_MAX) {
-                PyErr_SetString(PyExc_OverflowError, "kernel argument out of int32 range");
-                return NULL;
-            }
-            int32_t v = (int32_t)raw;
-            memcpy(slot, &v, sizeof v);
             break;
-        }
-        case 'I': {
-            unsigned long raw = PyLong_AsUnsignedLong(value);
-            if (raw == (unsigned long)-1 && PyErr_Occurred())
+        case 'I': /* uint32 */
+            if (pack_integer(value, 0, UINT32_MAX, slot, 4) < 0)
                 return NULL;
-            if (raw > 0xffffffffUL) {
-                PyErr_SetString(PyExc_OverflowError, "kernel argument out of uint32 range");
-                return NULL;
-            }
-            uint32_t v = (uint32_t)raw;
-            memcpy(slot, &v, sizeof v);
             break;
-        }
-        case 'q': {
-            long long v = PyLong_AsLongLong(value);
-            if (v == -1 && PyErr_Occurred())
+        case 'q': /* int64 */
+            if (pack_integer(value, INT64_MIN, INT64_MAX, slot, 8) < 0)
                 return NULL;
-            memcpy(slot, &v, sizeof v);
             break;
-        }
         case 'f': {
             double raw = PyFloat_AsDouble(value);
             if (raw == -1.0 && PyErr_Occurred())
