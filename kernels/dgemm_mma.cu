@@ -92,18 +92,6 @@
 #error "STAGES must be at least 2"
 #endif
 
-template <int BYTES>
-__device__ __forceinline__ void cp_async(double* smem, const double* gmem, int src_bytes)
-{
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    if (BYTES == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n"
-                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
-}
-
 // Stage one BX x BK slice of an operand G (extent X along mn, K along k) into shared memory.
 // G(x, p) = KCONTIG ? G[p + x * ld] : G[x + p * ld]; x0/k0 are the slice's origin.
 template <int KCONTIG, int BX, int LDMN>

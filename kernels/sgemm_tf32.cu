@@ -181,20 +181,6 @@ __device__ __forceinline__ int mn_pos(int k, int x)
     return k * X + ((((x >> 2) ^ mn_mask<R / 4>(k & 3))) << 2) + (x & 3);
 }
 
-// ---- cp.async -----------------------------------------------------------------------------
-
-template <int BYTES>
-__device__ __forceinline__ void cp_async(float* smem, const float* gmem, int src_bytes)
-{
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    if (BYTES == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
-}
-
 // Stage one BX x BK slice of operand G (extent X along mn, K along k) into ring slot s.
 // G(x, p) = KCONTIG ? G[p + x * ld] : G[x + p * ld]; x0 / k0 are the slice's origin; R is the
 // operand's lane-group size (selects the swizzle). Copies run along the unit stride, VEC

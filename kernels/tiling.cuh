@@ -1,6 +1,24 @@
-// What the tiled templates share beyond the ABI (common.cuh): cp.async group control, an
+// What the tiled templates share beyond the ABI (common.cuh): cp.async copies and groups, an
 // opaque integer move, the order of block tiles and the split-K k-tile ranges.
 #pragma once
+
+// An asynchronous copy of BYTES (16, or one element of T) from global to shared memory, of
+// which only src_bytes are read (the rest zero-filled: src_bytes 0 reads nothing). 16-byte
+// copies bypass L1 (.cg); element copies may only use .ca.
+template <int BYTES, typename T>
+__device__ __forceinline__ void cp_async(T* smem, const T* gmem, int src_bytes)
+{
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+    else if (sizeof(T) == 8)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n"
+                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+}
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
