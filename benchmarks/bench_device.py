@@ -238,6 +238,22 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def why_not_here(script: str, libraries: tuple[str, ...]) -> str | None:
+    """Why `script` cannot run here (None: it can): one of `libraries` does not import, or
+    there is no usable GPU."""
+    import importlib
+
+    from tunedgemm import cuda
+
+    for name in libraries:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            return f"{script} needs {', '.join(libraries)} and a GPU: {exc}"
+    ok, why = cuda.status()
+    return None if ok else f"{script} needs a GPU: {why}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/results", help="folder for the JSON")
@@ -247,20 +263,12 @@ def main() -> int:
     parser.add_argument("--loops", type=int, default=LOOPS, help="timed loops per side")
     args = parser.parse_args()
     _LOOPS[0] = args.loops
-    try:
-        import cupy  # noqa: F401
-        import torch  # noqa: F401
-
-        import tunedgemm as tg
-    except ImportError as exc:
-        print(f"bench_device needs CuPy, PyTorch and a GPU: {exc}")
+    missing = why_not_here("bench_device", ("cupy", "torch"))
+    if missing:
+        print(missing)
         return 1
+    import tunedgemm as tg
     from tunedgemm import cuda
-
-    ok, why = cuda.status()
-    if not ok:
-        print(f"bench_device needs a GPU: {why}")
-        return 1
     libs = Libraries()
     rng = np.random.default_rng()
     squares = [(s, s, s) for s in (SQUARES[:4] if args.quick else SQUARES)]

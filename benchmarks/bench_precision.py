@@ -173,18 +173,12 @@ def main() -> int:
     parser.add_argument("--plot", action="store_true", help="also write precision.png")
     args = parser.parse_args()
     started = time.perf_counter()
-    try:
-        import cupy  # noqa: F401
-
-        import tunedgemm as tg
-        from tunedgemm import cuda, reference
-    except ImportError as exc:
-        print(f"bench_precision needs CuPy and a GPU: {exc}")
+    missing = bench_device.why_not_here("bench_precision", ("cupy",))
+    if missing:
+        print(missing)
         return 1
-    ok, why = cuda.status()
-    if not ok:
-        print(f"bench_precision needs a GPU: {why}")
-        return 1
+    import tunedgemm as tg
+    from tunedgemm import cuda, reference
     if args.quick:
         bench_device._LOOPS[0] = 3
     shapes = ([s for s in SQUARES if s[0] <= 4096] + IRREGULAR[:3]) if args.quick else (
