@@ -338,3 +338,7 @@ def plot(record: dict[str, Any], path: Path) -> None:
     fig.suptitle(f"{record['gpu']}, {record['created']}: {record['command']}", fontsize=8)
     fig.tight_layout(rect=(0, 0.13, 1, 1))
     fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -38,3 +38,12 @@ def test_every_setting_is_in_the_settings_table():
     assert len(names) >= 8
     table = _read("docs/settings.md")
     assert not {n for n in names if f"| `{n}` |" not in table}
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "benchmarks").glob("*.py")), ids=lambda p: p.name)
+def test_every_benchmark_with_a_main_runs_it_as_a_script(script):
+    """`python benchmarks/X.py` must do what its docstring says: a script whose main() is never
+    called runs nothing and exits 0 (bench_device did so for a day, unnoticed)."""
+    text = script.read_text()
+    if re.search(r"^def main\(", text, re.MULTILINE):
+        assert re.search(r'^if __name__ == "__main__":\n    .*main\(\)', text, re.MULTILINE)
