@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tunedgemm.compiler import kernels_dir, options, source_text
+from tunedgemm.compiler import arch_suffix, kernels_dir, options, source_text
 from tunedgemm.families import FAMILIES
 from tunedgemm.params import ITEMSIZE
 
@@ -27,7 +27,7 @@ def compile_report(source: str, defines: dict, tmp_path: Path) -> str:
         [
             "nvcc",
             "-cubin",
-            "-arch=sm_90",
+            f"-arch=sm_90{arch_suffix(source)}",
             "-Xptxas",
             "-v",
             *options(defines),
