@@ -142,7 +142,8 @@ def raw_function(source: str, defines: Mapping[str, Any], name: str, smem_bytes:
     key = (id(ctx), source, frozen, name)
     handle = _raw.get(key)
     if handle is None:
-        handle = _driver.load_function(_cubin(source, frozen, target_arch(source)), name, smem_bytes)
+        cubin = _cubin(source, frozen, target_arch(source))
+        handle = _driver.load_function(cubin, name, smem_bytes)
         _raw[key] = handle
     return handle
 
