@@ -53,6 +53,18 @@ def inline_includes(name: str, directory: Path) -> str:
     return _INCLUDE.sub(lambda m: inline_includes(m.group(1), directory), text)
 
 
+def target_arch(source: str) -> str:
+    """nvcc's target for a template on the GPU this thread works for: the GPU's architecture
+    plus the suffix the template's family declares (sm_90a for wgmma)."""
+    return cuda.arch() + arch_suffix(source)
+
+
+def arch_suffix(source: str) -> str:
+    from .families import FAMILIES
+
+    return next((f.arch_suffix for f in FAMILIES.values() if f.source == source), "")
+
+
 def options(defines: Mapping[str, Any]) -> list[str]:
     return [f"-D{k}={v}" for k, v in sorted(defines.items())] + ["-lineinfo"]
 
@@ -69,7 +81,7 @@ def module(source: str, defines: Mapping[str, Any]) -> Any:
     mod = _memo.get(key)
     if mod is None:
         mod = SourceModule(source_text(source), options=options(defines), no_extern_c=True,
-                           arch=cuda.arch(), cache_dir=cache_dir())  # fmt: skip
+                           arch=target_arch(source), cache_dir=cache_dir())  # fmt: skip
         _memo[key] = mod
     return mod
 
@@ -130,7 +142,8 @@ def raw_function(source: str, defines: Mapping[str, Any], name: str, smem_bytes:
     key = (id(ctx), source, frozen, name)
     handle = _raw.get(key)
     if handle is None:
-        handle = _driver.load_function(_cubin(source, frozen, cuda.arch()), name, smem_bytes)
+        cubin = _cubin(source, frozen, target_arch(source))
+        handle = _driver.load_function(cubin, name, smem_bytes)
         _raw[key] = handle
     return handle
 
@@ -141,12 +154,10 @@ def precompile(configs: Iterable[Any], dtype: str, trans_a: bool, trans_b: bool,
     and this process's memo). A failure here shows again when the config is launched."""
     from . import launch
 
-    arch = cuda.arch()
-
     def one(config: Any) -> None:
         p = launch.plan(config, dtype, trans_a, trans_b, aligned)
         with contextlib.suppress(Exception):
-            _cubin(p.source, p.defines, arch)
+            _cubin(p.source, p.defines, target_arch(p.source))
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(one, configs))

@@ -100,6 +100,9 @@ class KernelFamily:
     precision_of: Callable[[Params], str] = field(default=lambda p: IEEE)
     # A default config per precision mode, for families of opt-in modes (else `defaults`).
     mode_defaults: Mapping[str, Params] = field(default_factory=dict)
+    # Appended to the GPU's architecture when compiling ("a": sm_90a, whose wgmma the plain
+    # sm_90 target lacks).
+    arch_suffix: str = ""
 
     def serves(self, dtype: str, precision: str = IEEE) -> bool:
         """Whether the family has configs for dtype in this precision mode."""

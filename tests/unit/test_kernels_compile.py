@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tunedgemm.compiler import kernels_dir, options, source_text
+from tunedgemm.compiler import arch_suffix, kernels_dir, options, source_text
 from tunedgemm.families import FAMILIES
 from tunedgemm.params import ITEMSIZE
 
@@ -27,7 +27,7 @@ def compile_report(source: str, defines: dict, tmp_path: Path) -> str:
         [
             "nvcc",
             "-cubin",
-            "-arch=sm_90",
+            f"-arch=sm_90{arch_suffix(source)}",
             "-Xptxas",
             "-v",
             *options(defines),
@@ -166,3 +166,29 @@ def test_copy_kernel_compiles(tmp_path):
     for src in ("__half", "double", "long long", "bool"):
         compile_report("copy2d.cu", {"SRC_T": src, "DST_T": "float"}, tmp_path)
     assert (kernels_dir() / "copy2d.cu").is_file()
+
+
+@pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
+def test_tf32_wgmma_family_defaults(precision, tmp_path):
+    """Each mode's default of the wgmma family (sm_90a): every call-time variant compiles
+    without spills and, where cuobjdump is installed, issues the TF32 HGMMA of its n, one
+    per k-step of a tile in tf32 mode and three in 3xtf32."""
+    from tunedgemm.families import tf32_wgmma
+
+    family, config = tf32_wgmma.FAMILY, tf32_wgmma.default_for(precision)
+    jobs = []
+    for index, (ta, tb, aligned) in enumerate(itertools.product((0, 1), (0, 1), (0, 1))):
+        defines = {**family.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
+                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
+        (tmp_path / str(index)).mkdir()
+        jobs.append((defines, tmp_path / str(index)))
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        reports = list(pool.map(lambda job: compile_report(family.source, *job), jobs))
+    for (defines, _), report in zip(jobs, reports, strict=True):
+        assert_no_spills(report, f"{config} {defines}")
+    if shutil.which("cuobjdump") is None:
+        return
+    sass = subprocess.run(["cuobjdump", "-sass", str(jobs[0][1] / "kernel.cubin")],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    per_tile = (tf32_wgmma.BLOCK_K // 8) * (3 if precision == "3xtf32" else 1)
+    assert sass.count(f"HGMMA.64x{config['BN']}x8.F32.TF32") == per_tile, sass[:2000]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ..params import IEEE, KernelConfig, KernelFamily
-from . import dmma, simt, tf32, tiled
+from . import dmma, simt, tf32, tf32_wgmma, tiled
 
 FAMILIES: dict[str, KernelFamily] = {
-    f.name: f for f in (tiled.FAMILY, simt.FAMILY, dmma.FAMILY, tf32.FAMILY)
+    f.name: f
+    for f in (tiled.FAMILY, simt.FAMILY, dmma.FAMILY, tf32.FAMILY, tf32_wgmma.FAMILY)
 }
 
 
