@@ -6,7 +6,7 @@
 # host (bench_host), tuning (bench_tuning), sanitize (compute-sanitizer over the shipped
 # configs), fuzz (the differential fuzzer on the GPU backend), faults (the fault tests 20 times),
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
-# dask (bench_multigpu's Dask part). Each step has its own time
+# dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark). Each step has its own time
 # limit, so that a hang costs that step only; a whole session can outlast one 10-minute
 # call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
 set -uo pipefail
@@ -65,6 +65,12 @@ for step in $steps; do
         OPENBLAS_NUM_THREADS=1 timeout 90 python3 benchmarks/bench_host.py --small-only \
             --out "$OUT" > "$OUT/bench_host_small.txt" 2>&1
         echo "bench_host small: exit $?"; tail -24 "$OUT/bench_host_small.txt" ;;
+    wgmma)  # the tf32_wgmma family: its GPU test, then its benchmark against mma.sync and cuBLAS
+        timeout ${WGMMA_LIMIT:-150} python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_tf32_wgmma_gpu.py \
+            > "$OUT/gpu-wgmma.txt" 2>&1
+        echo "wgmma tests: exit $?"; tail -15 "$OUT/gpu-wgmma.txt"
+        timeout 120 python3 benchmarks/bench_tf32_wgmma.py --out "$OUT" > "$OUT/bench_tf32_wgmma.txt" 2>&1
+        echo "bench_tf32_wgmma: exit $?"; tail -30 "$OUT/bench_tf32_wgmma.txt" ;;
     dask)
         timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
             > "$OUT/bench_multigpu.txt" 2>&1

@@ -113,34 +113,7 @@ __device__ __forceinline__ unsigned long long sw128_desc(unsigned addr)
 }
 #define DESC_KSTEP 2   // +32 bytes of start address (8 floats of k), in the >> 4 units
 
-// ---- cp.async -------------------------------------------------------------------------------
-
-template <int BYTES>
-__device__ __forceinline__ void cp_async(float* smem, const float* gmem, int src_bytes)
-{
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    if (BYTES == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                     :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
-
-// Returns its argument through an opaque move: the per-copy offsets of load_raw are then
-// recomputed per k-tile (a few integer operations) instead of being hoisted out of the k loop
-// as one 64-bit register pair per copy, which the accumulators cannot spare.
-__device__ __forceinline__ int opaque(int v)
-{
-    int r;
-    asm volatile("mov.b32 %0, %1;\n" : "=r"(r) : "r"(v));
-    return r;
-}
+// cp_async, cp_async_commit, cp_async_wait and opaque come from tiling.cuh (via common.cuh).
 
 // Copy one BX x BK slice of an operand into a raw slot. G(x, p) = KMAJOR ? G[p + x * ld] :
 // G[x + p * ld] (extents X along x, K along k; origin x0, k0). K-major slices land in the
