@@ -377,12 +377,14 @@ class StreamWorkspaces:
     per stream, made on first use: the launches queued on one stream run in order and may
     share a buffer, while work on two streams may run at once and never shares one.
 
-    A buffer goes back to the pool only after the work queued on its stream has run
-    (release_after): when more than MAX_STREAMS streams have used the owner (short-lived
-    threads with streams of their own: the oldest goes), and when the owner is dropped (a
-    plan evicted from its cache, or dropped on a settings change). Where its stream cannot
-    be waited on from the dropping thread, the buffer is kept until release_pool() instead:
-    never handed out while a kernel may still write it."""
+    A buffer is retired when more than MAX_STREAMS streams have used the owner (short-lived
+    threads with streams of their own: the oldest goes) and when the owner is dropped (a
+    plan evicted from its cache, or dropped on a settings change). Its stream may have been
+    destroyed by then (an event recorded on a destroyed stream's handle crashed the driver
+    in the H100 run of 2026-11-23), so a retired buffer is not waited on through its stream:
+    it is kept out of the pool until release_pool(), or until the retired buffers pass
+    RETIRED_LIMIT bytes, when one context synchronise hands them all back. Never handed out
+    while a kernel may still write it."""
 
     MAX_STREAMS = 8
     __slots__ = ("buffers", "nbytes")
@@ -403,30 +405,48 @@ class StreamWorkspaces:
             if len(self.buffers) > self.MAX_STREAMS:
                 with contextlib.suppress(StopIteration, KeyError):
                     oldest = next(iter(self.buffers))
-                    _retire(oldest, self.buffers.pop(oldest))
+                    _retire(self.buffers.pop(oldest))
         return int(buffer)
 
     def __del__(self) -> None:
         try:  # (at interpreter shutdown the module's globals may be gone: the driver frees)
-            for key, buffer in list(self.buffers.items()):
-                _retire(key, buffer)
+            for buffer in list(self.buffers.values()):
+                _retire(buffer)
             self.buffers.clear()
         except Exception:
             pass
 
 
-# Workspaces whose stream could not be waited on when their owner let them go: kept out of
-# the pool until release_pool() (which the caller runs once the device is idle).
-_retired: list[Any] = []
+# Workspaces whose owner let them go: kept out of the pool until release_pool() (which the
+# caller runs once the device is idle) or until they pass RETIRED_LIMIT bytes.
+_retired: list[ScratchBuffer] = []
+RETIRED_LIMIT = 256 << 20  # bytes; a synchronise per this much retired workspace
 
 
-def _retire(key: Any, buffer: ScratchBuffer) -> None:
-    """Back to the pool once the work queued on the buffer's stream has run."""
-    stream = key[0] if isinstance(key, tuple) else key
-    try:
-        release_after([buffer], stream)
-    except Exception:  # another thread's context, or no context current here
+def _retire(buffer: ScratchBuffer) -> None:
+    """Keep a workspace out of the pool until no kernel can still write it (its stream is not
+    touched: that stream may be gone)."""
+    with _pending_lock:
         _retired.append(buffer)
+        if sum(b.size for b in _retired) <= RETIRED_LIMIT:
+            return
+        bound = _thread.__dict__.get("bound_ordinal")
+        mine = _scratch if bound is None else _pool_of(bound)
+        retired = [b for b in _retired if b.pool is mine]  # a synchronise covers one GPU
+    try:  # (a finaliser may run in a thread with no context current)
+        _driver_synchronize()
+    except Exception:
+        return  # kept until release_pool()
+    with _pending_lock:
+        for done in retired:
+            with contextlib.suppress(ValueError):
+                _retired.remove(done)  # (back to the pool as the last reference goes)
+
+
+def _driver_synchronize() -> None:
+    import pycuda.driver as drv
+
+    drv.Context.synchronize()
 
 
 def release_pool() -> int:

@@ -111,3 +111,26 @@ def test_threads_on_their_own_streams_match_calls_one_at_a_time(deterministic):
         for round_results in results[index]:
             for got, want in zip(round_results, alone[index], strict=True):
                 assert got.tobytes() == want.tobytes()
+
+
+def test_workspaces_of_a_destroyed_stream_are_retired_without_touching_it():
+    """A plan's per-stream workspace outlives the caller's stream: dropping the plan must not
+    record an event on that stream's dead handle (the driver crashed so, 2026-11-23)."""
+    import gc
+
+    import pycuda.driver as drv
+
+    from tunedgemm import cuda
+
+    cuda.context()
+    spaces = cuda.StreamWorkspaces(1 << 20)
+    stream = drv.Stream()
+    address = spaces(stream.handle)
+    del stream
+    gc.collect()  # the stream is destroyed now
+    before = len(cuda._retired)
+    del spaces
+    gc.collect()
+    assert any(int(b) == address for b in cuda._retired[before:])
+    cuda.context().synchronize()
+    assert cuda.release_pool() >= 0
