@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,10 @@ def main() -> int:
         calls[str(config)] = (tf32_wgmma.FAMILY.precision_of(config.as_dict()), config)
     for mode in ("tf32", "3xtf32"):
         calls[f"mma.sync {tf32.default_for(mode)}"] = (mode, tf32.default_for(mode))
+    print(f"compiling {len(calls)} configs", flush=True)
+    started = time.perf_counter()
     precompile([c for _, c in calls.values()], "float32", False, False, True)
+    print(f"compiled in {time.perf_counter() - started:.0f} s", flush=True)
     calls["cuBLAS SGEMM"] = ("ieee", "ieee")
     calls["cuBLAS TF32"] = ("tf32", "tf32")
     rng = np.random.default_rng(1)

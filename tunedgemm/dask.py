@@ -45,25 +45,33 @@ import tunedgemm
 
 from . import checks
 from ._args import GEMM_DTYPES, as_scalar, as_trans, check_castable
+from .precision import check_mode, resolve
 
 __all__ = ["check_sample", "gemm", "local_gpu_cluster", "matmul"]
 
 SPLIT_EVERY = 4  # partial products summed per task: memory per sum is this many blocks
 
 
-def matmul(x: Any, y: Any, *, split_every: int = SPLIT_EVERY) -> da.Array:
+def matmul(x: Any, y: Any, *, precision: str | None = None,
+           split_every: int = SPLIT_EVERY) -> da.Array:  # fmt: skip
     """x @ y for 2-D arrays (dask arrays, or anything dask.array.asarray takes) as a dask
-    array: np.matmul's dtype, each block product computed by tunedgemm.matmul."""
+    array: np.matmul's dtype, each block product computed by tunedgemm.matmul. precision as
+    tunedgemm.matmul's, decided here (a `tunedgemm.precision(...)` block around the call
+    holds for every worker)."""
     x, y = _as_dask(x, "x"), _as_dask(y, "y")
     dtype = np.result_type(x.dtype, y.dtype)
-    return _product(_matmul_block, (), x, y, None, False, False, dtype, split_every, "matmul")
+    mode = _mode(precision, dtype)
+    return _product(_matmul_block, (mode,), x, y, None, False, False, dtype, split_every,
+                    "matmul")  # fmt: skip
 
 
 def gemm(alpha: Any, x: Any, y: Any, beta: Any = 0.0, c: Any = None, trans_a: int = 0,
-         trans_b: int = 0, *, split_every: int = SPLIT_EVERY) -> da.Array:  # fmt: skip
+         trans_b: int = 0, *, precision: str | None = None,
+         split_every: int = SPLIT_EVERY) -> da.Array:  # fmt: skip
     """alpha * op(x) @ op(y) + beta * c as a dask array, with tunedgemm.gemm's semantics:
     float64 if x or y is float64 (or an integer type), else float32; trans flags 0, 1 or 2;
-    c ignored when beta is 0 and required otherwise; c is never written."""
+    c ignored when beta is 0 and required otherwise; c is never written. precision as in
+    matmul."""
     alpha_f, beta_f = as_scalar(alpha, "alpha"), as_scalar(beta, "beta")
     ta, tb = as_trans(trans_a, "trans_a"), as_trans(trans_b, "trans_b")
     x, y = _as_dask(x, "x"), _as_dask(y, "y")
@@ -78,8 +86,18 @@ def gemm(alpha: Any, x: Any, y: Any, beta: Any = 0.0, c: Any = None, trans_a: in
     else:
         c = _as_dask(c, "c")
         check_castable(c.dtype, "c")
-    return _product(_gemm_block, (alpha_f, beta_f), x, y, c, ta, tb, dtype, split_every,
-                    "gemm")  # fmt: skip
+    return _product(_gemm_block, (alpha_f, beta_f, _mode(precision, dtype)), x, y, c, ta, tb,
+                    dtype, split_every, "gemm")  # fmt: skip
+
+
+def _mode(precision: str | None, dtype: np.dtype) -> str | None:
+    """The precision mode every block product of dtype runs in (None: not a GEMM dtype, the
+    block library's own product)."""
+    if np.dtype(dtype) not in GEMM_DTYPES:
+        if precision is not None:
+            check_mode(precision)
+        return None
+    return resolve(precision, np.dtype(dtype).name)
 
 
 def local_gpu_cluster(gpus: Sequence[int] | None = None, threads_per_worker: int = 1,
@@ -149,14 +167,16 @@ def _host(value: Any) -> np.ndarray:
 # Block tasks (module level, so that process workers unpickle them by name) ---------------
 
 
-def _matmul_block(a: Any, b: Any, c: Any = None) -> Any:
-    if np.result_type(a.dtype, b.dtype) in GEMM_DTYPES:
-        return tunedgemm.matmul(a, b)
+def _matmul_block(mode: str | None, a: Any, b: Any, c: Any = None) -> Any:
+    if mode is not None:
+        return tunedgemm.matmul(a, b, precision=mode)
     return a @ b  # ints, float16, bool: the block library's own exact product
 
 
-def _gemm_block(alpha: float, beta: float, a: Any, b: Any, c: Any, ta: bool, tb: bool) -> Any:
-    return tunedgemm.gemm(alpha, a, b, beta if c is not None else 0.0, c, int(ta), int(tb))
+def _gemm_block(alpha: float, beta: float, mode: str | None, a: Any, b: Any, c: Any, ta: bool,
+                tb: bool) -> Any:  # fmt: skip
+    return tunedgemm.gemm(alpha, a, b, beta if c is not None else 0.0, c, int(ta), int(tb),
+                          precision=mode)  # fmt: skip
 
 
 def _sum_blocks(parts: list[Any]) -> Any:

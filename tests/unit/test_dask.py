@@ -123,6 +123,30 @@ def test_blocks_are_computed_by_tunedgemm(numpy_backend, rng, monkeypatch):
     assert_gemm(out, 2.0, a, b, 0.0, None, np.float64)
 
 
+def test_precision_is_decided_on_the_client_and_reaches_every_block(numpy_backend, rng,
+                                                                      monkeypatch):  # fmt: skip
+    """precision= (or a tunedgemm.precision block around the call) goes with every block
+    product, so workers run the mode the caller chose whatever their own defaults."""
+    import tunedgemm
+
+    modes = []
+    real = tunedgemm.matmul
+
+    def recording(a, b, **kwargs):
+        modes.append(kwargs.get("precision"))
+        return real(a, b, **kwargs)
+
+    monkeypatch.setattr(tunedgemm, "matmul", recording)
+    a, x = blocks(rng, (40, 30), (20, 15), np.float32)
+    b, y = blocks(rng, (30, 20), (15, 20), np.float32)
+    out = tgd.matmul(x, y, precision="3xtf32").compute(scheduler="synchronous")
+    with tunedgemm.precision("tf32"):
+        z = tgd.matmul(x, y)
+    z.compute(scheduler="synchronous")  # computed outside the block: the mode stays
+    assert modes == ["3xtf32"] * 4 + ["tf32"] * 4
+    assert_gemm(out, 1.0, a, b, 0.0, None, np.float32)
+
+
 def test_sums_are_a_bounded_tree(rng):
     """No task holds more than one x block and one y block (no panel concatenation), and no
     sum more than split_every partials; there are k-blocks - 1 sums' worth of inputs."""
@@ -197,6 +221,8 @@ def test_inputs_are_left_as_they_were(numpy_backend, rng):
         (lambda x, y: tgd.gemm(1.0, x, y, trans_b=3), ValueError, "trans_b"),
         (lambda x, y: tgd.gemm(1.0, x.astype(complex), y), TypeError, "x has dtype"),
         (lambda x, y: tgd.matmul(x, y, split_every=1), ValueError, "split_every"),
+        (lambda x, y: tgd.matmul(x, y, precision="fast"), ValueError, "precision"),
+        (lambda x, y: tgd.gemm(1.0, x, y, precision="tf32"), ValueError, "does not apply"),
     ],
 )
 def test_bad_arguments(call, error, words):
