@@ -105,9 +105,17 @@ def context() -> Any:
     (in a thread bound to another GPU, that GPU's primary context)."""
     ctx = _context[0]
     if ctx is None:
-        import pycuda.autoprimaryctx
+        with _context_lock:
+            if _context[0] is None:
+                import pycuda.autoprimaryctx
 
-        ctx = _context[0] = pycuda.autoprimaryctx.context
+                if threading.current_thread() is not threading.main_thread():
+                    # autoprimaryctx pushed it in this thread only: pop it as the thread ends,
+                    # or PyCUDA aborts the process (a precompile thread pool did, 2026-11-23).
+                    _thread.pop_at_exit = _PopAtThreadExit(pycuda.autoprimaryctx.context,
+                                                           _owned())  # fmt: skip
+                _context[0] = pycuda.autoprimaryctx.context
+        ctx = _context[0]
     if getattr(_thread, "pushed", None) is not ctx:
         bound = _thread.__dict__.get("bound")
         if bound is not None:
@@ -164,6 +172,7 @@ def free_bytes_of(index: int, release_pool: bool = False) -> int:
 
 
 _context: list[Any] = [None]  # autoprimaryctx's context, looked up once (every call asks)
+_context_lock = threading.Lock()
 
 
 _thread = threading.local()

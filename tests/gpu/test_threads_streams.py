@@ -134,3 +134,19 @@ def test_workspaces_of_a_destroyed_stream_are_retired_without_touching_it():
     assert any(int(b) == address for b in cuda._retired[before:])
     cuda.context().synchronize()
     assert cuda.release_pool() >= 0
+
+
+def test_a_thread_that_meets_the_gpu_first_may_end():
+    """The first CUDA use of a process in a worker thread (autoprimaryctx pushes its context
+    there) must not leave that thread's context stack full as it ends: PyCUDA then aborts the
+    whole process (bench_tf32_wgmma's precompile pool did, 2026-11-23)."""
+    import subprocess
+    import sys
+
+    code = ("import threading, tunedgemm.cuda as c\n"
+            "t = threading.Thread(target=c.context); t.start(); t.join()\n"
+            "c.context(); print('ended cleanly')\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ended cleanly" in done.stdout
