@@ -32,7 +32,7 @@ def status() -> tuple[bool, str]:
         drv.init()
         if drv.Device.count() == 0:
             return False, "no CUDA device found"
-        import pycuda.autoprimaryctx  # noqa: F401  (retains and pushes the primary context)
+        _autoprimary()  # retains and pushes the primary context
     except Exception as exc:
         return False, f"CUDA initialisation failed ({type(exc).__name__}: {exc})"
     dev = device()
@@ -40,9 +40,26 @@ def status() -> tuple[bool, str]:
 
 
 def device() -> Any:
+    return _autoprimary().device
+
+
+def _autoprimary() -> Any:
+    """pycuda.autoprimaryctx, imported once for every module here: its import pushes the
+    primary context in the importing thread only, which must pop it again if it ends before
+    the process, or PyCUDA aborts the process (a precompile thread pool that asked for the
+    GPU's architecture first did so, 2026-11-23)."""
+    with _context_lock:
+        if _context[0] is None:
+            import pycuda.autoprimaryctx
+
+            imported = pycuda.autoprimaryctx.context
+            _thread.pushed = imported  # on PyCUDA's stack of this thread
+            if threading.current_thread() is not threading.main_thread():
+                _thread.pop_at_exit = _PopAtThreadExit(imported, _owned())
+            _context[0] = imported
     import pycuda.autoprimaryctx
 
-    return pycuda.autoprimaryctx.device
+    return pycuda.autoprimaryctx
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,16 +122,7 @@ def context() -> Any:
     (in a thread bound to another GPU, that GPU's primary context)."""
     ctx = _context[0]
     if ctx is None:
-        with _context_lock:
-            if _context[0] is None:
-                import pycuda.autoprimaryctx
-
-                if threading.current_thread() is not threading.main_thread():
-                    # autoprimaryctx pushed it in this thread only: pop it as the thread ends,
-                    # or PyCUDA aborts the process (a precompile thread pool did, 2026-11-23).
-                    _thread.pop_at_exit = _PopAtThreadExit(pycuda.autoprimaryctx.context,
-                                                           _owned())  # fmt: skip
-                _context[0] = pycuda.autoprimaryctx.context
+        _autoprimary()
         ctx = _context[0]
     if getattr(_thread, "pushed", None) is not ctx:
         bound = _thread.__dict__.get("bound")
@@ -221,18 +229,16 @@ def _owned() -> dict[str, Any]:
 
 
 def ensure_current(ctx: Any) -> None:
-    """Make ctx current in the calling thread: autoprimaryctx pushes it only in the thread that
-    imported it, and every other thread starts with no context."""
+    """Put ctx on PyCUDA's context stack of the calling thread, once: autoprimaryctx pushes it
+    only in the thread that imported it. A context the driver already has current here (made
+    so by CuPy or PyTorch through the runtime) is not on PyCUDA's stack, and PyCUDA's
+    allocations refuse to run without one there (the dask GPU tests' worker threads failed
+    so, 2026-11-23), so it is pushed all the same. A thread pops it as it ends; the main
+    thread's is popped by autoprimaryctx's exit hook."""
     if getattr(_thread, "pushed", None) is ctx:
         return
-    import pycuda.driver as drv
-
-    try:
-        current = drv.Context.get_current()
-    except drv.Error:
-        current = None
-    if current is None or current.handle != ctx.handle:
-        ctx.push()
+    ctx.push()
+    if threading.current_thread() is not threading.main_thread():
         _thread.pop_at_exit = _PopAtThreadExit(ctx, _owned())
     _thread.pushed = ctx
 

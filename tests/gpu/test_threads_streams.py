@@ -113,7 +113,7 @@ def test_threads_on_their_own_streams_match_calls_one_at_a_time(deterministic):
                 assert got.tobytes() == want.tobytes()
 
 
-def test_workspaces_of_a_destroyed_stream_are_retired_without_touching_it():
+def test_workspaces_of_a_destroyed_stream_are_retired_without_touching_it(monkeypatch):
     """A plan's per-stream workspace outlives the caller's stream: dropping the plan must not
     record an event on that stream's dead handle (the driver crashed so, 2026-11-23)."""
     import gc
@@ -123,6 +123,7 @@ def test_workspaces_of_a_destroyed_stream_are_retired_without_touching_it():
     from tunedgemm import cuda
 
     cuda.context()
+    monkeypatch.setattr(cuda, "RETIRED_LIMIT", 1 << 40)  # (earlier tests' retirees stay put)
     spaces = cuda.StreamWorkspaces(1 << 20)
     stream = drv.Stream()
     address = spaces(stream.handle)
@@ -144,7 +145,8 @@ def test_a_thread_that_meets_the_gpu_first_may_end():
     import sys
 
     code = ("import threading, tunedgemm.cuda as c\n"
-            "t = threading.Thread(target=c.context); t.start(); t.join()\n"
+            "for first in (c.arch, c.context):\n"
+            "    t = threading.Thread(target=first); t.start(); t.join()\n"
             "c.context(); print('ended cleanly')\n")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)  # fmt: skip
