@@ -380,7 +380,10 @@ def _pool_of(index: int) -> _ScratchPool:
 def allocate(nbytes: int) -> ScratchBuffer:
     """Scratch device memory from the pool of this thread's GPU (safe from any thread); back
     to it when dropped."""
-    bound = _thread.__dict__.get("bound_ordinal")
+    state = _thread.__dict__
+    if state.get("pushed") is None:  # this thread's first CUDA work: the context, current here
+        context()
+    bound = state.get("bound_ordinal")
     return (_scratch if bound is None else _pool_of(bound)).take(nbytes)
 
 
