@@ -35,11 +35,13 @@ def _cupy_kind() -> Kind:
     current = cupy.cuda.get_current_stream
     current_device = cupy.cuda.runtime.getDevice
 
+    new = cupy.ndarray  # (cupy.empty wraps it: 4.3 against 3.5 us a call on the H100 host)
+
     def empty(like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str) -> Any:
         if current_device() == like.data.device_id:  # entering like.device costs microseconds
-            return cupy.empty(shape, dtype=dtype, order=order)
+            return new(shape, dtype, order=order)
         with like.device:
-            return cupy.empty(shape, dtype=dtype, order=order)
+            return new(shape, dtype, order=order)
 
     return Kind(
         "cupy",
@@ -59,10 +61,16 @@ def _torch_kind() -> Kind:
     _TORCH_DTYPES.update({np.dtype(np.float32): torch.float32,
                           np.dtype(np.float64): torch.float64})  # fmt: skip
     raw_stream = torch._C._cuda_getCurrentRawStream
+    empty_strided = torch.empty_strided
+    devices: dict[int, Any] = {}  # (like.device makes a new torch.device on every read)
 
     def empty(like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str) -> Any:
-        strides = _strides(shape, order)
-        return torch.empty_strided(shape, strides, dtype=_TORCH_DTYPES[dtype], device=like.device)
+        index = like.get_device()
+        device = devices.get(index)
+        if device is None:
+            device = devices[index] = like.device
+        return empty_strided(shape, _strides(shape, order), dtype=_TORCH_DTYPES[dtype],
+                             device=device)  # fmt: skip
 
     return Kind(
         "torch",
