@@ -96,9 +96,18 @@ def _run_pair(config, a, b):
     return outs[0], outs[1]
 
 
+SMALL_K_SPREAD = pytest.mark.xfail(
+    strict=True,
+    reason="one k-tile summed inside the tensor cores: median 2.05-2.09x cuBLAS SGEMM's at "
+    "k = 16 with spread exponents (H100, 2026-11-23); the family serves no mode yet",
+)
+
+
 @pytest.mark.parametrize("inputs", ["uniform", "spread"])
 @pytest.mark.parametrize("k", (16, 256, 4096, 8192))
-def test_3xtf32_accuracy_against_cublas_sgemm(inputs, k):
+def test_3xtf32_accuracy_against_cublas_sgemm(inputs, k, request):
+    if (inputs, k) == ("spread", 16):
+        request.applymarker(SMALL_K_SPREAD)
     rng = np.random.default_rng()
     m = n = 512
     if inputs == "uniform":
