@@ -39,6 +39,16 @@ def status() -> tuple[bool, str]:
     return True, f"{dev.name()} (sm_{''.join(map(str, dev.compute_capability()))})"
 
 
+def _hold_in_main_thread(ctx: Any) -> None:
+    """At exit, where the main thread never used the GPU: push the context there, for
+    autoprimaryctx's exit hook to pop, and for PyCUDA objects made in other threads to be freed
+    (the dask benchmark's exit printed a failed pop and two clean-up warnings without it)."""
+    if _thread.__dict__.get("pushed") is None:
+        with contextlib.suppress(Exception):
+            ctx.push()
+            _thread.pushed = ctx
+
+
 def device() -> Any:
     return _autoprimary().device
 
@@ -56,6 +66,8 @@ def _autoprimary() -> Any:
             _thread.pushed = imported  # on PyCUDA's stack of this thread
             if threading.current_thread() is not threading.main_thread():
                 _thread.pop_at_exit = _PopAtThreadExit(imported, _owned())
+                # Exit hooks run last-in first-out: this one, before autoprimaryctx's pop.
+                atexit.register(_hold_in_main_thread, imported)
             _context[0] = imported
     import pycuda.autoprimaryctx
 
@@ -311,7 +323,7 @@ class _ScratchPool:
         with self.lock:
             if not self.exit_hook:
                 # Registered after PyCUDA's own hook, so it runs first, while the context lives.
-                atexit.register(self.free_held)
+                atexit.register(self._free_at_exit)
                 self.exit_hook = True
             held = self.held.get(size)
             if held:
@@ -326,6 +338,11 @@ class _ScratchPool:
     def give(self, allocation: Any, size: int) -> None:
         with self.lock:
             self.held.setdefault(size, []).append(allocation)
+
+    def _free_at_exit(self) -> None:
+        if _context[0] is not None:  # (the main thread may not have used the GPU itself)
+            _hold_in_main_thread(_context[0])
+        self.free_held()
 
     def free_held(self) -> None:
         with self.lock:

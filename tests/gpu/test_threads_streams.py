@@ -152,3 +152,21 @@ def test_a_thread_that_meets_the_gpu_first_may_end():
                           timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ended cleanly" in done.stdout
+
+
+def test_a_main_thread_that_never_met_the_gpu_exits_cleanly():
+    """All GPU work in a worker thread (a dask client's): the process exits without a failed
+    pop in autoprimaryctx's exit hook and without PyCUDA's clean-up warnings."""
+    import subprocess
+    import sys
+
+    code = ("import threading, tunedgemm.cuda as c\n"
+            "kept = []\n"
+            "t = threading.Thread(target=lambda: kept.append(c.allocate(1 << 20)))\n"
+            "t.start(); t.join(); print('ended cleanly')\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ended cleanly" in done.stdout
+    for sign in ("Exception ignored", "could not be cleaned up"):
+        assert sign not in done.stderr, done.stderr[-2000:]
