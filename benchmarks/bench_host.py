@@ -383,6 +383,10 @@ def main() -> int:
                         "one thread unless OPENBLAS_NUM_THREADS says otherwise; needs no GPU")
     parser.add_argument("--forms-only", action="store_true",
                         help="with --small-only: part 4 alone")
+    parser.add_argument("--skip-small", action="store_true",
+                        help="leave out the small calls (run them apart with --small-only: "
+                        "with all BLAS threads, NumPy's own 192^2-448^2 products took 16 ms "
+                        "each on the H100 machine, and the sweep outran its time limit)")
     args = parser.parse_args()
     from tunedgemm import cuda
 
@@ -407,7 +411,8 @@ def main() -> int:
     record = {"device": cuda.device().name(), "date": date, "command": " ".join(sys.argv),
               "pinned_gb_s": bandwidth}  # fmt: skip
     record["host_to_host"] = host_to_host(args.sizes, bandwidth)
-    small_part(record)
+    if not args.skip_small:
+        small_part(record)
     record["device_overhead_64"] = overhead = device_overhead()
     shown = (f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in overhead.items()
              if k != "refined")  # fmt: skip

@@ -36,7 +36,7 @@ for step in $steps; do
         timeout 200 python3 benchmarks/bench_tf32.py --out "$OUT" > "$OUT/bench_tf32.txt" 2>&1
         echo "bench_tf32: exit $?"; tail -30 "$OUT/bench_tf32.txt" ;;
     host)
-        timeout 150 python3 benchmarks/bench_host.py --out "$OUT" > "$OUT/bench_host.txt" 2>&1
+        timeout 150 python3 benchmarks/bench_host.py --skip-small --out "$OUT" > "$OUT/bench_host.txt" 2>&1
         echo "bench_host: exit $?"; tail -30 "$OUT/bench_host.txt" ;;
     tuning)
         timeout 240 python3 benchmarks/bench_tuning.py --out "$OUT" > "$OUT/bench_tuning.txt" 2>&1
