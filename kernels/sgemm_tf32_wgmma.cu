@@ -342,35 +342,18 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     float* const opA = base + RAW_FLOATS;             // [buffer][part] operand copies of A
     float* const opB = opA + 2 * PARTS * A_TILE;      // ... and of B
 
-    int bm = blockIdx.x, bn = blockIdx.y;
-#if GROUP_M > 1
-    {
-        const int grid_m = gridDim.x, grid_n = gridDim.y;
-        const int pid = blockIdx.x + blockIdx.y * grid_m;
-        const int width = GROUP_M * grid_n;
-        const int group = pid / width;
-        const int first_m = group * GROUP_M;
-        const int gsize = min(grid_m - first_m, GROUP_M);
-        const int r = pid - group * width;
-        bm = first_m + r % gsize;
-        bn = r / gsize;
-    }
-#endif
+    int bm, bn;
+    group_m_block(GROUP_M, bm, bn);
     const int row0 = bm * BM, col0 = bn * BN;
 
-    const int KT = (k + BK - 1) / BK;
+    int kt0, ntiles;
+    block_k_tiles(k, BK, SPLIT_K, kt0, ntiles);
 #if SPLIT_K > 1
     C = SPLIT_SLICE(C, ldc, n);
-    const int per = (KT + SPLIT_K - 1) / SPLIT_K;
-    const int kt0 = blockIdx.z * per;
-    const int ntiles = min(KT, kt0 + per) - kt0;
     if (ntiles <= 0) {   // an empty slice: zeros for splitk_reduce to add
         zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
         return;
     }
-#else
-    const int kt0 = 0;
-    const int ntiles = KT;
 #endif
 
     const int tid = threadIdx.x;
