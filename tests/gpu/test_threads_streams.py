@@ -137,36 +137,35 @@ def test_workspaces_of_a_destroyed_stream_are_retired_without_touching_it(monkey
     assert cuda.release_pool() >= 0
 
 
+def _run_to_the_end(code: str) -> str:
+    """Run code in a fresh Python process that must print 'ended cleanly' and exit 0; its
+    standard error."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code + "print('ended cleanly')\n"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ended cleanly" in done.stdout
+    return done.stderr
+
+
 def test_a_thread_that_meets_the_gpu_first_may_end():
     """The first CUDA use of a process in a worker thread (autoprimaryctx pushes its context
     there) must not leave that thread's context stack full as it ends: PyCUDA then aborts the
     whole process (bench_tf32_wgmma's precompile pool did, 2026-11-23)."""
-    import subprocess
-    import sys
-
-    code = ("import threading, tunedgemm.cuda as c\n"
-            "for first in (c.arch, c.context):\n"
-            "    t = threading.Thread(target=first); t.start(); t.join()\n"
-            "c.allocate(1024); print('ended cleanly')\n")  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "ended cleanly" in done.stdout
+    _run_to_the_end("import threading, tunedgemm.cuda as c\n"
+                    "for first in (c.arch, c.context):\n"
+                    "    t = threading.Thread(target=first); t.start(); t.join()\n"
+                    "c.allocate(1024)\n")  # fmt: skip
 
 
 def test_a_main_thread_that_never_met_the_gpu_exits_cleanly():
     """All GPU work in a worker thread (a dask client's): the process exits without a failed
     pop in autoprimaryctx's exit hook. (PyCUDA still warns for an allocation that outlives
     the exit hooks, as it does in a single-threaded script.)"""
-    import subprocess
-    import sys
-
-    code = ("import threading, tunedgemm.cuda as c\n"
-            "kept = []\n"
-            "t = threading.Thread(target=lambda: kept.append(c.allocate(1 << 20)))\n"
-            "t.start(); t.join(); print('ended cleanly')\n")  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "ended cleanly" in done.stdout
-    assert "Exception ignored" not in done.stderr, done.stderr[-2000:]
+    stderr = _run_to_the_end("import threading, tunedgemm.cuda as c\n"
+                             "kept = []\n"
+                             "work = lambda: kept.append(c.allocate(1 << 20))\n"
+                             "t = threading.Thread(target=work); t.start(); t.join()\n")  # fmt: skip
+    assert "Exception ignored" not in stderr, stderr[-2000:]
