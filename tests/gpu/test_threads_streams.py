@@ -167,5 +167,6 @@ def test_a_main_thread_that_never_met_the_gpu_exits_cleanly():
     stderr = _run_to_the_end("import threading, tunedgemm.cuda as c\n"
                              "kept = []\n"
                              "work = lambda: kept.append(c.allocate(1 << 20))\n"
-                             "t = threading.Thread(target=work); t.start(); t.join()\n")  # fmt: skip
+                             "t = threading.Thread(target=work)\n"
+                             "t.start(); t.join()\n")  # fmt: skip
     assert "Exception ignored" not in stderr, stderr[-2000:]
