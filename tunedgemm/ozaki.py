@@ -35,8 +35,17 @@ INT32_SAFE_K = 2**17 - 1
 # float64's median and 99.9th-percentile error below native matmul's on uniform(-1, 1) and on
 # ill-conditioned dot products; 14 (the papers' FP64 setting) did not at k >= 128. 8 moduli do
 # the same for float32. Exponents spread over 2^-30..2^30 within a row need about 20 (float64)
-# and 11 (float32) at k = 16 for the 99.9th percentile: a row's small entries lose their bits.
+# and 11 (float32) at k = 16 for the 99.9th percentile: a row's small entries lose their bits
+# (the accuracy guard below recomputes those elements instead).
 DEFAULT_COUNTS = {np.dtype(np.float64): 16, np.dtype(np.float32): 8}
+# The accuracy guard (``unreliable``): an element of C is recomputed in IEEE arithmetic where
+# its estimated truncation error passes GUARD_TAU units in the last place of (|A| |B|)_ij, the
+# scale the issue's bound measures errors in; (|A| |B|) is bounded below by one more integer
+# GEMM of magnitudes quantised to 0..MAGNITUDE_LEVELS. benchmarks/ozaki_spread.py's inputs
+# (uniform, exponents spread over 2^-10..2^10 and 2^-30..2^30, k = 16..4096, default counts
+# and 2 more) all met the bound with it; without it, spread exponents missed it by up to 4e9x.
+GUARD_TAU = 0.25
+MAGNITUDE_LEVELS = 127
 # Relative safety on the float64 row and column norms, which carry rounding error of about
 # k * 2^-53; the floor in the exponent makes it cost nothing in all but rare cases.
 NORM_SAFETY = 1.0 + 2.0**-30
@@ -226,17 +235,55 @@ def reconstruct(
 
 
 class Emulated(NamedTuple):
-    """The product, and whether it was emulated (False: np.matmul, for non-finite input)."""
+    """The product, whether it was emulated (False: np.matmul, for non-finite input), and how
+    many of its elements the accuracy guard recomputed in IEEE arithmetic."""
 
     result: np.ndarray
     emulated: bool
+    recomputed: int = 0
 
 
-def gemm(a: np.ndarray, b: np.ndarray, count: int | None = None) -> Emulated:
+def magnitude_lower_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A lower bound of |A| |B| from one integer GEMM: each row of |A| (column of |B|) as
+    floor(MAGNITUDE_LEVELS |x| / max), so every quantised entry is at most its true share;
+    the int8 family computes the product exactly (entries 0..127), the scaling back costs a
+    multiply per element of C. Rows or columns of zeros bound to 0."""
+    a_abs, b_abs = np.abs(np.asarray(a, np.float64)), np.abs(np.asarray(b, np.float64))
+    a_max, b_max = a_abs.max(axis=1), b_abs.max(axis=0)
+    qa = np.floor(a_abs * (MAGNITUDE_LEVELS / np.where(a_max > 0, a_max, 1.0))[:, None])
+    qb = np.floor(b_abs * (MAGNITUDE_LEVELS / np.where(b_max > 0, b_max, 1.0))[None, :])
+    return (qa @ qb) * np.outer(a_max, b_max) / MAGNITUDE_LEVELS**2
+
+
+def error_estimate(a: np.ndarray, b: np.ndarray, scaled: Scaled) -> np.ndarray:
+    """An estimate of each element's truncation error in C. With A' = 2^e_i a_i - d_i and
+    B' = 2^f_j b_j - g_j (0 <= |d|, |g| < 1 integer unit), C_ij - (AB)_ij =
+    -2^-f_j a_i . g_j - 2^-e_i d_i . b_j + 2^-(e_i + f_j) d_i . g_j. The worst case (1-norms,
+    k for the last term) flagged every element of uniform inputs at k >= 1000, where the
+    emulation's error was 0.06x native's; the units left by truncation do not line up with
+    the other operand's signs, so the sums grow as square roots: 2-norms, and sqrt(k)."""
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    row = np.exp2(-scaled.row_exponents.astype(np.float64))
+    col = np.exp2(-scaled.col_exponents.astype(np.float64))
+    a_norms, b_norms = np.sqrt(np.sum(a64 * a64, axis=1)), np.sqrt(np.sum(b64 * b64, axis=0))
+    return (np.outer(a_norms, col) + np.outer(row, b_norms)
+            + math.sqrt(a64.shape[1]) * np.outer(row, col))  # fmt: skip
+
+
+def unreliable(a: np.ndarray, b: np.ndarray, scaled: Scaled, dtype: np.dtype) -> np.ndarray:
+    """Elements of C whose emulated value may miss the accuracy bound (see GUARD_TAU)."""
+    unit = float(np.finfo(dtype).eps) / 2
+    return error_estimate(a, b, scaled) > GUARD_TAU * unit * magnitude_lower_bound(a, b)
+
+
+def gemm(a: np.ndarray, b: np.ndarray, count: int | None = None, guard: bool = True) -> Emulated:
     """a @ b by Ozaki scheme II with `count` moduli (default: ``default_count`` of the result
     dtype, float32 if both inputs are float32, else float64). Inf or NaN anywhere, or k = 0,
     falls back to np.matmul and reports emulated=False: an emulated result is never silently
-    wrong. Zero rows and columns are emulated exactly (exponent 0)."""
+    wrong. Elements the accuracy guard flags (``unreliable``: rows or columns whose entries
+    span more exponents than the moduli keep) are recomputed as dot products in a wider
+    format, rounded once (guard=False: the scheme alone). Zero rows and columns are emulated
+    exactly (exponent 0)."""
     a_arr, b_arr = np.asarray(a), np.asarray(b)
     if a_arr.ndim != 2 or b_arr.ndim != 2 or a_arr.shape[1] != b_arr.shape[0]:
         raise ValueError(f"a {a_arr.shape} and b {b_arr.shape} are not a 2-D matrix product")
@@ -253,4 +300,14 @@ def gemm(a: np.ndarray, b: np.ndarray, count: int | None = None) -> Emulated:
         residues(scaled.a_int, mods), residues(scaled.b_int, mods), mods
     )
     result = reconstruct(products, mods, scaled.row_exponents, scaled.col_exponents)
-    return Emulated(result.astype(dtype), True)
+    result = result.astype(dtype)
+    if not guard:
+        return Emulated(result, True)
+    rows, cols = np.nonzero(unreliable(a_arr, b_arr, scaled, dtype))
+    if rows.size:
+        # float64 sums for float32 (as a GPU thread would recompute them); x87 long double,
+        # where NumPy has it, for float64
+        wide = np.float64 if dtype == np.float32 else np.longdouble
+        sums = np.einsum("ek,ke->e", a_arr[rows].astype(wide), b_arr[:, cols].astype(wide))
+        result[rows, cols] = sums.astype(dtype)
+    return Emulated(result, True, int(rows.size))
