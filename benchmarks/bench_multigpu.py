@@ -10,11 +10,12 @@ Usage: python benchmarks/bench_multigpu.py [--gpus N] [--quick] [--repeats 3] [-
    cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)).
 2. Dask: 32768^2 float32 in chunks of 8192 (--quick: 16384^2 in chunks of 4096), CuPy blocks
    made on the workers, on a cluster of k = 1..N GPU workers (one process per GPU,
-   tunedgemm.dask.local_gpu_cluster): tunedgemm.dask.matmul(x, y) against dask.array's own
-   x @ y, each timed from graph submission until the result is persisted on the workers and
-   their GPUs are idle (persist, wait, then a device synchronise on every worker); medians
-   of --repeats runs, the two alternated. Each result is checked against a float64 reference
-   on a sample of blocks (tunedgemm.dask.check_sample).
+   tunedgemm.dask.local_gpu_cluster): tunedgemm.dask.matmul(x, y), in IEEE arithmetic and
+   with precision="3xtf32", against dask.array's own x @ y, each timed from graph submission
+   until the result is persisted on the workers and their GPUs are idle (persist, wait, then
+   a device synchronise on every worker; the next waits until the scheduler has forgotten
+   the last); medians of --repeats runs, the order alternated. Each result is checked
+   against a float64 reference on a sample of blocks (tunedgemm.dask.check_sample).
 
 Prints tables, writes bench_multigpu.json and multigpu.png (benchmarks/plot_results.py) to
 --out. Exits 1, saying why, where no GPU (or no CuPy) is usable.
