@@ -241,18 +241,28 @@ def plot_multigpu(data: dict, out: Path) -> None:
     ax.set_xlabel("GPUs (TUNEDGEMM_DEVICES)")
     ax.set_ylabel("TFLOP/s, NumPy arrays in and out")
     ax.set_title("host to host (x: CuPy's plain path, one GPU)")
-    ax.legend(fontsize=7)
+    if rows:
+        ax.legend(fontsize=7)
+    else:  # (a --skip host run)
+        ax.text(0.5, 0.5, "not measured in this run", ha="center", va="center",
+                transform=ax.transAxes)  # fmt: skip
     ax = axes[1]
     rows = data.get("dask", [])
     if rows:
         workers = [r["workers"] for r in rows]
-        ax.plot(workers, [r["tunedgemm_s"] for r in rows], "o-", label="tunedgemm.dask.matmul")
+        ax.plot(workers, [r["tunedgemm_s"] for r in rows], "o-", ms=11, mfc="none",
+                label="tunedgemm.dask.matmul")  # fmt: skip (hollow: dask's may sit on it)
         ax.plot(workers, [r["dask_s"] for r in rows], "s--", label="dask.array x @ y (CuPy)")
+        if all("tunedgemm_3xtf32_s" in r for r in rows):
+            ax.plot(workers, [r["tunedgemm_3xtf32_s"] for r in rows], "^-",
+                    label='tunedgemm.dask.matmul, precision="3xtf32"')  # fmt: skip
         ax.set_title(f"dask: {rows[0]['n']}^2 float32, chunks of {rows[0]['chunk']}")
+        ax.set_xlim(0.5, max(workers) + 0.5)
     ax.set_xlabel("GPU workers")
     ax.set_ylabel("seconds, submission to persisted result")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
+    tallest = max((v for r in rows for key, v in r.items() if key.endswith("_s")), default=1.0)
+    ax.set_ylim(0, 1.15 * tallest)
+    ax.legend(fontsize=8, loc="lower right")
     for axis in axes:
         axis.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle(f"{data['device']}, {data['date']}: {data['command']}", fontsize=8)
