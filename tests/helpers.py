@@ -76,3 +76,69 @@ class FakeContext:
     @classmethod
     def get_current(cls):
         return cls.stack()[-1] if cls.stack() else None
+
+
+def float32_against_cublas(config, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """C = A B by a float32 kernel config and by cuBLAS SGEMM on the same device operands, C
+    filled with NaN before each, so unwritten elements show (GPU tests only)."""
+    import pycuda.driver as drv
+
+    from tunedgemm import gpu_backend, launch, reference
+    from tunedgemm._layout import blas_form
+
+    keep: list = []
+    da = gpu_backend.upload(np.asfortranarray(a), keep)
+    db = gpu_backend.upload(np.asfortranarray(b), keep)
+    dc = gpu_backend.scratch((a.shape[0], b.shape[1]), np.dtype(np.float32), keep)
+    form = blas_form(da, db, dc)
+    outs = []
+    for call in (lambda: launch.gemm(form, np.dtype(np.float32), 1.0, 0.0, config),
+                 lambda: reference.gemm(form, np.dtype(np.float32), 1.0, 0.0)):  # fmt: skip
+        drv.memcpy_htod(dc.ptr, np.full(a.shape[0] * b.shape[1], np.nan, np.float32))
+        call()
+        out = np.empty((a.shape[0], b.shape[1]), np.float32, order="F")
+        drv.memcpy_dtoh(out.ravel(order="K"), dc.ptr)
+        outs.append(out)
+    return outs[0], outs[1]
+
+
+def spread_float32(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """Random signs and mantissas, exponents uniform over 2^-20..2^20."""
+    return (rng.uniform(1, 2, shape) * rng.choice([-1.0, 1.0], shape)
+            * 2.0 ** rng.integers(-20, 21, shape)).astype(np.float32)  # fmt: skip
+
+
+def assert_error_within_2x(ours: np.ndarray, peer: np.ndarray, a: np.ndarray,
+                           b: np.ndarray) -> None:  # fmt: skip
+    """The median and the 99.9th percentile of |C - exact| / (|A| |B|) elementwise of ours
+    are no worse than 2x the peer's (cuBLAS SGEMM's) on the same operands."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    exact, scale = a64 @ b64, np.abs(a64) @ np.abs(b64)
+    stats = {}
+    for name, out in (("ours", ours), ("cublas", peer)):
+        assert np.isfinite(out).all(), f"{name}: unwritten or non-finite elements"
+        rel = np.abs(out - exact) / scale
+        stats[name] = (float(np.median(rel)), float(np.percentile(rel, 99.9)))
+    ours_s, cublas_s = stats["ours"], stats["cublas"]
+    assert ours_s[0] <= 2 * cublas_s[0], f"median {ours_s[0]:.3g} vs cuBLAS {cublas_s[0]:.3g}"
+    assert ours_s[1] <= 2 * cublas_s[1], f"p99.9 {ours_s[1]:.3g} vs cuBLAS {cublas_s[1]:.3g}"
+
+
+def assert_tf32_mode(out, mode: str, alpha: float, a: np.ndarray, b: np.ndarray, beta: float,
+                     c, what: str, frobenius: bool = True) -> None:  # fmt: skip
+    """out meets its precision mode's bound: float32's tolerance in "3xtf32", the TF32 bound
+    in "tf32" (and, with frobenius, for big products with beta = 0, the Frobenius one)."""
+    from tunedgemm import checks
+
+    assert np.isfinite(out).all(), f"{what}: unwritten, NaN or Inf elements"
+    if mode == "3xtf32":
+        ok, error, tol = checks.check(out, alpha, a, b, beta, c, np.float32)
+        assert ok, f"{what}: scaled error {error:.3e} > float32 tolerance {tol:.3e}"
+        return
+    exact, scale = checks.float64_reference(alpha, a, b, beta, c)
+    error = checks.scaled_error(out, exact, scale)
+    tol = checks.tf32_tolerance(a.shape[1])
+    assert error <= tol, f"{what}: scaled error {error:.3e} > tf32 bound {tol:.3e}"
+    if frobenius and out.size >= 1000 and beta == 0.0:
+        norm = np.linalg.norm(out - exact) / np.linalg.norm(exact)
+        assert norm <= checks.TF32_FROBENIUS, f"{what}: Frobenius error {norm:.3e}"

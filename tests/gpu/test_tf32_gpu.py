@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 import pytest
+from helpers import assert_error_within_2x, assert_tf32_mode, float32_against_cublas, spread_float32
 
 from tunedgemm.families.tf32 import DEFAULTS_BY_PRECISION, FAMILY, default_for
 from tunedgemm.params import KernelConfig
@@ -66,24 +67,6 @@ def _compiled():
         precompile(configs, "float32", ta, tb, aligned, jobs=os.cpu_count() or 4)
 
 
-def assert_mode(out: np.ndarray, mode: str, alpha: float, a: np.ndarray, b: np.ndarray,
-                beta: float, c: np.ndarray | None, what: str) -> None:  # fmt: skip
-    from tunedgemm import checks
-
-    assert np.isfinite(out).all(), f"{what}: unwritten, NaN or Inf elements"
-    if mode == "3xtf32":
-        ok, error, tol = checks.check(out, alpha, a, b, beta, c, np.float32)
-        assert ok, f"{what}: scaled error {error:.3e} > float32 tolerance {tol:.3e}"
-        return
-    exact, scale = checks.float64_reference(alpha, a, b, beta, c)
-    error = checks.scaled_error(out, exact, scale)
-    tol = checks.tf32_tolerance(a.shape[1])
-    assert error <= tol, f"{what}: scaled error {error:.3e} > tf32 bound {tol:.3e}"
-    if out.size >= 1000 and beta == 0.0:
-        frobenius = np.linalg.norm(out - exact) / np.linalg.norm(exact)
-        assert frobenius <= checks.TF32_FROBENIUS, f"{what}: Frobenius error {frobenius:.3e}"
-
-
 @pytest.mark.parametrize("mode,config", CONFIGS, ids=IDS)
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
 def test_shapes_transposes_alpha_beta(mode, config, trans_a, trans_b):
@@ -97,11 +80,12 @@ def test_shapes_transposes_alpha_beta(mode, config, trans_a, trans_b):
         if padded and min(m, n, k) > 1:  # a dimension of 1: BLAS's ld is 1, never padded
             assert problem.form.aligned(), what
         launch.gemm(problem.form, problem.dtype, 1.0, 0.0, config)  # C is NaN: beta = 0
-        assert_mode(problem.c(), mode, 1.0, problem.op_a, problem.op_b, 0.0, None, what)
+        assert_tf32_mode(problem.c(), mode, 1.0, problem.op_a, problem.op_b, 0.0, None, what)
         c0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
         problem.set_c(c0)
         launch.gemm(problem.form, problem.dtype, -0.5, 1.5, config)
-        assert_mode(problem.c(), mode, -0.5, problem.op_a, problem.op_b, 1.5, c0, what + " beta")
+        assert_tf32_mode(problem.c(), mode, -0.5, problem.op_a, problem.op_b, 1.5, c0,
+                         what + " beta")
 
 
 @pytest.mark.parametrize("mode,config", CONFIGS, ids=IDS)
@@ -132,7 +116,7 @@ def test_unaligned_offsets(mode, config, trans_a, trans_b):
     assert np.isnan(whole[0]).all(), "the element before C was written"
     op_a = a[1:].T if trans_a else a[1:]
     op_b = b[1:].T if trans_b else b[1:]
-    assert_mode(whole[1:], mode, 1.0, op_a, op_b, 0.0, None, f"{config} unaligned")
+    assert_tf32_mode(whole[1:], mode, 1.0, op_a, op_b, 0.0, None, f"{config} unaligned")
 
 
 # --- accuracy against cuBLAS SGEMM, and IEEE special values ----------------------------------
@@ -141,35 +125,6 @@ def test_unaligned_offsets(mode, config, trans_a, trans_b):
 # selection offers beside it (the shipped table has no tf32 entries yet).
 SHIPPED_3XTF32 = [default_for("3xtf32"), _variant("3xtf32", BM=64, BN=64, WM=32, WN=32)]
 ACCURACY_K = (16, 256, 4096, 8192)
-
-
-def _run_pair(config: KernelConfig, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """C = A B by config and by cuBLAS SGEMM on the same device operands (C starts as NaN)."""
-    import pycuda.driver as drv
-
-    from tunedgemm import gpu_backend, launch, reference
-    from tunedgemm._layout import blas_form
-
-    keep: list = []
-    da = gpu_backend.upload(np.asfortranarray(a), keep)
-    db = gpu_backend.upload(np.asfortranarray(b), keep)
-    dc = gpu_backend.scratch((a.shape[0], b.shape[1]), np.dtype(np.float32), keep)
-    form = blas_form(da, db, dc)
-    outs = []
-    for call in (lambda: launch.gemm(form, np.dtype(np.float32), 1.0, 0.0, config),
-                 lambda: reference.gemm(form, np.dtype(np.float32), 1.0, 0.0)):  # fmt: skip
-        drv.memcpy_htod(dc.ptr, np.full(a.shape[0] * b.shape[1], np.nan, np.float32))
-        call()
-        out = np.empty((a.shape[0], b.shape[1]), np.float32, order="F")
-        drv.memcpy_dtoh(out.ravel(order="K"), dc.ptr)
-        outs.append(out)
-    return outs[0], outs[1]
-
-
-def _spread(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
-    """Random signs and mantissas, exponents uniform over 2^-20..2^20."""
-    return (rng.uniform(1, 2, shape) * rng.choice([-1.0, 1.0], shape)
-            * 2.0 ** rng.integers(-20, 21, shape)).astype(np.float32)  # fmt: skip
 
 
 @pytest.mark.parametrize("config", SHIPPED_3XTF32, ids=str)
@@ -185,18 +140,9 @@ def test_3xtf32_accuracy_against_cublas_sgemm(config, inputs, k):
         a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
         b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
     else:
-        a, b = _spread(rng, (m, k)), _spread(rng, (k, n))
-    ours, cublas = _run_pair(config, a, b)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    exact, scale = a64 @ b64, np.abs(a64) @ np.abs(b64)
-    stats = {}
-    for name, out in (("ours", ours), ("cublas", cublas)):
-        assert np.isfinite(out).all(), f"{name}: unwritten or non-finite elements"
-        rel = np.abs(out - exact) / scale
-        stats[name] = (float(np.median(rel)), float(np.percentile(rel, 99.9)))
-    ours_s, cublas_s = stats["ours"], stats["cublas"]
-    assert ours_s[0] <= 2 * cublas_s[0], f"median {ours_s[0]:.3g} vs cuBLAS {cublas_s[0]:.3g}"
-    assert ours_s[1] <= 2 * cublas_s[1], f"p99.9 {ours_s[1]:.3g} vs cuBLAS {cublas_s[1]:.3g}"
+        a, b = spread_float32(rng, (m, k)), spread_float32(rng, (k, n))
+    ours, cublas = float32_against_cublas(config, a, b)
+    assert_error_within_2x(ours, cublas, a, b)
 
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -221,7 +167,7 @@ def test_special_values_match_ieee(mode, config):
     a[huge_rows, rng.integers(0, k, 20)] = rng.choice(
         np.array([FLT_MAX, -FLT_MAX, 0.3 * FLT_MAX], np.float32), 20
     )
-    ours, cublas = _run_pair(config, a, b)
+    ours, cublas = float32_against_cublas(config, a, b)
     for pattern in (np.isnan, np.isposinf, np.isneginf):
         assert np.array_equal(pattern(ours), pattern(cublas)), f"{config}: {pattern.__name__}"
     assert np.isnan(cublas).any() and np.isinf(cublas).any()

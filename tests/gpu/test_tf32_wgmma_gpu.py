@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 import pytest
+from helpers import assert_error_within_2x, assert_tf32_mode, float32_against_cublas, spread_float32
 
 from tunedgemm.families.tf32_wgmma import FAMILY, default_for
 
@@ -40,20 +41,6 @@ def _sm90():
         precompile(CONFIGS, "float32", ta, tb, aligned, jobs=os.cpu_count() or 4)
 
 
-def assert_mode(out, mode, alpha, a, b, beta, c, what):
-    from tunedgemm import checks
-
-    assert np.isfinite(out).all(), f"{what}: unwritten, NaN or Inf elements"
-    if mode == "3xtf32":
-        ok, error, tol = checks.check(out, alpha, a, b, beta, c, np.float32)
-        assert ok, f"{what}: scaled error {error:.3e} > float32 tolerance {tol:.3e}"
-        return
-    exact, scale = checks.float64_reference(alpha, a, b, beta, c)
-    error = checks.scaled_error(out, exact, scale)
-    tol = checks.tf32_tolerance(a.shape[1])
-    assert error <= tol, f"{what}: scaled error {error:.3e} > tf32 bound {tol:.3e}"
-
-
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
 def test_shapes_transposes_alpha_beta(config, trans_a, trans_b):
@@ -66,34 +53,13 @@ def test_shapes_transposes_alpha_beta(config, trans_a, trans_b):
         what = f"{config} {m}x{n}x{k} trans=({trans_a},{trans_b}) padded={padded}"
         problem = problems.make(m, n, k, np.float32, trans_a, trans_b, rng, padded=padded)
         launch.gemm(problem.form, problem.dtype, 1.0, 0.0, config)  # C is NaN: beta = 0
-        assert_mode(problem.c(), mode, 1.0, problem.op_a, problem.op_b, 0.0, None, what)
+        assert_tf32_mode(problem.c(), mode, 1.0, problem.op_a, problem.op_b, 0.0, None, what,
+                         frobenius=False)
         c0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
         problem.set_c(c0)
         launch.gemm(problem.form, problem.dtype, -0.5, 1.5, config)
-        assert_mode(problem.c(), mode, -0.5, problem.op_a, problem.op_b, 1.5, c0, what + " beta")
-
-
-def _run_pair(config, a, b):
-    """C = A B by config and by cuBLAS SGEMM on the same device operands (C starts as NaN)."""
-    import pycuda.driver as drv
-
-    from tunedgemm import gpu_backend, launch, reference
-    from tunedgemm._layout import blas_form
-
-    keep: list = []
-    da = gpu_backend.upload(np.asfortranarray(a), keep)
-    db = gpu_backend.upload(np.asfortranarray(b), keep)
-    dc = gpu_backend.scratch((a.shape[0], b.shape[1]), np.dtype(np.float32), keep)
-    form = blas_form(da, db, dc)
-    outs = []
-    for call in (lambda: launch.gemm(form, np.dtype(np.float32), 1.0, 0.0, config),
-                 lambda: reference.gemm(form, np.dtype(np.float32), 1.0, 0.0)):  # fmt: skip
-        drv.memcpy_htod(dc.ptr, np.full(a.shape[0] * b.shape[1], np.nan, np.float32))
-        call()
-        out = np.empty((a.shape[0], b.shape[1]), np.float32, order="F")
-        drv.memcpy_dtoh(out.ravel(order="K"), dc.ptr)
-        outs.append(out)
-    return outs[0], outs[1]
+        assert_tf32_mode(problem.c(), mode, -0.5, problem.op_a, problem.op_b, 1.5, c0,
+                         what + " beta", frobenius=False)
 
 
 SMALL_K_SPREAD = pytest.mark.xfail(
@@ -113,21 +79,10 @@ def test_3xtf32_accuracy_against_cublas_sgemm(inputs, k, request):
     if inputs == "uniform":
         a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
         b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-    else:  # random signs and mantissas, exponents over 2^-20..2^20
-        a, b = (
-            (rng.uniform(1, 2, s) * rng.choice([-1.0, 1.0], s) * 2.0 ** rng.integers(-20, 21, s))
-            .astype(np.float32) for s in ((m, k), (k, n)))  # fmt: skip
-    ours, cublas = _run_pair(default_for("3xtf32"), a, b)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    exact, scale = a64 @ b64, np.abs(a64) @ np.abs(b64)
-    stats = {}
-    for name, out in (("ours", ours), ("cublas", cublas)):
-        assert np.isfinite(out).all(), f"{name}: unwritten or non-finite elements"
-        rel = np.abs(out - exact) / scale
-        stats[name] = (float(np.median(rel)), float(np.percentile(rel, 99.9)))
-    ours_s, cublas_s = stats["ours"], stats["cublas"]
-    assert ours_s[0] <= 2 * cublas_s[0], f"median {ours_s[0]:.3g} vs cuBLAS {cublas_s[0]:.3g}"
-    assert ours_s[1] <= 2 * cublas_s[1], f"p99.9 {ours_s[1]:.3g} vs cuBLAS {cublas_s[1]:.3g}"
+    else:
+        a, b = spread_float32(rng, (m, k)), spread_float32(rng, (k, n))
+    ours, cublas = float32_against_cublas(default_for("3xtf32"), a, b)
+    assert_error_within_2x(ours, cublas, a, b)
 
 
 @pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
@@ -141,7 +96,7 @@ def test_special_values_match_ieee(precision):
         x[rng.integers(0, x.shape[0], 25), rng.integers(0, x.shape[1], 25)] = rng.choice(
             np.array(values, np.float32), 25
         )
-    ours, cublas = _run_pair(default_for(precision), a, b)
+    ours, cublas = float32_against_cublas(default_for(precision), a, b)
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(cublas))
     np.testing.assert_array_equal(np.isposinf(ours), np.isposinf(cublas))
     np.testing.assert_array_equal(np.isneginf(ours), np.isneginf(cublas))

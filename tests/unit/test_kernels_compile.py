@@ -76,14 +76,9 @@ def test_default_config_all_variants(name, dtype, tmp_path):
         assert family.smem_bytes(config.as_dict(), ITEMSIZE[dtype]) > 0
 
 
-@pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
-def test_tf32_family_defaults(precision, tmp_path):
-    """Each precision mode's default of the tf32 family (the dtype-keyed default above is the
-    3xtf32 one): every call-time variant compiles without spills, and its mma is the TF32
-    HMMA (checked where cuobjdump is installed), three per product in 3xtf32 mode."""
-    from tunedgemm.families import tf32
-
-    family, config = tf32.FAMILY, tf32.default_for(precision)
+def float32_variants_sass(family, config, tmp_path) -> str | None:
+    """Compile the eight call-time variants (transposes, alignment) of a float32 config in
+    parallel, none spilling; the SASS of the first, where cuobjdump is installed."""
     jobs = []
     for index, (ta, tb, aligned) in enumerate(itertools.product((0, 1), (0, 1), (0, 1))):
         defines = {**family.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
@@ -95,9 +90,22 @@ def test_tf32_family_defaults(precision, tmp_path):
     for (defines, _), report in zip(jobs, reports, strict=True):
         assert_no_spills(report, f"{config} {defines}")
     if shutil.which("cuobjdump") is None:
-        return
-    sass = subprocess.run(["cuobjdump", "-sass", str(jobs[0][1] / "kernel.cubin")],
+        return None
+    return subprocess.run(["cuobjdump", "-sass", str(jobs[0][1] / "kernel.cubin")],
                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+
+
+@pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
+def test_tf32_family_defaults(precision, tmp_path):
+    """Each precision mode's default of the tf32 family (the dtype-keyed default above is the
+    3xtf32 one): every call-time variant compiles without spills, and its mma is the TF32
+    HMMA (checked where cuobjdump is installed), three per product in 3xtf32 mode."""
+    from tunedgemm.families import tf32
+
+    config = tf32.default_for(precision)
+    sass = float32_variants_sass(tf32.FAMILY, config, tmp_path)
+    if sass is None:
+        return
     hmma = sass.count("HMMA.1688.F32.TF32")
     p = config.as_dict()
     per_k_step = (p["WM"] // 16) * (p["WN"] // 8) * (3 if precision == "3xtf32" else 1)
@@ -175,20 +183,9 @@ def test_tf32_wgmma_family_defaults(precision, tmp_path):
     per k-step of a tile in tf32 mode and three in 3xtf32."""
     from tunedgemm.families import tf32_wgmma
 
-    family, config = tf32_wgmma.FAMILY, tf32_wgmma.default_for(precision)
-    jobs = []
-    for index, (ta, tb, aligned) in enumerate(itertools.product((0, 1), (0, 1), (0, 1))):
-        defines = {**family.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
-                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
-        (tmp_path / str(index)).mkdir()
-        jobs.append((defines, tmp_path / str(index)))
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        reports = list(pool.map(lambda job: compile_report(family.source, *job), jobs))
-    for (defines, _), report in zip(jobs, reports, strict=True):
-        assert_no_spills(report, f"{config} {defines}")
-    if shutil.which("cuobjdump") is None:
+    config = tf32_wgmma.default_for(precision)
+    sass = float32_variants_sass(tf32_wgmma.FAMILY, config, tmp_path)
+    if sass is None:
         return
-    sass = subprocess.run(["cuobjdump", "-sass", str(jobs[0][1] / "kernel.cubin")],
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
     per_tile = (tf32_wgmma.BLOCK_K // 8) * (3 if precision == "3xtf32" else 1)
     assert sass.count(f"HGMMA.64x{config['BN']}x8.F32.TF32") == per_tile, sass[:2000]

@@ -118,14 +118,19 @@ DEFAULTS_BY_PRECISION: dict[str, dict[str, int]] = {
 }
 
 
-def default_for(precision: str) -> KernelConfig:
-    """The family's default config for a precision mode ("tf32" or "3xtf32")."""
+def mode_default(family: str, defaults: dict[str, dict[str, int]], precision: str) -> KernelConfig:
+    """A TF32 family's default config for a precision mode ("tf32" or "3xtf32")."""
     try:
-        return KernelConfig.make(NAME, DEFAULTS_BY_PRECISION[precision])
+        return KernelConfig.make(family, defaults[precision])
     except KeyError:
         raise ValueError(
-            f"family {NAME} has no precision {precision!r}; known: {PRECISIONS}"
+            f"family {family} has no precision {precision!r}; known: {PRECISIONS}"
         ) from None
+
+
+def default_for(precision: str) -> KernelConfig:
+    """The family's default config for a precision mode ("tf32" or "3xtf32")."""
+    return mode_default(NAME, DEFAULTS_BY_PRECISION, precision)
 
 
 FAMILY = KernelFamily(

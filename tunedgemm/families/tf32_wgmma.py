@@ -17,7 +17,7 @@ from ..params import (
     Tunable,
     register_cap,
 )
-from .tf32 import PRECISIONS, precision_of
+from .tf32 import PRECISIONS, mode_default, precision_of
 
 NAME = "tf32_wgmma"
 # False until the GPU tests and benchmarks (tests/gpu/test_tf32_wgmma_gpu.py,
@@ -68,12 +68,7 @@ DEFAULTS_BY_PRECISION: dict[str, dict[str, int]] = {
 
 def default_for(precision: str) -> KernelConfig:
     """The family's default config for a precision mode ("tf32" or "3xtf32")."""
-    try:
-        return KernelConfig.make(NAME, DEFAULTS_BY_PRECISION[precision])
-    except KeyError:
-        raise ValueError(
-            f"family {NAME} has no precision {precision!r}; known: {PRECISIONS}"
-        ) from None
+    return mode_default(NAME, DEFAULTS_BY_PRECISION, precision)
 
 
 FAMILY = KernelFamily(
