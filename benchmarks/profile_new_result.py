@@ -6,6 +6,10 @@ On CuPy float32 operands of N^3 (default 512), for sgemm with a new result, sgem
 preallocated c, a new result kept alive (no frees in the loop) and CuPy's own allocation
 alone: host microseconds per call (perf_counter around the loop, before any sync) and
 device microseconds per call (CUDA events around the same loop), then what each plan runs.
+CuPy's own `a @ b` and `cupy.matmul(a, b, out=c)` are timed the same way, beside them. Then
+whether a form waits for the device (its calls queued behind a ~20 ms spin kernel return
+before the spin ends, or not), and where the host time of the new result goes (cProfile's top
+functions by own time, for a new result dropped and one kept).
 """
 
 from __future__ import annotations
@@ -38,9 +42,11 @@ def main() -> int:
         "into c": lambda: tg.sgemm(1.0, a, b, c=c, overwrite_c=1),
         "new result kept": lambda: kept.append(tg.sgemm(1.0, a, b)),
         "cupy.ndarray alone": lambda: cupy.ndarray((n, n), np.float32, order="F"),
-        "new then into c": lambda: (tg.sgemm(1.0, a, b),
-                                    tg.sgemm(1.0, a, b, c=c, overwrite_c=1)),
+        "new then into c": lambda: (tg.sgemm(1.0, a, b), tg.sgemm(1.0, a, b, c=c, overwrite_c=1)),
+        "cupy a @ b": lambda: a @ b,
+        "cupy matmul out=c": lambda: cupy.matmul(a, b, out=c_rows),
     }
+    c_rows = cupy.empty((n, n), np.float32)
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     for name, work in forms.items():
         for _ in range(10):
@@ -62,7 +68,62 @@ def main() -> int:
         print(f"{n} {name:20s} host {host:6.1f} us   events {device:6.1f} us", flush=True)
     print("new:", tg.plan(a, b).explain())
     print("into:", tg.plan(a, b, c).explain())
+    spin = _spin_kernel(cupy)
+    for name in ("new result", "into c", "new result kept", "cupy a @ b"):
+        print(f"{n} {name:20s} {_waits_for_device(cupy, spin, forms[name])}", flush=True)
+        kept.clear()
+    for name in ("new result", "new result kept"):
+        _profile(name, forms[name], calls)
+        kept.clear()
     return 0
+
+
+SPIN_MS = 20.0
+
+
+def _spin_kernel(cupy):
+    """A one-thread kernel that spins for about SPIN_MS on the GPU clock."""
+    source = r"""
+    extern "C" __global__ void spin(long long cycles) {
+        long long start = clock64();
+        while (clock64() - start < cycles) { }
+    }"""
+    kernel = cupy.RawKernel(source, "spin")
+    rate_khz = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"]
+    return lambda: kernel((1,), (1,), (np.int64(rate_khz * SPIN_MS),))
+
+
+def _waits_for_device(cupy, spin, work, calls: int = 20) -> str:
+    """20 calls queued behind the spin: their host time, and whether the spin had ended."""
+    done = cupy.cuda.Event()
+    cupy.cuda.Device().synchronize()
+    spin()
+    done.record()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        work()
+    host_ms = (time.perf_counter() - t0) * 1e3
+    ended = done.query()
+    cupy.cuda.Device().synchronize()
+    verdict = "waits for the device" if ended else "returns before the device is done"
+    return f"{calls} calls behind a {SPIN_MS:.0f} ms spin: host {host_ms:.2f} ms, {verdict}"
+
+
+def _profile(name: str, work, calls: int) -> None:
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        work()
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(12)
+    lines = [line for line in text.getvalue().splitlines() if line.strip()]
+    print(f"--- cProfile, {calls} calls of {name!r} (top 12 by own time)")
+    print("\n".join(lines[-14:]), flush=True)
 
 
 if __name__ == "__main__":
