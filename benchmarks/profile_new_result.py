@@ -103,7 +103,7 @@ def _waits_for_device(cupy, spin, work, calls: int = 20) -> str:
     for _ in range(calls):
         work()
     host_ms = (time.perf_counter() - t0) * 1e3
-    ended = done.query()
+    ended = done.done
     cupy.cuda.Device().synchronize()
     verdict = "waits for the device" if ended else "returns before the device is done"
     return f"{calls} calls behind a {SPIN_MS:.0f} ms spin: host {host_ms:.2f} ms, {verdict}"
