@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def main() -> int:
@@ -68,6 +69,17 @@ def main() -> int:
         print(f"{n} {name:20s} host {host:6.1f} us   events {device:6.1f} us", flush=True)
     print("new:", tg.plan(a, b).explain())
     print("into:", tg.plan(a, b, c).explain())
+    from tunedgemm import autotune
+
+    for record in autotune.history():
+        timed = ", ".join(
+            f"{c} {ms * 1e3:.1f}" for c, ms in zip(record["candidates"], record["ms"], strict=True)
+        )
+        print(
+            f"autotune {record['shape']}: us per call {timed}; confirm {record['confirm']}; "
+            f"chose {record['chosen']}"
+        )
+    _own_kernels_and_peer(cupy, tg, a, b, c, calls)
     spin = _spin_kernel(cupy)
     for name in ("new result", "into c", "new result kept", "cupy a @ b"):
         print(f"{n} {name:20s} {_waits_for_device(cupy, spin, forms[name])}", flush=True)
@@ -76,6 +88,42 @@ def main() -> int:
         _profile(name, forms[name], calls)
         kept.clear()
     return 0
+
+
+def _own_kernels_and_peer(cupy, tg, a, b, c, calls: int) -> None:
+    """The new result and into c with own kernels only (TUNEDGEMM_CUBLAS=0: the plans are
+    made again), and the peer of bench_device (cuBLAS into c), in the same loops."""
+    import os
+
+    from bench_device import cublas_into
+
+    peer = cublas_into(c, a, b, np.dtype(np.float32))
+    os.environ["TUNEDGEMM_CUBLAS"] = "0"
+    try:
+        forms = {"own: new result": lambda: tg.sgemm(1.0, a, b),
+                 "own: into c": lambda: tg.sgemm(1.0, a, b, c=c, overwrite_c=1),
+                 "peer: cuBLAS into c": peer}  # fmt: skip
+        for name, work in forms.items():
+            for _ in range(10):
+                work()
+            cupy.cuda.Device().synchronize()
+            print(f"{a.shape[0]} {name:20s} {_loop_us(cupy, work, calls):6.1f} us a call")
+        print("own:", tg.plan(a, b).explain())
+    finally:
+        del os.environ["TUNEDGEMM_CUBLAS"]
+
+
+def _loop_us(cupy, work, calls: int) -> float:
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    samples = []
+    for _ in range(5):
+        start.record()
+        for _ in range(calls):
+            work()
+        stop.record()
+        stop.synchronize()
+        samples.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls)
+    return float(np.median(samples))
 
 
 SPIN_MS = 20.0
