@@ -13,10 +13,11 @@ crown a candidate that is slower when timed again. So the incumbent (cuBLAS wher
 competes, else the model's first pick) stays unless the pass's fastest beats it again in a
 second, interleaved round, by more than MARGIN.
 
-A candidate's time is what it costs per call in a run of calls (timing.call_ms): its GPU
-time, or the host's time to queue it where that is longer. At a few microseconds of work
-a call is bound by its launch, and own kernels (launched through PyCUDA) and cuBLAS
-(called through ctypes) take different times to queue (docs/host.md has them).
+A candidate's time is what it costs per call in a run of calls: its GPU time, or where
+that is less, the host's time to queue it plus the public call's own host time around the
+launch (FRONT_DOOR_MS). At a few microseconds of work a call is bound by the host, and own
+kernels (one or two cuLaunchKernel) and cuBLASLt (whose cublasLtMatmul alone took 15-18 us
+of host time a call on the H100 machine) take different times to queue (docs/host.md).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ REFINE_ENV = "TUNEDGEMM_REFINE"
 WARMUP, REPS = 2, 5  # enough that noise rarely swaps near-equal candidates
 CONFIRM_ROUNDS = 3  # incumbent and challenger timed alternately, so drift hits both alike
 MARGIN = 0.03  # a challenger must be this much faster than the incumbent to displace it
+# Host time of a public device call outside its launch: signature, plan lookup, the result's
+# allocation. benchmarks/profile_new_result.py on the H100 machine (2026-11-23): sgemm into c
+# on CuPy at 512^3 took 24.2 us a call, host-bound, of which cuBLASLt's call 15.5 us.
+FRONT_DOOR_MS = 0.008
 
 Config = KernelConfig | str
 _best: dict[tuple[Any, ...], Config] = {}
@@ -111,12 +116,13 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
 
 def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
                     stream: Any = None, precision: str = "ieee") -> list[float]:  # fmt: skip
-    """Median ms per call of each candidate (timing.call_ms) on the form's operands, writing
+    """Ms per call of each candidate on the form's operands (the median GPU time, or the
+    least host time plus FRONT_DOOR_MS where that is longer: call_cost), writing
     scratch memory instead of C (alpha 1, beta 0); one that fails to compile or run costs
     infinity."""
     from . import _driver, cublaslt, cuda, launch, reference
     from .compiler import precompile
-    from .timing import call_ms
+    from .timing import gpu_and_host_ms
 
     own = [c for c in candidates if isinstance(c, KernelConfig)]
     if len(own) > 1:  # nvcc in parallel for those not yet in the disk cache
@@ -136,24 +142,33 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     handle = _driver.stream_handle(stream)
     times = []
     for config in candidates:
-
-        def work(config: Config = config) -> None:
-            if getattr(config, "is_cublas", False):  # one cuBLASLt algorithm
-                config(trial.a, trial.b, trial.c, 1.0, 0.0, handle)  # type: ignore[operator]
-            elif config == table.CUBLAS and lt is not None:
-                lt(trial.a, trial.b, trial.c, 1.0, 0.0, handle)
-            elif config == table.CUBLAS:
-                reference.gemm(trial, dtype, 1.0, 0.0, stream, precision)
-            else:
-                assert isinstance(config, KernelConfig)
-                launch.gemm(trial, dtype, 1.0, 0.0, config, stream, workspace_ptr)
-
         try:
-            times.append(call_ms(work, warmup=WARMUP, reps=REPS, stream=stream))
+            # an own config's kernel(s) as a plan queues them: the launcher made once
+            kernels = (launch.launcher(config, np.dtype(dtype), trial.trans_a, trial.trans_b,
+                                       trial.aligned(), id(cuda.context()))
+                       if isinstance(config, KernelConfig) else None)  # fmt: skip
+
+            def work(config: Config = config, kernels: Any = kernels) -> None:
+                if kernels is not None:
+                    kernels(trial, 1.0, 0.0, handle, workspace_ptr)
+                elif getattr(config, "is_cublas", False):  # one cuBLASLt algorithm
+                    config(trial.a, trial.b, trial.c, 1.0, 0.0, handle)  # type: ignore[operator]
+                elif lt is not None:  # cuBLAS
+                    lt(trial.a, trial.b, trial.c, 1.0, 0.0, handle)
+                else:
+                    reference.gemm(trial, dtype, 1.0, 0.0, stream, precision)
+
+            times.append(call_cost(*gpu_and_host_ms(work, WARMUP, REPS, stream)))
         except Exception:  # a config that does not compile or launch here: never chosen
             times.append(math.inf)
-    del scratch, workspace  # every timed launch has finished: call_ms waited for the last
+    del scratch, workspace  # every timed launch has finished: the timing waited for the last
     return times
+
+
+def call_cost(gpu_ms: float, host_ms: float) -> float:
+    """Ms a call costs in a run of calls: the GPU's time, or the host's where that is longer
+    (the candidate's queueing plus the public call's own FRONT_DOOR_MS)."""
+    return max(gpu_ms, host_ms + FRONT_DOOR_MS)
 
 
 def clear() -> None:

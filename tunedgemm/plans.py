@@ -244,8 +244,10 @@ def _runner(key: GemmKey, config: Any) -> Any:
 
         return run_cublas
     own = launch.GemmLauncher(launch.plan(config, key.dtype, ta, tb, key.aligned))
-    if own.reduce is not None or key.batch > 1:
+    if key.batch > 1:
         return _OwnLaunches(own, key)
+    if own.reduce is not None:
+        return _SplitK(own, key)
     # One launch of one kernel: the grid worked out once, the arguments packed per call.
     grid, launch_gemm = own.plan.grid(m, n), own.gemm.launch
 
@@ -255,11 +257,38 @@ def _runner(key: GemmKey, config: Any) -> Any:
     return run_one
 
 
+class _SplitK:
+    """run(a, b, c, alpha, beta, stream) of one product by an own split-K kernel: its
+    k-slices into the plan's workspace for the stream, then the reduction into C, each one
+    launch with its grid worked out once. (At 256^3-512^3 split-K configs are the fastest own
+    kernels and the calls are bound by host time: the general launcher cost microseconds a
+    call that the kernels do not.)"""
+
+    __slots__ = ("gemm", "key", "ldw", "reduce", "workspaces")
+
+    def __init__(self, own: Any, key: GemmKey) -> None:
+        p, m, n = own.plan, key.m, key.n
+        self.key, self.ldw = key, p.workspace_ld(m)
+        self.workspaces = cuda.StreamWorkspaces(p.workspace_bytes(m, n))
+        self.gemm = (own.gemm.launch, p.grid(m, n))
+        self.reduce = (own.reduce.launch, p.reduce_grid(m, n))
+
+    def reserve(self, stream: int) -> None:
+        self.workspaces(stream)
+
+    def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+        key, ldw = self.key, self.ldw
+        workspace = self.workspaces(s)
+        (launch_gemm, grid), (launch_reduce, reduce_grid) = self.gemm, self.reduce
+        launch_gemm(grid, s, (key.m, key.n, key.k, alpha, a, key.lda, b, key.ldb, beta,
+                              workspace, ldw))  # fmt: skip
+        launch_reduce(reduce_grid, s, (key.m, key.n, alpha, workspace, ldw, beta, c, key.ldc))
+
+
 class _OwnLaunches:
-    """run(a, b, c, alpha, beta, stream) of an own kernel where a call is more than one
-    launch: a batch (a launch per product) or split-K (the kernel and its reduction, through
-    a workspace of the plan's per stream: the products of a batch, queued on one stream in
-    turn, share it)."""
+    """run(a, b, c, alpha, beta, stream) of an own kernel over a batch: a launch per product
+    (split-K ones with their reduction, through a workspace of the plan's per stream: the
+    products of a batch, queued on one stream in turn, share it)."""
 
     __slots__ = ("key", "own", "workspaces")
 

@@ -129,3 +129,16 @@ def test_run_refines_only_when_enabled(monkeypatch, timings):
     assert gpu_backend.run(form(), np.dtype(np.float32), 1.0, 0.0) == "faster"  # the plan kept
     assert ran == ["predicted", "faster", "faster"]
     assert len(requests) == 2  # a pass and its confirmation, once
+
+
+def test_call_cost_counts_the_front_door_against_host_bound_candidates():
+    # A candidate whose launch is cheap but whose kernel is slower beats one whose kernel is
+    # faster but whose queueing costs more host time than the GPU takes: in a run of calls
+    # the host's whole call (queueing plus the front door) is what a host-bound call costs.
+    cheap_launch = autotune.call_cost(gpu_ms=0.016, host_ms=0.004)
+    dear_launch = autotune.call_cost(gpu_ms=0.010, host_ms=0.0155)
+    assert cheap_launch == 0.016
+    assert dear_launch == 0.0155 + autotune.FRONT_DOOR_MS
+    assert cheap_launch < dear_launch
+    # GPU-bound candidates compare by GPU time alone.
+    assert autotune.call_cost(1.0, 0.004) < autotune.call_cost(1.1, 0.001)
