@@ -7,7 +7,7 @@
 # configs), fuzz (the differential fuzzer on the GPU backend), faults (the fault tests 20 times),
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
-# newresult (profile_new_result: a new device result against into c). Each step has its own time
+# newresult (profile_new_result, float32 and float64: a new device result against into c). Each step has its own time
 # limit, so that a hang costs that step only; a whole session can outlast one 10-minute
 # call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
 set -uo pipefail
@@ -73,11 +73,12 @@ for step in $steps; do
         timeout 120 python3 benchmarks/bench_tf32_wgmma.py --out "$OUT" > "$OUT/bench_tf32_wgmma.txt" 2>&1
         echo "bench_tf32_wgmma: exit $?"; tail -30 "$OUT/bench_tf32_wgmma.txt" ;;
     newresult)  # where a new device result's time goes at 512^3 and 256^3 (issue 13)
-        for n in 512 256; do
-            timeout 120 python3 benchmarks/profile_new_result.py --size $n \
-                > "$OUT/profile_new_result-$n.txt" 2>&1
-            echo "profile_new_result $n: exit $?"; cat "$OUT/profile_new_result-$n.txt"
-        done ;;
+        for dtype in float32 float64; do for n in 512 256; do
+            timeout 120 python3 benchmarks/profile_new_result.py --size $n --dtype $dtype \
+                > "$OUT/profile_new_result-$dtype-$n.txt" 2>&1
+            echo "profile_new_result $dtype $n: exit $?"
+            grep -v "^ \|List reduced\|cProfile" "$OUT/profile_new_result-$dtype-$n.txt"
+        done; done ;;
     dask)
         timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
             > "$OUT/bench_multigpu.txt" 2>&1

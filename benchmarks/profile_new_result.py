@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/profile_new_result.py [--size N]
 
-On CuPy float32 operands of N^3 (default 512), for sgemm with a new result, sgemm into a
+On CuPy operands of N^3 (default 512, float32; --dtype float64 for dgemm), with a new result, into a
 preallocated c, a new result kept alive (no frees in the loop) and CuPy's own allocation
 alone: host microseconds per call (perf_counter around the loop, before any sync) and
 device microseconds per call (CUDA events around the same loop), then what each plan runs.
@@ -28,26 +28,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=512)
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     args = parser.parse_args()
     import cupy
 
     import tunedgemm as tg
 
-    n, calls = args.size, 300
-    a = cupy.asarray(np.random.default_rng(1).uniform(-1, 1, (n, n)).astype(np.float32))
-    b = cupy.asarray(np.random.default_rng(2).uniform(-1, 1, (n, n)).astype(np.float32))
-    c = cupy.empty((n, n), np.float32, order="F")
+    n, calls, dtype = args.size, 300, np.dtype(args.dtype)
+    routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+    a = cupy.asarray(np.random.default_rng(1).uniform(-1, 1, (n, n)).astype(dtype))
+    b = cupy.asarray(np.random.default_rng(2).uniform(-1, 1, (n, n)).astype(dtype))
+    c = cupy.empty((n, n), dtype, order="F")
     kept: list = []
     forms = {
-        "new result": lambda: tg.sgemm(1.0, a, b),
-        "into c": lambda: tg.sgemm(1.0, a, b, c=c, overwrite_c=1),
-        "new result kept": lambda: kept.append(tg.sgemm(1.0, a, b)),
-        "cupy.ndarray alone": lambda: cupy.ndarray((n, n), np.float32, order="F"),
-        "new then into c": lambda: (tg.sgemm(1.0, a, b), tg.sgemm(1.0, a, b, c=c, overwrite_c=1)),
+        "new result": lambda: routine(1.0, a, b),
+        "into c": lambda: routine(1.0, a, b, c=c, overwrite_c=1),
+        "new result kept": lambda: kept.append(routine(1.0, a, b)),
+        "cupy.ndarray alone": lambda: cupy.ndarray((n, n), dtype, order="F"),
+        "new then into c": lambda: (routine(1.0, a, b), routine(1.0, a, b, c=c, overwrite_c=1)),
         "cupy a @ b": lambda: a @ b,
         "cupy matmul out=c": lambda: cupy.matmul(a, b, out=c_rows),
     }
-    c_rows = cupy.empty((n, n), np.float32)
+    c_rows = cupy.empty((n, n), dtype)
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     for name, work in forms.items():
         for _ in range(10):
@@ -79,7 +81,7 @@ def main() -> int:
             f"autotune {record['shape']}: us per call {timed}; confirm {record['confirm']}; "
             f"chose {record['chosen']}"
         )
-    _own_kernels_and_peer(cupy, tg, a, b, c, calls)
+    _own_kernels_and_peer(cupy, tg, routine, a, b, c, calls)
     spin = _spin_kernel(cupy)
     for name in ("new result", "into c", "new result kept", "cupy a @ b"):
         print(f"{n} {name:20s} {_waits_for_device(cupy, spin, forms[name])}", flush=True)
@@ -90,18 +92,18 @@ def main() -> int:
     return 0
 
 
-def _own_kernels_and_peer(cupy, tg, a, b, c, calls: int) -> None:
+def _own_kernels_and_peer(cupy, tg, routine, a, b, c, calls: int) -> None:
     """The new result and into c with own kernels only (TUNEDGEMM_CUBLAS=0: the plans are
     made again), and the peer of bench_device (cuBLAS into c), in the same loops."""
     import os
 
     from bench_device import cublas_into
 
-    peer = cublas_into(c, a, b, np.dtype(np.float32))
+    peer = cublas_into(c, a, b, c.dtype)
     os.environ["TUNEDGEMM_CUBLAS"] = "0"
     try:
-        forms = {"own: new result": lambda: tg.sgemm(1.0, a, b),
-                 "own: into c": lambda: tg.sgemm(1.0, a, b, c=c, overwrite_c=1),
+        forms = {"own: new result": lambda: routine(1.0, a, b),
+                 "own: into c": lambda: routine(1.0, a, b, c=c, overwrite_c=1),
                  "peer: cuBLAS into c": peer}  # fmt: skip
         for name, work in forms.items():
             for _ in range(10):
