@@ -79,8 +79,9 @@ class FakeContext:
 
 
 def float32_against_cublas(config, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """C = A B by a float32 kernel config and by cuBLAS SGEMM on the same device operands, C
-    filled with NaN before each, so unwritten elements show (GPU tests only)."""
+    """C = A B by a float32 kernel config (or a plan's runner: run(a, b, c, alpha, beta,
+    stream) on raw addresses) and by cuBLAS SGEMM on the same device operands, C filled with
+    NaN before each, so unwritten elements show (GPU tests only)."""
     import pycuda.driver as drv
 
     from tunedgemm import gpu_backend, launch, reference
@@ -92,8 +93,11 @@ def float32_against_cublas(config, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
     dc = gpu_backend.scratch((a.shape[0], b.shape[1]), np.dtype(np.float32), keep)
     form = blas_form(da, db, dc)
     outs = []
-    for call in (lambda: launch.gemm(form, np.dtype(np.float32), 1.0, 0.0, config),
-                 lambda: reference.gemm(form, np.dtype(np.float32), 1.0, 0.0)):  # fmt: skip
+    if callable(config):
+        ours = lambda: config(form.a, form.b, form.c, 1.0, 0.0, 0)  # noqa: E731
+    else:
+        ours = lambda: launch.gemm(form, np.dtype(np.float32), 1.0, 0.0, config)  # noqa: E731
+    for call in (ours, lambda: reference.gemm(form, np.dtype(np.float32), 1.0, 0.0)):
         drv.memcpy_htod(dc.ptr, np.full(a.shape[0] * b.shape[1], np.nan, np.float32))
         call()
         out = np.empty((a.shape[0], b.shape[1]), np.float32, order="F")

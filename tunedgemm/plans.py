@@ -134,9 +134,9 @@ class DevicePlan:
         config, reason = choice.config, choice.reason
         candidates = choice.candidates
         tuned: Any = None
-        if len(candidates) > 1 and key.k > 0 and key.batch == 1 and autotune.enabled():
-            tuned = autotune.choose(form, np.dtype(key.dtype), _with_lt_algorithms(key, candidates),
-                                    key.precision)  # fmt: skip
+        timed = _with_lt_algorithms(key, candidates) + _composed(key)
+        if len(timed) > 1 and key.k > 0 and key.batch == 1 and autotune.enabled():
+            tuned = autotune.choose(form, np.dtype(key.dtype), timed, key.precision)
             if tuned != config:
                 reason = f"{tuned}: fastest when timed at this shape; table: {reason}"
             config = table.CUBLAS if getattr(tuned, "is_cublas", False) else tuned
@@ -186,6 +186,17 @@ def _with_lt_algorithms(key: GemmKey, candidates: tuple[Any, ...]) -> tuple[Any,
     for c in candidates:
         out += algorithms if c == table.CUBLAS else [c]
     return tuple(out)
+
+
+def _composed(key: GemmKey) -> tuple[Any, ...]:
+    """Runners composed of cuBLAS calls that autotuning may time for the key: "3xtf32" on
+    cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete."""
+    from . import selection, tf32_cublas
+
+    if key.precision != "3xtf32" or not selection.cublas_allowed():
+        return ()
+    found = tf32_cublas.candidate(key)
+    return (found,) if found is not None else ()
 
 
 LOG_SHAPES_ENV = "TUNEDGEMM_LOG_SHAPES"
