@@ -15,9 +15,9 @@ SGEMM, and the median and 99.9th percentile of |C - AB| / (|A||B|) on a 128 x 12
 (float64 reference) beside SGEMM's, for uniform(-1, 1) inputs and exponents spread over
 2^-20..2^20.
 
---errors: the shipped runner (tunedgemm/tf32_cublas.py) with each chunk length, m = n = 512,
-k from 16 to 16384: its median and 99.9th-percentile error over cuBLAS SGEMM's on the same
-operands (tests/gpu/test_tf32_cublas_gpu.py's bound is 2 for both).
+--errors: the shipped runner (tunedgemm/tf32_cublas.py) with each chunk length, m = n = --size
+(2048), k from 1024 to 16384: its median and 99.9th-percentile error over cuBLAS SGEMM's on
+the same operands (tests/gpu/test_tf32_cublas_gpu.py's bound is 2 for both), and its speed.
 """
 
 from __future__ import annotations
@@ -76,9 +76,10 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     parser.add_argument("--chunks", type=int, nargs="+", default=[0, 2048, 1024, 512])
     parser.add_argument("--errors", action="store_true", help="the runner's error per chunk")
+    parser.add_argument("--size", type=int, default=2048, help="m = n of --errors")
     args = parser.parse_args()
     if args.errors:
-        return runner_errors(args.chunks)
+        return runner_errors(args.chunks, args.size)
     import cupy
 
     from tunedgemm import reference
@@ -137,34 +138,59 @@ def main() -> int:
     return 0
 
 
-def runner_errors(chunks: list[int]) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from helpers import float32_against_cublas, spread_float32
+def runner_errors(chunks: list[int], size: int) -> int:
+    """Per chunk length: the shipped runner's error over cuBLAS SGEMM's at m = n = size on a
+    SAMPLE x SAMPLE block (float64 reference), k from 1024 to 16384; then its time against
+    SGEMM's at 4096^3 and 8192^3 (alpha 1, beta 0, column-major, CUDA-event medians)."""
+    import cupy
 
-    from tunedgemm import plans, tf32_cublas
+    from tunedgemm import plans, reference, tf32_cublas
     from tunedgemm._layout import BlasForm
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from helpers import spread_float32
+
     rng = np.random.default_rng()
-    m = n = 512
+
+    def both(m: int, n: int, k: int, a: Any, b: Any, c: Any) -> tuple[Any, Any]:
+        form = BlasForm(False, False, m, n, k, a.data.ptr, m, b.data.ptr, k, c.data.ptr, m, 4)
+        runner = tf32_cublas.TF32x3OnCublas(plans.GemmKey.of(form, "float32", "3xtf32"))
+        return (lambda: runner(form.a, form.b, form.c, 1.0, 0.0, 0),
+                lambda: reference.gemm(form, np.dtype(np.float32), 1.0, 0.0, 0))  # fmt: skip
+
     print(f"{'chunk':>6} {'input':>8} {'k':>6} {'median x SGEMM':>15} {'p99.9 x SGEMM':>14}")
+    m = n = size
+    rows, cols = rng.choice(m, SAMPLE, replace=False), rng.choice(n, SAMPLE, replace=False)
     for chunk in chunks:
         tf32_cublas.CHUNK = chunk
         for kind in ("uniform", "spread"):
-            for k in (16, 64, 256, 1024, 4096, 16384):
+            for k in (1024, 4096, 16384):
                 if kind == "uniform":
-                    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-                    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+                    ha = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+                    hb = rng.uniform(-1, 1, (k, n)).astype(np.float32)
                 else:
-                    a, b = spread_float32(rng, (m, k)), spread_float32(rng, (k, n))
-                form = BlasForm(False, False, m, n, k, 0, m, 0, k, 0, m, 4)
-                runner = tf32_cublas.TF32x3OnCublas(plans.GemmKey.of(form, "float32", "3xtf32"))
-                ours, peer = float32_against_cublas(runner, a, b)
-                a64, b64 = a.astype(np.float64), b.astype(np.float64)
+                    ha, hb = spread_float32(rng, (m, k)), spread_float32(rng, (k, n))
+                a, b = cupy.asarray(ha, order="F"), cupy.asarray(hb, order="F")
+                c = cupy.full((m, n), np.nan, np.float32, order="F")
+                a64, b64 = ha[rows].astype(np.float64), hb[:, cols].astype(np.float64)
                 exact, scale = a64 @ b64, np.abs(a64) @ np.abs(b64)
-                rel = [np.abs(x - exact) / scale for x in (ours, peer)]
+                rel = []
+                for run in both(m, n, k, a, b, c):
+                    c.fill(np.nan)
+                    run()
+                    out = cupy.asnumpy(c)[np.ix_(rows, cols)].astype(np.float64)
+                    rel.append(np.abs(out - exact) / scale)
                 med = float(np.median(rel[0]) / np.median(rel[1]))
                 p999 = float(np.percentile(rel[0], 99.9) / np.percentile(rel[1], 99.9))
                 print(f"{chunk:6d} {kind:>8} {k:6d} {med:15.2f} {p999:14.2f}", flush=True)
+        for n3 in (4096, 8192):
+            a = cupy.asarray(rng.uniform(-1, 1, (n3, n3)).astype(np.float32), order="F")
+            b = cupy.asarray(rng.uniform(-1, 1, (n3, n3)).astype(np.float32), order="F")
+            c = cupy.empty((n3, n3), np.float32, order="F")
+            ours, sgemm = (median_ms(cupy, run) for run in both(n3, n3, n3, a, b, c))
+            print(f"{chunk:6d} {n3}^3: {ours:.2f} ms against SGEMM {sgemm:.2f} ms: "
+                  f"{sgemm / ours:.2f}x", flush=True)  # fmt: skip
+            del a, b, c
     return 0
 
 
