@@ -2,11 +2,19 @@
 
 cuBLAS's TF32 GEMM runs at about 400 TFLOP/s on the H100, against 58 for our own 3xtf32
 kernels, but it accumulates inside the tensor cores, whose additions do not round to nearest:
-its error grows with the length of the sum. benchmarks/probe_3xtf32_cublas.py measured that
-(H100, 2026-11-23): one TF32 GEMM over all of k = 8192 had 16x cuBLAS SGEMM's median error;
-in chunks of 512, each chunk's sum added to C by the GEMM's float32 epilogue (which does
-round to nearest), the error came to 1.06x SGEMM's (uniform inputs) and 1.97x (exponents
-spread over 2^-20..2^20), at 1.5x SGEMM's speed at 8192^3. So one call is:
+its error grows with the length of the sum. So the big parts' product runs in k-chunks of
+CHUNK, each chunk's sum added to C by the GEMM's float32 epilogue, which does round to
+nearest. benchmarks/probe_3xtf32_cublas.py --errors (H100, 2026-11-23, m = n = 2048) measured
+the error over cuBLAS SGEMM's, median / 99.9th percentile, with chunks of 256:
+
+    k                       1024          4096          16384
+    uniform(-1, 1)          1.50 / 0.72   0.77 / 0.37   0.37 / 0.21
+    exponents 2^-20..2^20   2.71 / 1.27   1.41 / 0.69   0.72 / 0.40
+
+(chunks of 512: 2.87 and 5.25 at k = 1024, 2.84 spread at 4096). SGEMM's own error grows with
+k and the chunks' does not, so the runner competes only where k >= MIN_K, and where m and n
+are at least MIN_MN (smaller products let cuBLAS SGEMM split k, which shrinks its error).
+Speed there: 1.34x SGEMM at 4096^3 and 1.58x at 8192^3. One call is:
 
 1. ``split_planes`` (kernels/tf32_split.cu) writes op(A) as [A_big | A_small] (m x 2k) and
    op(B) as [B_small; B_big] (2k x n), column-major, both parts rounded to TF32;
@@ -28,10 +36,9 @@ from . import _driver, compiler, cuda, reference
 from ._layout import BlasForm
 
 SOURCE = "tf32_split.cu"
-CHUNK = 512  # k per TF32 GEMM of the big parts (see above)
-# Below this much work (m n k) the extra launches and passes cost more than the tensor cores
-# save (probe: 1.0-1.2x SGEMM at 4096^3 with chunks of 256-512).
-MIN_WORK = 2048**3
+CHUNK = 256  # k per TF32 GEMM of the big parts (see above)
+MIN_K = 4096  # the accuracy bound holds from here (see above)
+MIN_MN = 2048
 TILE, ROWS = 32, 8  # the kernels' tile and block rows (TILE x ROWS threads)
 GRID_Y_MAX = 65535
 _FLOAT = 4
@@ -39,10 +46,10 @@ _FLOAT = 4
 
 def candidate(key: Any) -> TF32x3OnCublas | None:
     """The composed runner for a plan's key, where it may compete: float32 in "3xtf32", one
-    product, enough work, cuBLAS's TF32 GEMM loaded, and grids within the launch limits."""
+    product, k and m, n long enough for its accuracy, cuBLAS loaded, grids within limits."""
     if key.dtype != "float32" or key.precision != "3xtf32" or key.batch != 1:
         return None
-    if key.m * key.n * key.k < MIN_WORK or max(key.k, key.n) > TILE * GRID_Y_MAX:
+    if key.k < MIN_K or min(key.m, key.n) < MIN_MN or max(key.k, key.n) > TILE * GRID_Y_MAX:
         return None
     if not reference.status()[0]:
         return None

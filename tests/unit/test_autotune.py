@@ -142,3 +142,28 @@ def test_call_cost_counts_the_front_door_against_host_bound_candidates():
     assert cheap_launch < dear_launch
     # GPU-bound candidates compare by GPU time alone.
     assert autotune.call_cost(1.0, 0.004) < autotune.call_cost(1.1, 0.001)
+
+
+def test_composed_3xtf32_runner_is_offered_only_where_its_accuracy_was_measured(monkeypatch):
+    from tunedgemm import plans, reference, tf32_cublas
+    from tunedgemm._layout import BlasForm
+
+    monkeypatch.setattr(reference, "status", lambda: (True, ""))
+    monkeypatch.setattr(tf32_cublas, "TF32x3OnCublas", lambda key: ("runner", key))
+
+    def offered(m, n, k, precision="3xtf32", dtype="float32", batch=1):
+        form = BlasForm(False, False, m, n, k, 0, m, 0, k, 0, m, 4)
+        return tf32_cublas.candidate(plans.GemmKey.of(form, dtype, precision, batch)) is not None
+
+    big, k = tf32_cublas.MIN_MN, tf32_cublas.MIN_K
+    assert offered(big, big, k)
+    assert offered(8192, 8192, 8192)
+    assert not offered(big, big, k - 1)  # short sums: cuBLAS SGEMM is more accurate there
+    assert not offered(big - 1, 8192, 8192)
+    assert not offered(8192, big - 1, 8192)
+    assert not offered(8192, 8192, 8192, precision="tf32")
+    assert not offered(8192, 8192, 8192, precision="ieee")
+    assert not offered(8192, 8192, 8192, dtype="float64")
+    assert not offered(8192, 8192, 8192, batch=4)
+    monkeypatch.setattr(reference, "status", lambda: (False, "no cuBLAS"))
+    assert not offered(8192, 8192, 8192)

@@ -176,6 +176,13 @@ def test_copy_kernel_compiles(tmp_path):
     assert (kernels_dir() / "copy2d.cu").is_file()
 
 
+def test_tf32_split_kernels_compile_without_spills(tmp_path):
+    # the passes around cuBLAS's TF32 GEMM of the composed 3xtf32 runner (tf32_cublas.py)
+    report = compile_report("tf32_split.cu", {}, tmp_path)
+    assert_no_spills(report, "tf32_split.cu")
+    assert report.count("Compiling entry function") == 2, report  # split_planes and finish
+
+
 @pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
 def test_tf32_wgmma_family_defaults(precision, tmp_path):
     """Each mode's default of the wgmma family (sm_90a): every call-time variant compiles
