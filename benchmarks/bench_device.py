@@ -181,7 +181,8 @@ def gemm_rows(libs: Libraries, dtype: np.dtype, shapes: list[tuple[int, int, int
                              "dtype": dtype.name, "shape": [m, n, k], "ours_us": ours_us,
                              "peer_us": peer_us, "ratio": peer_us / ours_us,
                              "peer": "cuBLAS (scikit-cuda) into c", "error": error,
-                             "chosen": tg.explain(m, n, k, dtype.name)})  # fmt: skip
+                             "chosen": tg.plan(a, b, None if form == "new" else c,
+                                               dtype=dtype).explain()})  # fmt: skip
                 _print(rows[-1])
     return rows
 

@@ -120,7 +120,7 @@ def speed_rows(shapes: list[tuple[int, int, int]], rng: np.random.Generator,
                    "peer_us": peer_us, "ratio": peer_us / ours_us,
                    "tflops": tflops(m, n, k, ours_us), "peer_tflops": tflops(m, n, k, peer_us),
                    "vs_sgemm_result": difference,
-                   "chosen": tg.explain(m, n, k, "float32", precision=mode)}  # fmt: skip
+                   "chosen": tg.plan(a, b, c, precision=mode).explain()}  # fmt: skip
             rows.append(row)
             print(f"{m:>6}x{n:<5}x{k:<6} {mode:>7} {row['tflops']:8.1f} {peer_name:>13} "
                   f"{row['peer_tflops']:8.1f} {row['ratio']:6.2f} {difference:9.1e}", flush=True)
