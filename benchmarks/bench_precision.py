@@ -171,6 +171,7 @@ def main() -> int:
     parser.add_argument("--out", default="benchmarks/results", help="folder for the JSON")
     parser.add_argument("--quick", action="store_true", help="fewer, smaller shapes")
     parser.add_argument("--plot", action="store_true", help="also write precision.png")
+    parser.add_argument("--shapes", nargs="+", metavar="MxNxK", help="these shapes only")
     args = parser.parse_args()
     started = time.perf_counter()
     missing = bench_device.why_not_here("bench_precision", ("cupy",))
@@ -183,6 +184,8 @@ def main() -> int:
         bench_device._LOOPS[0] = 3
     shapes = ([s for s in SQUARES if s[0] <= 4096] + IRREGULAR[:3]) if args.quick else (
         SQUARES + IRREGULAR)  # fmt: skip
+    if args.shapes:
+        shapes = [tuple(int(x) for x in shape.split("x")) for shape in args.shapes]
     rng = np.random.default_rng(0)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# {cuda.device_name()}, {stamp}, {reference.status()[1]}")
