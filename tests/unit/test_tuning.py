@@ -474,3 +474,37 @@ def test_shipped_table_loads_without_top_and_keeps_the_cublas_rule(tmp_path, mon
         monkeypatch.delenv(selection.CUBLAS_ENV)
         assert own.config in {e.own for e in device.entries["float32/NN"]}
         assert f"wave model over {table.NEIGHBOURS} nearest entries" in own.reason
+
+
+def test_a_precision_mode_is_tuned_into_its_own_entries(tmp_path):
+    # --precision 3xtf32: the mode's family only, entries under "float32@3xtf32/NN", kept
+    # through a checkpoint, and found by the table's lookup in that mode.
+    shape = Shape(2048, 2048, 2048)
+    [task] = tasks_for(["float32"], [(False, False)], [shape], "3xtf32")
+    assert task.key == "float32@3xtf32/NN"
+    configs = [c for c, _ in strategies.get("random")(candidates("float32", shape,
+                                                                 precision="3xtf32"),
+                                                      lambda c: 0.0, 24)]  # fmt: skip
+    assert configs and all(FAMILIES[c.family].precision_of(c.as_dict()) == "3xtf32"
+                           for c in configs)  # fmt: skip
+    recorded = {str(c): 0.5 + i / 10 for i, c in enumerate(configs[2:8])}
+    ckpt = Checkpoint(tmp_path / "c.jsonl")
+    [result] = tune([task], lambda t: ReplayRunner(t, recorded, cublas_ms=9.0), checkpoint=ckpt)
+    assert result.choice == configs[2]
+    [resumed] = ckpt.load().values()
+    assert resumed.task == task
+    path = write_table(tmp_path, [result])
+    entries = json.loads(path.read_text())["devices"][0]["entries"]
+    assert list(entries) == ["float32@3xtf32/NN"]
+    found = table.lookup(table.load(path), GPU, CC, "float32", False, False, 2048, 2048, 2048,
+                         "3xtf32")  # fmt: skip
+    assert found.entry is not None and found.entry.choice == configs[2]
+
+
+def test_tuning_cli_takes_a_precision_for_float32_only():
+    from tunedgemm.tuning import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["--dry-run", "--precision", "tf32", "--dtype", "float64"])
+    assert cli.main(["--dry-run", "--precision", "tf32", "--dtype", "float32", "--trans", "NN",
+                     "--shapes", "1024x1024x1024"]) == 0  # fmt: skip

@@ -34,8 +34,9 @@ class Checkpoint:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            task = Task(rec["dtype"], rec["trans_a"], rec["trans_b"],
-                        Shape(rec["m"], rec["n"], rec["k"]))  # fmt: skip
+            shape = Shape(rec["m"], rec["n"], rec["k"])
+            task = Task(rec["dtype"], rec["trans_a"], rec["trans_b"], shape,
+                        rec.get("precision", "ieee"))  # fmt: skip
             own = _config(rec["own"])
             assert isinstance(own, KernelConfig)
             done[task.id] = Result(

@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="'default' (grid 64..16384), 'mid' (the points between the default grid's, "
         "128..8192), 'benchmark', names joined by '+' (default+mid), or MxNxK,MxNxK,...",
     )
+    p.add_argument("--precision", default="ieee", choices=["ieee", "tf32", "3xtf32"],
+                   help="the mode whose table entries to tune (float32 only for tf32 and "
+                   "3xtf32; cuBLAS's TF32 GEMM is the rival in tf32, SGEMM in 3xtf32)")  # fmt: skip
     p.add_argument("--shapes-log", help="file written by TUNEDGEMM_LOG_SHAPES=FILE "
                    "(replaces --shapes, --dtype and --trans)")  # fmt: skip
     p.add_argument("--strategy", default="random", choices=strategies.NAMES)
@@ -69,7 +72,10 @@ def make_tasks(args: argparse.Namespace) -> list[Task]:
         logged = shapes_from_log(args.shapes_log)
         return [Task(d, ta, tb, s) for (d, ta, tb), shapes in sorted(logged.items())
                 for s in shapes]  # fmt: skip
-    return tasks_for(args.dtype, [TRANS[t] for t in args.trans], parse_shapes(args.shapes))
+    if args.precision != "ieee" and args.dtype != ["float32"]:
+        raise ValueError(f"--precision {args.precision} tunes float32 only: pass --dtype float32")
+    return tasks_for(args.dtype, [TRANS[t] for t in args.trans], parse_shapes(args.shapes),
+                     args.precision)  # fmt: skip
 
 
 def dry_run(tasks: list[Task], args: argparse.Namespace) -> int:
@@ -79,7 +85,7 @@ def dry_run(tasks: list[Task], args: argparse.Namespace) -> int:
     if args.list:
         print(f"{'task':40} {'valid after pruning':>20} {'timed':>6}")
     for task in tasks:
-        valid = len(candidates(task.dtype, task.shape))
+        valid = len(candidates(task.dtype, task.shape, precision=task.precision))
         timed = len(planned(task, args.strategy, args.max_evals, 132))
         total_valid += valid
         total_timed += timed
@@ -132,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results = tune(
         tasks,
-        lambda t: Runner(t.dtype, t.trans_a, t.trans_b, t.shape),
+        lambda t: Runner(t.dtype, t.trans_a, t.trans_b, t.shape, precision=t.precision),
         strategy=args.strategy,
         max_evals=args.max_evals,
         allow_cublas=not args.no_cublas,

@@ -22,10 +22,11 @@ class Task:
     trans_a: bool
     trans_b: bool
     shape: Shape
+    precision: str = "ieee"  # the mode's own table entries: "float32@3xtf32/NN"
 
     @property
     def key(self) -> str:
-        return key(self.dtype, self.trans_a, self.trans_b)
+        return key(self.dtype, self.trans_a, self.trans_b, self.precision)
 
     @property
     def id(self) -> str:
@@ -47,7 +48,8 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         return {"task": self.task.id, "dtype": self.task.dtype, "trans_a": self.task.trans_a,
-                "trans_b": self.task.trans_b, **asdict(self.task.shape),
+                "trans_b": self.task.trans_b, "precision": self.task.precision,
+                **asdict(self.task.shape),
                 "choice": config_json(self.choice), "own": config_json(self.own),
                 "own_ms": self.own_ms, "cublas_ms": self.cublas_ms, "error": self.error,
                 "vs_cublas": self.vs_cublas, "timed": self.timed}  # fmt: skip
@@ -60,14 +62,14 @@ class Runner(Protocol):
 
 
 def tasks_for(dtypes: Iterable[str], trans: Iterable[tuple[bool, bool]],
-              shapes: Iterable[Shape]) -> list[Task]:  # fmt: skip
+              shapes: Iterable[Shape], precision: str = "ieee") -> list[Task]:  # fmt: skip
     shapes = list(shapes)
-    return [Task(d, ta, tb, s) for d in dtypes for ta, tb in trans for s in shapes]
+    return [Task(d, ta, tb, s, precision) for d in dtypes for ta, tb in trans for s in shapes]
 
 
 def planned(task: Task, strategy: str, max_evals: int | None, num_sms: int) -> list[KernelConfig]:
     """The configs a strategy may time for a task (for precompilation and --dry-run)."""
-    cands = candidates(task.dtype, task.shape, num_sms)
+    cands = candidates(task.dtype, task.shape, num_sms, task.precision)
     if strategy == "random":
         from .strategies.random import DEFAULT_MAX_EVALS, order
 
@@ -78,7 +80,8 @@ def planned(task: Task, strategy: str, max_evals: int | None, num_sms: int) -> l
 def run_task(task: Task, runner: Runner, strategy: str, max_evals: int | None,
              allow_cublas: bool, num_sms: int) -> Result:  # fmt: skip
     search = strategies.get(strategy)
-    timed = search(candidates(task.dtype, task.shape, num_sms), runner.time_config, max_evals)
+    timed = search(candidates(task.dtype, task.shape, num_sms, task.precision),
+                   runner.time_config, max_evals)  # fmt: skip
     ranked = sorted((r for r in timed if math.isfinite(r[1])), key=lambda r: r[1])
     if not ranked:
         raise RuntimeError(f"{task.id}: every candidate failed")

@@ -23,9 +23,10 @@ class Runner:
     """Operands for one (dtype, transposes, shape) and timers for configs and cuBLAS."""
 
     def __init__(self, dtype: str, trans_a: bool, trans_b: bool, shape: Shape,
-                 warmup: int = 2, reps: int = 5) -> None:  # fmt: skip
+                 warmup: int = 2, reps: int = 5, precision: str = "ieee") -> None:  # fmt: skip
         self.dtype = np.dtype(dtype)
         self.shape = shape
+        self.precision = precision  # "tf32": cuBLAS's TF32 GEMM is the rival, TF32's bound holds
         self.warmup, self.reps = warmup, reps
         elements = shape.m * shape.k + shape.k * shape.n + shape.m * shape.n
         footprint = self.dtype.itemsize * elements
@@ -69,7 +70,8 @@ class Runner:
     def time_cublas(self) -> float:
         if not reference.status()[0]:
             return math.inf
-        return self._median_ms(lambda p: reference.gemm(p.form, p.dtype, 1.0, 0.0))
+        mode = "tf32" if self.precision == "tf32" else "ieee"  # 3xtf32's rival: SGEMM
+        return self._median_ms(lambda p: reference.gemm(p.form, p.dtype, 1.0, 0.0, None, mode))
 
     def verify(self, config: KernelConfig | str) -> tuple[float, float]:
         """(error vs float64, error vs cuBLAS) of config on operands whose C is poisoned with
@@ -84,6 +86,11 @@ class Runner:
         rows = np.random.default_rng().choice(self.shape.m, min(self.shape.m, 64), replace=False)
         ok, error, _ = checks.check(ours[rows], 1.0, problem.op_a[rows], problem.op_b, 0.0, None,
                                     problem.dtype)  # fmt: skip
+        if self.precision == "tf32":  # operands rounded to TF32: that mode's own bound
+            exact, scale = checks.float64_reference(1.0, problem.op_a[rows], problem.op_b, 0.0,
+                                                    None)  # fmt: skip
+            error = checks.scaled_error(ours[rows], exact, scale)
+            ok = error <= checks.tf32_tolerance(self.shape.k)
         vs_cublas = math.nan
         if reference.status()[0]:
             problem.poison_c()
