@@ -57,7 +57,7 @@ def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
     if not isinstance(current, str):
         for device in current.devices:
             for key, entries in device.entries.items():
-                if key.startswith(dtype):
+                if key.split("/")[0] == dtype:  # IEEE entries only (modes: "float32@tf32")
                     counts.update(e.own for e in entries)
     defaults = [f.default_config(dtype) for f in serving(dtype)]
     pool = [selection.default_config(dtype), *defaults, *(c for c, _ in counts.most_common())]

@@ -53,7 +53,7 @@ def gmean(values: list[float]) -> float:
 
 
 def replay(key: str, shapes: dict[Shape, dict[str, float]], low: int, high: int) -> dict:
-    dtype = key.split("/")[0]
+    dtype = key.split("/")[0].split("@")[0]  # a precision mode's entries: its dtype
     inside = [s for s in shapes if low <= min(s) and max(s) <= high and shapes[s]]
     model_regret, nearest_regret = [], []
     for held in inside:

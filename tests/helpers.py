@@ -19,15 +19,30 @@ def gpu_available() -> bool:
 
 def table_configs() -> list[tuple[str, object]]:
     """(dtype, config) for every own config the shipped table can choose: each entry's best
-    and its runners-up, which the wave model may pick at shapes between entries."""
+    and its runners-up, which the wave model may pick at shapes between entries. A precision
+    mode's entries ("float32@3xtf32/NN") give their dtype; the config carries the mode."""
     from tunedgemm import table
 
     current = table.load(table.shipped_path())
     found = set()
     for device in current.devices:
         for key, entries in device.entries.items():
-            found |= {(key.split("/")[0], config) for e in entries for config, _ in e.top}
+            dtype = key.split("/")[0].split("@")[0]
+            found |= {(dtype, config) for e in entries for config, _ in e.top}
     return sorted(found, key=str)
+
+
+def assert_config_result(out, alpha, a, b, beta, c, dtype, config, what: str) -> None:
+    """out is right for the config's arithmetic: its precision mode's bound for the tf32
+    families' configs, the dtype's IEEE tolerance for every other."""
+    from tunedgemm.families import FAMILIES
+
+    family = FAMILIES[config.family]
+    mode = family.precision_of(config.as_dict()) if family.precision_of else "ieee"
+    if mode in ("tf32", "3xtf32"):
+        assert_tf32_mode(out, mode, alpha, a, b, beta, c, what, frobenius=False)
+    else:
+        assert_gemm(out, alpha, a, b, beta, c, dtype)
 
 
 def uniform(rng: np.random.Generator, shape: tuple[int, ...], dtype, order: str = "C"):

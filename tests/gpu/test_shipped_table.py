@@ -1,5 +1,6 @@
-"""Every kernel config the shipped table can choose (each entry's best and its runners-up) is
-correct on odd shapes, every transpose pair, aligned and unaligned, with the output poisoned
+"""Every kernel config the shipped table can choose (each entry's best and its runners-up, in
+every precision mode's entries too, each checked against its mode's bound) is correct on odd
+shapes, every transpose pair, aligned and unaligned, with the output poisoned
 with NaN beforehand. (tests/conftest.py compiles them all in parallel first.)"""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import itertools
 
 import numpy as np
 import pytest
-from helpers import assert_gemm, table_configs
+from helpers import assert_config_result, table_configs
 
 pytestmark = pytest.mark.gpu
 
@@ -26,9 +27,11 @@ def test_shipped_config(dtype, config):
         problem = problems.make(m, n, k, dtype, ta, tb, rng)
         gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, config)
         out = problem.c()
-        assert np.isfinite(out).all(), f"unwritten elements at {(m, n, k, ta, tb)}"
-        assert_gemm(out, 1.0, problem.op_a, problem.op_b, 0.0, None, dtype)
+        what = f"{config} {(m, n, k, ta, tb)}"
+        assert np.isfinite(out).all(), f"unwritten elements at {what}"
+        assert_config_result(out, 1.0, problem.op_a, problem.op_b, 0.0, None, dtype, config, what)
     aligned = problems.make(128, 64, 96, dtype, False, False, rng)
     assert aligned.form.aligned()
     gpu_backend.run(aligned.form, aligned.dtype, 1.0, 0.0, config)
-    assert_gemm(aligned.c(), 1.0, aligned.op_a, aligned.op_b, 0.0, None, dtype)
+    assert_config_result(aligned.c(), 1.0, aligned.op_a, aligned.op_b, 0.0, None, dtype, config,
+                         f"{config} aligned")  # fmt: skip
