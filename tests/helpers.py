@@ -121,6 +121,25 @@ def float32_against_cublas(config, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
     return outs[0], outs[1]
 
 
+def special_operands(rng: np.random.Generator, m: int, n: int, k: int):
+    """Uniform float32 A (m x k) and B (k x n) with Inf, -Inf, NaN and zeros sprinkled in A,
+    and Inf, -Inf, zeros and a subnormal in B (25 of each side)."""
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    for x, values in ((a, [np.inf, -np.inf, np.nan, 0.0]), (b, [np.inf, -np.inf, 0.0, 1e-39])):
+        x[rng.integers(0, x.shape[0], 25), rng.integers(0, x.shape[1], 25)] = rng.choice(
+            np.array(values, np.float32), 25
+        )
+    return a, b
+
+
+def assert_ieee_pattern(ours: np.ndarray, ieee: np.ndarray) -> None:
+    """ours has exactly IEEE's (cuBLAS SGEMM's) NaN, Inf and -Inf elements."""
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(ieee))
+    np.testing.assert_array_equal(np.isposinf(ours), np.isposinf(ieee))
+    np.testing.assert_array_equal(np.isneginf(ours), np.isneginf(ieee))
+
+
 def spread_float32(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     """Random signs and mantissas, exponents uniform over 2^-20..2^20."""
     return (rng.uniform(1, 2, shape) * rng.choice([-1.0, 1.0], shape)

@@ -15,7 +15,14 @@ import itertools
 
 import numpy as np
 import pytest
-from helpers import assert_error_within_2x, assert_tf32_mode, float32_against_cublas, spread_float32
+from helpers import (
+    assert_error_within_2x,
+    assert_ieee_pattern,
+    assert_tf32_mode,
+    float32_against_cublas,
+    special_operands,
+    spread_float32,
+)
 
 from tunedgemm import plans, tf32_cublas
 from tunedgemm._layout import BlasForm
@@ -93,18 +100,9 @@ def test_accuracy_against_cublas_sgemm_where_it_competes(inputs, k):
 def test_special_values_match_ieee():
     """Inf, -Inf, NaN, zeros and a subnormal in the operands: C's non-finite pattern is cuBLAS
     SGEMM's (the finish pass recomputes non-finite sums in IEEE arithmetic)."""
-    rng = np.random.default_rng()
-    m, n, k = 300, 200, 1500
-    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-    for x, values in ((a, [np.inf, -np.inf, np.nan, 0.0]), (b, [np.inf, -np.inf, 0.0, 1e-39])):
-        x[rng.integers(0, x.shape[0], 25), rng.integers(0, x.shape[1], 25)] = rng.choice(
-            np.array(values, np.float32), 25
-        )
+    a, b = special_operands(np.random.default_rng(), 300, 200, 1500)
     ours, cublas = float32_against_cublas(_composed(a, b), a, b)
-    np.testing.assert_array_equal(np.isnan(ours), np.isnan(cublas))
-    np.testing.assert_array_equal(np.isposinf(ours), np.isposinf(cublas))
-    np.testing.assert_array_equal(np.isneginf(ours), np.isneginf(cublas))
+    assert_ieee_pattern(ours, cublas)
     finite = np.isfinite(cublas)
     np.testing.assert_allclose(ours[finite], cublas[finite], rtol=1e-4, atol=1e-3)
 

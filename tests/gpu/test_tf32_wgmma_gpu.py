@@ -14,7 +14,14 @@ import os
 
 import numpy as np
 import pytest
-from helpers import assert_error_within_2x, assert_tf32_mode, float32_against_cublas, spread_float32
+from helpers import (
+    assert_error_within_2x,
+    assert_ieee_pattern,
+    assert_tf32_mode,
+    float32_against_cublas,
+    special_operands,
+    spread_float32,
+)
 
 from tunedgemm.families.tf32_wgmma import FAMILY, default_for
 
@@ -88,15 +95,6 @@ def test_3xtf32_accuracy_against_cublas_sgemm(inputs, k, request):
 @pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
 def test_special_values_match_ieee(precision):
     """Inf, -Inf and NaN in the operands: C's non-finite pattern is cuBLAS SGEMM's."""
-    rng = np.random.default_rng()
-    m, n, k = 300, 200, 150
-    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-    for x, values in ((a, [np.inf, -np.inf, np.nan, 0.0]), (b, [np.inf, -np.inf, 0.0, 1e-39])):
-        x[rng.integers(0, x.shape[0], 25), rng.integers(0, x.shape[1], 25)] = rng.choice(
-            np.array(values, np.float32), 25
-        )
+    a, b = special_operands(np.random.default_rng(), 300, 200, 150)
     ours, cublas = float32_against_cublas(default_for(precision), a, b)
-    np.testing.assert_array_equal(np.isnan(ours), np.isnan(cublas))
-    np.testing.assert_array_equal(np.isposinf(ours), np.isposinf(cublas))
-    np.testing.assert_array_equal(np.isneginf(ours), np.isneginf(cublas))
+    assert_ieee_pattern(ours, cublas)
