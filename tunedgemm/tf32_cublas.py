@@ -25,12 +25,14 @@ Speed there: 1.34x SGEMM at 4096^3 and 1.58x at 8192^3. One call is:
    overflow), as the tensor-core families recompute such sums.
 
 W is C itself when beta is 0, else a workspace. The planes and W come from the scratch pool
-and go back once the stream has passed the call.
+and go back once the stream has passed the call; where they do not fit, cuBLAS SGEMM runs.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from . import _driver, compiler, cuda, reference
 from ._layout import BlasForm
@@ -76,7 +78,13 @@ class TF32x3OnCublas:
         m, n, k = key.m, key.n, key.k
         in_place = beta == 0.0
         planes = 2 * (m * k + k * n)
-        buffer = cuda.allocate(_FLOAT * (planes + (0 if in_place else m * n)))
+        try:
+            buffer = cuda.allocate(_FLOAT * (planes + (0 if in_place else m * n)))
+        except Exception as exc:  # pycuda.driver.MemoryError: the planes do not fit now
+            if type(exc).__name__ != "MemoryError":
+                raise
+            self._sgemm(a, b, c, alpha, beta, stream)
+            return
         try:
             a_cat = int(buffer)
             b_cat = a_cat + _FLOAT * 2 * m * k
@@ -97,6 +105,19 @@ class TF32x3OnCublas:
                                               int(key.trans_b)))  # fmt: skip
         finally:  # back to the pool once the stream has passed what was queued
             cuda.release_after([buffer], stream)
+
+    def _sgemm(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
+        """cuBLAS SGEMM for a call whose planes find no device memory: at least as accurate,
+        and it needs no workspace (warned once)."""
+        from . import table
+
+        key = self.key
+        table.warn_once(f"3xtf32 on cuBLAS's TF32 GEMM needs {_FLOAT * 2 * (key.m + key.n)} "
+                        "bytes per unit of k of device memory, which is short: cuBLAS SGEMM "
+                        "ran instead")  # fmt: skip
+        form = BlasForm(key.trans_a, key.trans_b, key.m, key.n, key.k, a, key.lda, b, key.ldb,
+                        c, key.ldc, _FLOAT)  # fmt: skip
+        reference.gemm(form, np.dtype(np.float32), alpha, beta, stream)
 
     def __str__(self) -> str:
         return f"cuBLAS TF32 x3 (big products in k-chunks of {CHUNK})"

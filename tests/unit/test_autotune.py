@@ -167,3 +167,31 @@ def test_composed_3xtf32_runner_is_offered_only_where_its_accuracy_was_measured(
     assert not offered(8192, 8192, 8192, batch=4)
     monkeypatch.setattr(reference, "status", lambda: (False, "no cuBLAS"))
     assert not offered(8192, 8192, 8192)
+
+
+def test_composed_3xtf32_runner_runs_sgemm_when_its_planes_do_not_fit(monkeypatch):
+    from tunedgemm import cuda, reference, table, tf32_cublas
+    from tunedgemm._layout import BlasForm
+    from tunedgemm.plans import GemmKey
+
+    class MemoryError(Exception):  # (pycuda.driver's is named so)
+        pass
+
+    def no_memory(nbytes):
+        raise MemoryError("out of memory")
+
+    calls = []
+    monkeypatch.setattr(cuda, "allocate", no_memory)
+    monkeypatch.setattr(reference, "gemm", lambda form, *args: calls.append((form, args)))
+    monkeypatch.setattr(table, "warn_once", lambda message: calls.append(message))
+    form = BlasForm(True, False, 4096, 2048, 4096, 11, 4096, 22, 4096, 33, 4096, 4)
+    runner = object.__new__(tf32_cublas.TF32x3OnCublas)
+    runner.key = GemmKey.of(form, "float32", "3xtf32")
+    runner(11, 22, 33, 2.0, 0.5, 7)
+    message, (sgemm_form, args) = calls
+    assert "cuBLAS SGEMM ran instead" in message
+    assert (sgemm_form.a, sgemm_form.b, sgemm_form.c, sgemm_form.trans_a) == (11, 22, 33, True)
+    assert args[1:] == (2.0, 0.5, 7)
+    monkeypatch.setattr(cuda, "allocate", lambda nbytes: (_ for _ in ()).throw(ValueError("x")))
+    with pytest.raises(ValueError):  # any other failure is not swallowed
+        runner(11, 22, 33, 2.0, 0.5, 7)
