@@ -22,6 +22,7 @@ import argparse
 import datetime
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -151,7 +152,8 @@ def cublas_into(c_matrix: Any, a: Any, b: Any, dtype: np.dtype) -> Any:
 
 
 def gemm_rows(libs: Libraries, dtype: np.dtype, shapes: list[tuple[int, int, int]],
-              rng: np.random.Generator) -> list[dict[str, Any]]:  # fmt: skip
+              rng: np.random.Generator,
+              names: tuple[str, ...]) -> list[dict[str, Any]]:  # fmt: skip
     import tunedgemm as tg
 
     routine = tg.sgemm if dtype == np.float32 else tg.dgemm
@@ -159,7 +161,7 @@ def gemm_rows(libs: Libraries, dtype: np.dtype, shapes: list[tuple[int, int, int
     for m, n, k in shapes:
         ha = rng.uniform(-1, 1, (m, k)).astype(dtype)
         hb = rng.uniform(-1, 1, (k, n)).astype(dtype)
-        for lib in ("pycuda", "cupy", "torch"):
+        for lib in (x for x in ("pycuda", "cupy", "torch") if x in names):
             if lib == "pycuda" and libs.gpuarray is None:
                 continue
             a, b = libs.make(lib, ha), libs.make(lib, hb)
@@ -188,7 +190,8 @@ def gemm_rows(libs: Libraries, dtype: np.dtype, shapes: list[tuple[int, int, int
 
 
 def matmul_rows(libs: Libraries, dtype: np.dtype, shapes: list[tuple[int, ...]],
-                rng: np.random.Generator) -> list[dict[str, Any]]:  # fmt: skip
+                rng: np.random.Generator,
+                names: tuple[str, ...]) -> list[dict[str, Any]]:  # fmt: skip
     import tunedgemm as tg
 
     rows = []
@@ -196,7 +199,7 @@ def matmul_rows(libs: Libraries, dtype: np.dtype, shapes: list[tuple[int, ...]],
         *batch, m, n, k = shape
         ha = rng.uniform(-1, 1, (*batch, m, k)).astype(dtype)
         hb = rng.uniform(-1, 1, (*batch, k, n)).astype(dtype)
-        for lib in ("cupy", "torch"):
+        for lib in (x for x in ("cupy", "torch") if x in names):
             x, y = libs.make(lib, ha), libs.make(lib, hb)
             if lib == "cupy":
                 peer = lambda x=x, y=y: libs.cupy.matmul(x, y)  # noqa: E731
@@ -260,9 +263,13 @@ def main() -> int:
     parser.add_argument("--out", default="benchmarks/results", help="folder for the JSON")
     parser.add_argument("--quick", action="store_true", help="fewer, smaller shapes")
     parser.add_argument("--dtypes", default="float32,float64")
-    parser.add_argument("--plot", action="store_true", help="also write bench_device.png")
+    parser.add_argument("--plot", action="store_true", help="also write the plot (PNG)")
     parser.add_argument("--loops", type=int, default=LOOPS, help="timed loops per side")
+    parser.add_argument("--libs", default="pycuda,cupy,torch", help="libraries whose arrays "
+                        "are timed, comma-separated")
+    parser.add_argument("--name", default="bench_device", help="stem of the JSON (and plot)")
     args = parser.parse_args()
+    names = tuple(args.libs.split(","))
     _LOOPS[0] = args.loops
     missing = why_not_here("bench_device", ("cupy", "torch"))
     if missing:
@@ -279,8 +286,8 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     for name in args.dtypes.split(","):
         dtype = np.dtype(name)
-        rows += gemm_rows(libs, dtype, squares + irregular, rng)
-        rows += matmul_rows(libs, dtype, squares + irregular + batched, rng)
+        rows += gemm_rows(libs, dtype, squares + irregular, rng, names)
+        rows += matmul_rows(libs, dtype, squares + irregular + batched, rng, names)
     table = summary(rows)
     print(f"\n{'form':34} {'dtype':8} {'geomean':>8} {'worst>=256^3':>13} {'at':>16} {'64^3':>6}")
     for s in table:
@@ -294,12 +301,13 @@ def main() -> int:
         "command": " ".join(["python", *sys.argv]),
         "gpu": cuda.device_name(),
         "tunedgemm": tg.__version__,
+        "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("TUNEDGEMM_")},
         "rows": rows,
         "summary": table,
     }
-    (out / "bench_device.json").write_text(json.dumps(record, indent=1) + "\n")
+    (out / f"{args.name}.json").write_text(json.dumps(record, indent=1) + "\n")
     if args.plot:
-        plot(record, out / "bench_device.png")
+        plot(record, out / f"{args.name}.png")
     return 0
 
 

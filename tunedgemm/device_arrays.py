@@ -10,12 +10,17 @@ thread). A call never pays cudaMalloc or cudaFree, and never waits for the devic
 from __future__ import annotations
 
 import functools
+import itertools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .recycle import counts
+
+_calls = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,10 @@ class Kind:
     ptr: Callable[[Any], int]
     stream: Callable[[Any], int]  # raw handle of the stream the library queues on now
     empty: Callable[[Any, tuple[int, ...], np.dtype, str], Any]  # (like, shape, dtype, order)
+    # Counts that return to their first values once nothing but `box` holds box[0] and its
+    # memory (tunedgemm/recycle.py): the array's references and weak references, and those of
+    # whatever else could hold its memory without holding the array.
+    holders: Callable[[list[Any]], tuple[int, ...]] = lambda box: (next(_calls),)  # never equal
 
 
 def _cupy_kind() -> Kind:
@@ -43,12 +52,18 @@ def _cupy_kind() -> Kind:
         with like.device:
             return new(shape, dtype, order=order)
 
+    def holders(box: list[Any]) -> tuple[int, ...]:
+        x = box[0]
+        data = x.data  # views hold the array (base); a MemoryPointer or its memory may not
+        return counts(x, data, data.mem)
+
     return Kind(
         "cupy",
         lambda x: (x.shape, x.strides, x.dtype, x.data.device_id),
         lambda x: x.data.ptr,
         lambda x: current().ptr,
         empty,
+        holders,
     )
 
 
@@ -72,12 +87,23 @@ def _torch_kind() -> Kind:
         return empty_strided(shape, _strides(shape, order), dtype=_TORCH_DTYPES[dtype],
                              device=device)  # fmt: skip
 
+    storage_uses = getattr(torch._C, "_storage_Use_Count", None)
+
+    def holders(box: list[Any]) -> tuple[int, ...]:
+        # A view, or autograd saving the tensor for a backward pass, holds the C++ tensor or
+        # its storage without holding the Python object: their use counts say so.
+        x = box[0]
+        if storage_uses is None:  # counts unknown: never equal to the first, never recycled
+            return (next(_calls),)
+        return (*counts(x), x._use_count(), storage_uses(x.untyped_storage()._cdata))
+
     return Kind(
         "torch",
         lambda x: (x.shape, x.stride(), x.dtype, x.get_device()),  # CPU tensors: device -1
         lambda x: x.data_ptr(),
         lambda x: raw_stream(x.get_device()),
         empty,
+        holders,
     )
 
 
@@ -104,12 +130,17 @@ def _pycuda_kind() -> Kind:
         array.gpudata = cuda.allocate(template["nbytes"]) if template["nbytes"] else None
         return array
 
+    def holders(box: list[Any]) -> tuple[int, ...]:
+        x = box[0]
+        return counts(x, x.gpudata)  # views hold the array (base); gpudata is its memory
+
     return Kind(
         "pycuda",
         lambda x: (x.shape, x.strides, x.dtype),
         lambda x: x.ptr,
         lambda x: 0,  # GPUArrays name no stream: the legacy default stream
         empty,
+        holders,
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda, settings
+from . import cuda, recycle, settings
 from ._layout import BlasForm
 from .device_arrays import _kinds, kind_of
 from .precision import get_precision
@@ -359,6 +359,7 @@ class CallPlan:
         "outer",
         "plans",
         "precision",
+        "spares",
         "swap",
         "template",
     )  # fmt: skip
@@ -379,20 +380,13 @@ class CallPlan:
         if outer and any((o * size) % 16 for offsets in outer for o in offsets):
             self.ld_aligned = False
         self.plans: dict[bool, DevicePlan] = {}
+        self.spares = None if new is None else recycle.Spares.of(
+            kind, int(np.prod(new[0], dtype=np.int64)) * size)
 
     def run(self, alpha: float, a: Any, b: Any, c: Any, beta: float, stream: Any) -> Any:
         if cuda._thread.__dict__.get("pushed") is None:  # launches need the context current
             cuda.context()
         kind = self.kind
-        pa, pb = kind.ptr(a), kind.ptr(b)
-        if self.new is not None:
-            result = kind.empty(a, self.new[0], self.dtype, self.new[1])
-            beta = 0.0  # SciPy's c=None: zeros, which a new result does not hold
-        else:
-            result = c
-        pc = kind.ptr(result)
-        if self.swap:
-            pa, pb = pb, pa
         handle = kind.stream(a)
         if stream is not None:
             from . import _driver, streams
@@ -401,6 +395,22 @@ class CallPlan:
             if handle and handle != call:  # the operands' producer queued on another stream
                 _driver.wait(call, handle)
             handle = call
+        pa, pb = kind.ptr(a), kind.ptr(b)
+        if self.new is not None:
+            beta = 0.0  # SciPy's c=None: zeros, which a new result does not hold
+            spares = self.spares
+            if spares is None:
+                result = kind.empty(a, self.new[0], self.dtype, self.new[1])
+            else:
+                result = spares.take(handle)
+                if result is None:
+                    result = spares.make(kind.empty, a, self.new[0], self.dtype, self.new[1],
+                                         stream=handle)  # fmt: skip
+        else:
+            result = c
+        pc = kind.ptr(result)
+        if self.swap:
+            pa, pb = pb, pa
         aligned = self.ld_aligned and not (pa | pb | pc) & 15
         plan = self.plans.get(aligned)
         if plan is None:

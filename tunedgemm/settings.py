@@ -103,6 +103,11 @@ _DECLARED = (
             decides=True),
     Setting("TUNEDGEMM_PINNED_RESULTS", _boolean, True, "1/0, yes/no, true/false, on/off",
             "new host results in pooled pinned memory (0: ordinary arrays)"),
+    Setting("TUNEDGEMM_RECYCLE_RESULTS", _choice("auto", "all", "off"), "auto",
+            "auto, all or off",
+            "a repeated device call writes its previous new result again once the caller has "
+            "dropped it (auto: CuPy and PyCUDA; all: PyTorch too; see tunedgemm/recycle.py)",
+            decides=True),
     Setting("TUNEDGEMM_LOG_SHAPES", _path, None, "a writable file path",
             "append each distinct GPU product shape to this file, for the tuner", decides=True),
     Setting("TUNEDGEMM_DEVICES", _name, None, "all, or GPU ordinals such as 0,1",

@@ -162,3 +162,68 @@ def test_precision_modes_through_the_public_call(rng, mode, trans):
     with pytest.raises(ValueError, match="float64"):
         tg.dgemm(1.0, a.astype(np.float64), b.astype(np.float64), 0.0, None, *trans,
                  precision=mode)
+
+
+def _device(name, host):
+    if name == "pycuda":
+        import pycuda.gpuarray as gpuarray
+
+        return gpuarray.to_gpu(host)
+    return _to(_lib(name), name, host)
+
+
+def _address(x):
+    return x.data_ptr() if hasattr(x, "data_ptr") else int(x.ptr) if hasattr(x, "ptr") else \
+        x.data.ptr  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["cupy", "torch", "pycuda"])
+@pytest.mark.parametrize("holder", ["view", "memory"])
+def test_a_dropped_result_is_written_again_and_a_held_one_never_is(rng, monkeypatch, name,
+                                                                    holder):  # fmt: skip
+    """tunedgemm/recycle.py on each library: a result the caller dropped is the next call's
+    result (right values), one still reachable through a view or its memory is left as it was."""
+    if name == "pycuda" and holder == "view":
+        pytest.skip("a GPUArray's view holds the array itself: the 'memory' case covers it")
+    monkeypatch.setenv("TUNEDGEMM_RECYCLE_RESULTS", "all")
+    m, n, k = 96, 80, 64
+    calls = [[uniform(rng, (m, k), np.float32), uniform(rng, (k, n), np.float32)]
+             for _ in range(3)]  # fmt: skip
+    operands = [(_device(name, x), _device(name, y)) for x, y in calls]
+    result = tg.sgemm(1.0, *operands[0])
+    address = _address(result)
+    del result
+    result = tg.sgemm(1.0, *operands[1])
+    assert _address(result) == address
+    assert_gemm(_host(result), 1.0, *calls[1], 0.0, None, np.float32)
+    if holder == "view":
+        held = result[1:]
+    elif name == "pycuda":
+        held = result.gpudata
+    else:
+        held = result.data if name == "cupy" else result.untyped_storage()
+    before = _host(result)
+    del result
+    third = tg.sgemm(1.0, *operands[2])
+    assert _address(third) != address
+    assert_gemm(_host(third), 1.0, *calls[2], 0.0, None, np.float32)
+    if holder == "view":
+        np.testing.assert_array_equal(_host(held), before[1:])
+    del held
+
+
+def test_a_tensor_saved_for_backward_is_never_written_again(rng, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TUNEDGEMM_RECYCLE_RESULTS", "all")
+    m, n, k = 64, 48, 32
+    host = [uniform(rng, shape, np.float32) for shape in ((m, k), (k, n), (m, k), (k, n))]
+    a, b, a2, b2 = (_to(torch, "torch", x) for x in host)
+    result = tg.sgemm(1.0, a, b)
+    saved = _host(result)
+    w = torch.ones((7, m), device="cuda", requires_grad=True)
+    loss = (w @ result).sum()  # autograd keeps `result` for w's gradient
+    del result
+    assert_gemm(_host(tg.sgemm(1.0, a2, b2)), 1.0, host[2], host[3], 0.0, None, np.float32)
+    loss.backward()
+    want = np.ones((7, n), np.float32) @ saved.T
+    np.testing.assert_allclose(w.grad.cpu().numpy(), want, rtol=1e-5, atol=1e-4)

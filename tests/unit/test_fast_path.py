@@ -26,6 +26,7 @@ from tunedgemm import (
     device_arrays,
     launch,
     plans,
+    recycle,
     reference,
     selection,
     settings,
@@ -543,6 +544,7 @@ def fake_gpu(monkeypatch, fake_driver):
         lambda x: x.ptr,
         lambda x: gpu.current_stream[0],
         empty,
+        lambda box: recycle.counts(box[0]),
     )
     monkeypatch.setitem(device_arrays._kinds, PlannedArray, kind)
     plans.clear()
@@ -975,3 +977,73 @@ def test_events_are_reused_only_in_the_context_they_were_made_in(fake_driver, mo
     assert seen and seen[0] != own
     assert _driver.events.free == {None: [own], 1: seen}
     assert _driver.events.take() == own
+
+
+# --- recycled new results (tunedgemm/recycle.py) ---------------------------------------------
+
+
+def _new_results(gpu, rng, holder):
+    """Two repeated new-result calls on fresh operands; `holder(r)` may keep the first result
+    alive in some way before the second call. Both results are checked against float64."""
+    a, b, _ = operands(gpu, rng)
+    first = tg.sgemm(2.0, a, b)
+    assert_gemm(first.get(), 2.0, a.get(), b.get(), 0.0, None, np.float32)
+    ptr, values, made = first.ptr, first.get(), len(gpu.made)
+    kept = holder(first)
+    del first
+    a2, b2, _ = operands(gpu, rng)
+    second = tg.sgemm(2.0, a2, b2)
+    assert_gemm(second.get(), 2.0, a2.get(), b2.get(), 0.0, None, np.float32)
+    assert len(gpu.made) - made == (second.ptr != ptr)  # one allocation, or none
+    return ptr, values, kept, second
+
+
+def test_a_dropped_new_result_is_written_again(fake_gpu, normalised, rng):
+    ptr, _, _, second = _new_results(fake_gpu, rng, lambda r: None)
+    assert second.ptr == ptr and len(normalised) == 1
+
+
+@pytest.mark.parametrize("holder", ["variable", "container", "weak reference", "view"])
+def test_a_result_held_in_any_way_is_never_written_again(fake_gpu, rng, holder):
+    import weakref
+
+    def hold(r):
+        if holder == "weak reference":
+            return weakref.ref(r)
+        if holder == "view":  # a view holds its base, as CuPy's, PyTorch's and PyCUDA's do
+            return types.SimpleNamespace(base=r)
+        return [r] if holder == "container" else r
+
+    ptr, values, kept, second = _new_results(fake_gpu, rng, hold)
+    assert second.ptr != ptr
+    first = kept() if holder == "weak reference" else kept
+    first = first.base if holder == "view" else first[0] if holder == "container" else first
+    np.testing.assert_array_equal(first.get(), values)  # untouched by the second call
+
+
+def test_a_result_made_on_another_stream_is_not_written_again(fake_gpu, rng):
+    a, b, _ = operands(fake_gpu, rng)
+    ptr = tg.sgemm(1.0, a, b).ptr
+    fake_gpu.current_stream[0] = 0x77
+    other = tg.sgemm(1.0, a, b).ptr
+    assert other != ptr
+    assert tg.sgemm(1.0, a, b).ptr == other  # kept for stream 0x77 now
+
+
+@pytest.mark.parametrize("mode,recycled", [("off", False), ("auto", True), ("all", True)])
+def test_recycling_follows_its_setting(fake_gpu, rng, monkeypatch, mode, recycled):
+    monkeypatch.setenv("TUNEDGEMM_RECYCLE_RESULTS", mode)
+    a, b, _ = operands(fake_gpu, rng)
+    ptr = tg.sgemm(1.0, a, b).ptr
+    assert (tg.sgemm(1.0, a, b).ptr == ptr) == recycled
+
+
+def test_a_recycled_batched_matmul_result_is_right(fake_gpu, rng):
+    a = fake_gpu.array(uniform(rng, (3, 24, 16), np.float64))
+    b = fake_gpu.array(uniform(rng, (3, 16, 20), np.float64))
+    ptr = tg.matmul(a, b).ptr
+    a2 = fake_gpu.array(uniform(rng, (3, 24, 16), np.float64))
+    again = tg.matmul(a2, b)
+    assert again.ptr == ptr and again.shape == (3, 24, 20)
+    want = np.matmul(a2.get(), b.get())
+    np.testing.assert_allclose(again.get(), want, rtol=1e-12, atol=1e-12)

@@ -32,6 +32,7 @@ VALID = {
                                 ("1.5K", 1536), ("2GiB", 2 << 30), ("3gb", 3 << 30)],
     "TUNEDGEMM_PINNED_RESULTS": [("1", True), ("off", False)],
     "TUNEDGEMM_LOG_SHAPES": [("/tmp/shapes.jsonl", "/tmp/shapes.jsonl")],
+    "TUNEDGEMM_RECYCLE_RESULTS": [("auto", "auto"), ("ALL", "all"), ("off", "off")],
     "TUNEDGEMM_DEVICES": [("all", "all"), ("0,1", "0,1")],
 }  # fmt: skip
 # Texts a setting does not accept (settings that take any text have none).
@@ -42,6 +43,7 @@ INVALID = {
     "TUNEDGEMM_REFINE": ["sometimes", "-1"],
     "TUNEDGEMM_DEVICE_MEMORY": ["0", "-5G", "lots", "", "G", "inf", "nan", "2X"],
     "TUNEDGEMM_PINNED_RESULTS": ["perhaps"],
+    "TUNEDGEMM_RECYCLE_RESULTS": ["torch", "1"],
 }
 
 
