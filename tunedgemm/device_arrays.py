@@ -91,11 +91,14 @@ def _torch_kind() -> Kind:
 
     def holders(box: list[Any]) -> tuple[int, ...]:
         # A view, or autograd saving the tensor for a backward pass, holds the C++ tensor or
-        # its storage without holding the Python object: their use counts say so.
+        # its storage without holding the Python object: their use counts say so. PyTorch
+        # keeps one Python object per storage while any is held, so holding that object
+        # shows in its reference count, not in the storage's use count.
         x = box[0]
         if storage_uses is None:  # counts unknown: never equal to the first, never recycled
             return (next(_calls),)
-        return (*counts(x), x._use_count(), storage_uses(x.untyped_storage()._cdata))
+        storage = x.untyped_storage()
+        return (*counts(x, storage), x._use_count(), storage_uses(storage._cdata))
 
     return Kind(
         "torch",

@@ -114,6 +114,7 @@ def clear() -> None:
 
     device_plans.clear()
     call_plans.clear()
+    recycle.release()
     for cache in list(_other_devices.values()):
         cache.clear()
     selection.forget()

@@ -12,13 +12,15 @@ hand a block freed on a stream to the next allocation on that stream.
 PyTorch is left out by default: a tensor handed to another stream with `record_stream` tells
 PyTorch's allocator to wait for that stream before reusing the block, and nothing visible from
 Python records it; TUNEDGEMM_RECYCLE_RESULTS=all takes torch in (for code that does not use
-record_stream on these results). Results over RESULT_BYTES_MAX are not kept (their allocation
-is small beside their product), and the kept results of all plans together stay under
-HELD_BYTES_MAX. Free-threaded builds, where reference counts say nothing, never recycle.
+record_stream on these results). Results over RESULT_BYTES_MAX are not kept (their
+allocation is small beside their product), and when the kept results of all plans pass
+HELD_BYTES_MAX, the least recently made are let go. Free-threaded builds, where reference
+counts say nothing, never recycle.
 """
 
 from __future__ import annotations
 
+import collections
 import sys
 import threading
 import weakref
@@ -27,12 +29,16 @@ from typing import Any
 
 from . import settings
 
-RESULT_BYTES_MAX = 16 << 20  # 777 x 3333 float32 (10 MB) fits; an 8192^2 product does not
-HELD_BYTES_MAX = 64 << 20  # all plans' kept results together
+RESULT_BYTES_MAX = 16 << 20  # 2048^2 float32 fits; an 8192^2 product does not
+HELD_BYTES_MAX = 64 << 20  # kept results of all plans together; the least recently made go
 
 _GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
-_lock = threading.RLock()  # (a Spares may be finalised by a collection inside `of`)
-_held = [0]  # bytes kept by live Spares
+_lock = threading.Lock()
+# Spares that keep a result, least recently made first, and the bytes they keep. A plan whose
+# result is reused call after call never makes again, so it ages, and may lose its result to
+# newer plans: it then makes one more, and is the newest again.
+_keeping: collections.OrderedDict[Spares, None] = collections.OrderedDict()
+_held = [0]
 
 
 def enabled(kind_name: str) -> bool:
@@ -47,7 +53,7 @@ class Spares:
     """The last new result of one CallPlan, with the stream it was made on and its holder
     counts when only this object held it."""
 
-    __slots__ = ("__weakref__", "holders", "items", "nbytes")
+    __slots__ = ("holders", "items", "nbytes")
 
     def __init__(self, holders: Callable[[list[Any]], tuple[int, ...]], nbytes: int) -> None:
         self.holders = holders
@@ -59,10 +65,6 @@ class Spares:
         """Spares for a plan's new results, or None where they are not to be kept."""
         if nbytes > RESULT_BYTES_MAX or not enabled(kind.name):
             return None
-        with _lock:
-            if _held[0] + nbytes > HELD_BYTES_MAX:
-                return None
-            _held[0] += nbytes
         return Spares(kind.holders, nbytes)
 
     def take(self, stream: int) -> Any:
@@ -82,11 +84,26 @@ class Spares:
         box = [empty(*args)]
         baseline = self.holders(box)
         self.items[:] = [(box, stream, baseline)]
+        with _lock:
+            if self in _keeping:
+                _keeping.move_to_end(self)
+            else:
+                _keeping[self] = None
+                _held[0] += self.nbytes
+            while _held[0] > HELD_BYTES_MAX:
+                oldest, _ = _keeping.popitem(last=False)
+                oldest.items.clear()
+                _held[0] -= oldest.nbytes
         return box[0]
 
-    def __del__(self) -> None:
-        with _lock:
-            _held[0] -= self.nbytes
+
+def release() -> None:
+    """Drop every kept result (the plans are being dropped)."""
+    with _lock:
+        for spares in _keeping:
+            spares.items.clear()
+        _keeping.clear()
+        _held[0] = 0
 
 
 def counts(*objects: Any) -> tuple[int, ...]:

@@ -66,12 +66,19 @@ def test_libraries_taken_by_setting(monkeypatch):
         assert {n for n in ("cupy", "pycuda", "torch") if recycle.enabled(n)} == taken
 
 
-def test_large_results_and_a_full_budget_are_not_kept(budget):
+def test_large_results_are_not_kept_and_the_least_recently_made_go_first(budget, monkeypatch):
+    monkeypatch.setattr(recycle, "_keeping", recycle.collections.OrderedDict())
     assert recycle.Spares.of(_kind(), recycle.RESULT_BYTES_MAX + 1) is None
-    held = [recycle.Spares.of(_kind(), recycle.RESULT_BYTES_MAX)
-            for _ in range(recycle.HELD_BYTES_MAX // recycle.RESULT_BYTES_MAX)]  # fmt: skip
-    assert all(held) and budget[0] == recycle.HELD_BYTES_MAX
-    assert recycle.Spares.of(_kind(), 1) is None
-    held.pop()
-    assert budget[0] == recycle.HELD_BYTES_MAX - recycle.RESULT_BYTES_MAX
-    assert recycle.Spares.of(_kind(), 1) is not None
+    size = recycle.RESULT_BYTES_MAX
+    count = recycle.HELD_BYTES_MAX // size
+    plans = [recycle.Spares.of(_kind(), size) for _ in range(count + 1)]
+    for spares in plans[:count]:
+        spares.make(Array, 16, stream=0)
+    assert budget[0] == recycle.HELD_BYTES_MAX and all(s.items for s in plans[:count])
+    plans[0].make(Array, 16, stream=0)  # made again: the newest now, nothing let go
+    assert budget[0] == recycle.HELD_BYTES_MAX and all(s.items for s in plans[:count])
+    plans[count].make(Array, 16, stream=0)
+    assert budget[0] == recycle.HELD_BYTES_MAX
+    assert not plans[1].items and all(s.items for s in plans if s is not plans[1])
+    recycle.release()
+    assert budget[0] == 0 and not any(s.items for s in plans)
