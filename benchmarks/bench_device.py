@@ -221,7 +221,8 @@ def matmul_rows(libs: Libraries, dtype: np.dtype, shapes: list[tuple[int, ...]],
 def _print(row: dict[str, Any]) -> None:
     shape = "x".join(map(str, row["shape"]))
     print(f"{row['form']:34} {row['dtype']:8} {shape:>20} {row['ours_us']:11.1f} "
-          f"{row['peer_us']:11.1f} {row['ratio']:7.3f}", flush=True)  # fmt: skip
+          f"{row['peer_us']:11.1f} {row['ratio']:7.3f}  {row.get('chosen', '')[:70]}",
+          flush=True)  # fmt: skip
 
 
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -268,6 +269,9 @@ def main() -> int:
     parser.add_argument("--libs", default="pycuda,cupy,torch", help="libraries whose arrays "
                         "are timed, comma-separated")
     parser.add_argument("--name", default="bench_device", help="stem of the JSON (and plot)")
+    parser.add_argument("--shapes", help="only these, comma-separated: MxNxK (gemm and matmul) "
+                        "or BxMxNxK (batched matmul), to look again at rows that moved")
+    parser.add_argument("--forms", default="gemm,matmul", help="gemm, matmul or both")
     args = parser.parse_args()
     names = tuple(args.libs.split(","))
     _LOOPS[0] = args.loops
@@ -276,18 +280,24 @@ def main() -> int:
         print(missing)
         return 1
     import tunedgemm as tg
-    from tunedgemm import cuda
+    from tunedgemm import autotune, cuda
     libs = Libraries()
     rng = np.random.default_rng()
     squares = [(s, s, s) for s in (SQUARES[:4] if args.quick else SQUARES)]
     irregular = list(IRREGULAR[:2] if args.quick else IRREGULAR)
     batched = list(BATCHED[:2] if args.quick else BATCHED)
+    if args.shapes:
+        chosen = [tuple(int(d) for d in s.split("x")) for s in args.shapes.split(",")]
+        squares, irregular = [], [s for s in chosen if len(s) == 3]
+        batched = [s for s in chosen if len(s) == 4]
     print(f"{'form':34} {'dtype':8} {'shape':>20} {'ours us':>11} {'peer us':>11} {'ratio':>7}")
     rows: list[dict[str, Any]] = []
     for name in args.dtypes.split(","):
         dtype = np.dtype(name)
-        rows += gemm_rows(libs, dtype, squares + irregular, rng, names)
-        rows += matmul_rows(libs, dtype, squares + irregular + batched, rng, names)
+        if "gemm" in args.forms.split(","):
+            rows += gemm_rows(libs, dtype, squares + irregular, rng, names)
+        if "matmul" in args.forms.split(","):
+            rows += matmul_rows(libs, dtype, squares + irregular + batched, rng, names)
     table = summary(rows)
     print(f"\n{'form':34} {'dtype':8} {'geomean':>8} {'worst>=256^3':>13} {'at':>16} {'64^3':>6}")
     for s in table:
@@ -304,6 +314,9 @@ def main() -> int:
         "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("TUNEDGEMM_")},
         "rows": rows,
         "summary": table,
+        # What run-time autotuning timed and chose per shape (to tell a slow row's cause:
+        # another algorithm than the peer's, or drift)
+        "refine": autotune.history(),
     }
     (out / f"{args.name}.json").write_text(json.dumps(record, indent=1) + "\n")
     if args.plot:

@@ -1,7 +1,7 @@
 """Where a small device call's time goes: host cost per call, GPU time per call, what the plan
 chose, and a profile of the Python work, for tunedgemm and its peers on the same operands.
 
-    python benchmarks/profile_device.py [--sizes 64,256,512,1024] [--profile]
+    python benchmarks/profile_device.py [--sizes 64,256,512,1024] [--dtype float64] [--profile]
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def gpu_us(work: Any, calls: int = 300) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="64,256,512,1024")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     import cupy
@@ -58,18 +59,24 @@ def main() -> None:
 
     torch.backends.cuda.matmul.allow_tf32 = False
     rng = np.random.default_rng()
+    dtype = np.dtype(args.dtype)
+    gemm = tg.sgemm if dtype == np.float32 else tg.dgemm
     for size in (int(s) for s in args.sizes.split(",")):
-        host = rng.uniform(-1, 1, (size, size)).astype(np.float32)
+        host = rng.uniform(-1, 1, (size, size)).astype(dtype)
         x, y = cupy.asarray(host), cupy.asarray(host)
         tx, ty = torch.from_numpy(host).cuda(), torch.from_numpy(host).cuda()
-        c = cupy.empty((size, size), np.float32, order="F")
+        c = cupy.empty((size, size), dtype, order="F")
+        tc = torch.empty((size, size), dtype=tx.dtype, device="cuda").t()  # column-major
         forms = {
             "cupy x @ y": lambda x=x, y=y: x @ y,
             "tg.matmul cupy": lambda x=x, y=y: tg.matmul(x, y),
-            "tg.sgemm cupy new": lambda x=x, y=y: tg.sgemm(1.0, x, y),
-            "tg.sgemm cupy into": lambda x=x, y=y, c=c: tg.sgemm(1.0, x, y, c=c, overwrite_c=1),
+            "tg.gemm cupy new": lambda x=x, y=y: gemm(1.0, x, y),
+            "tg.gemm cupy into": lambda x=x, y=y, c=c: gemm(1.0, x, y, c=c, overwrite_c=1),
             "torch x @ y": lambda tx=tx, ty=ty: tx @ ty,
             "tg.matmul torch": lambda tx=tx, ty=ty: tg.matmul(tx, ty),
+            "tg.gemm torch new": lambda tx=tx, ty=ty: gemm(1.0, tx, ty),
+            "tg.gemm torch into": lambda tx=tx, ty=ty, tc=tc: gemm(1.0, tx, ty, c=tc,
+                                                                   overwrite_c=1),
             "cupy.empty": lambda size=size: cupy.empty((size, size), np.float32),
             "torch.empty": lambda size=size: torch.empty((size, size), device="cuda"),
             # Cheaper ways to make a new result, for the plan's allocator (issue 13):
@@ -86,7 +93,8 @@ def main() -> None:
             if key.m == size:
                 print(f"      plan {key}: {plan.choice} ({plan.reason[:90]})")
         if args.profile:
-            for name in ("tg.matmul cupy", "tg.matmul torch", "tg.sgemm cupy new"):
+            for name in ("tg.matmul cupy", "tg.matmul torch", "tg.gemm cupy new",
+                         "tg.gemm torch into"):
                 profiler = cProfile.Profile()
                 work = forms[name]
                 profiler.enable()
