@@ -16,6 +16,14 @@ against size per mode) to DIR and to docs/img/. About three minutes on an H100, 
 included (--quick: squares to 4096, three irregular shapes, fewer timed loops).
 
     python benchmarks/bench_precision.py --out DIR [--quick] [--plot]
+
+With --ozaki it measures the "ozaki" mode instead: dgemm and sgemm(..., precision="ozaki")
+into preallocated c on CuPy arrays against cuBLAS DGEMM / SGEMM into theirs, squares 2048..16384
+and the irregular shapes (--quick: squares to 8192), then the error of both against a long-double
+reference at m = n = 256 for uniform, exponent-spread (2^-30..2^30) and cancelling inputs,
+k = 16..16384 (bench_precision_ozaki.json; about five minutes on an H100).
+
+    python benchmarks/bench_precision.py --ozaki --out DIR [--quick]
 """
 
 from __future__ import annotations
@@ -74,19 +82,40 @@ def calls_into(a: Any, b: Any) -> dict[str, Any]:
 
 
 def operands(inputs: str, m: int, n: int, k: int, rng: np.random.Generator,
+             dtype: Any = np.float32, exponents: tuple[int, int] = SPREAD_EXPONENTS,
              ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Host A (m x k) and B (k x n): uniform(-1, 1), or random signs and mantissas with
-    exponents spread uniformly over 2^-20..2^20."""
+    """Host A (m x k) and B (k x n): "uniform" (-1, 1); "spread": random signs and mantissas
+    with exponents spread uniformly over 2^lo..2^hi; "cancel": uniform halves whose
+    contributions cancel to about 2^-20 of |A| |B| (ill-conditioned dot products)."""
     if inputs == "uniform":
-        return (rng.uniform(-1, 1, (m, k)).astype(np.float32),
-                rng.uniform(-1, 1, (k, n)).astype(np.float32))  # fmt: skip
-    lo, hi = SPREAD_EXPONENTS
+        return (rng.uniform(-1, 1, (m, k)).astype(dtype),
+                rng.uniform(-1, 1, (k, n)).astype(dtype))  # fmt: skip
+    if inputs == "cancel":
+        half = max(k // 2, 1)
+        x, y = rng.uniform(-1, 1, (m, half)), rng.uniform(-1, 1, (half, n))
+        nudge = 1 + 2.0**-20 * rng.uniform(-1, 1, (half, n))
+        a = np.concatenate([x, x], axis=1)[:, :k]
+        b = np.concatenate([y, -y * nudge], axis=0)[:k]
+        return a.astype(dtype), b.astype(dtype)
+    lo, hi = exponents
 
     def spread(shape: tuple[int, int]) -> np.ndarray:
         signed = rng.uniform(1, 2, shape) * rng.choice([-1.0, 1.0], shape)
-        return (signed * 2.0 ** rng.integers(lo, hi + 1, shape)).astype(np.float32)
+        return (signed * 2.0 ** rng.integers(lo, hi + 1, shape)).astype(dtype)
 
     return spread((m, k)), spread((k, n))
+
+
+def relative_errors(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    """Median and 99.9th percentile of |C - exact| / (|A| |B|) elementwise, exact in long
+    double (64-bit significands on x86: 11 bits beyond float64's)."""
+    wide_a, wide_b = a.astype(np.longdouble), b.astype(np.longdouble)
+    exact, scale = wide_a @ wide_b, np.abs(wide_a) @ np.abs(wide_b)
+    rel = np.asarray(np.abs(got.astype(np.longdouble) - exact)
+                     / np.maximum(scale, np.finfo(np.float64).tiny), np.float64)  # fmt: skip
+    if not np.isfinite(rel).all():
+        return {"median": math.inf, "p999": math.inf}
+    return {"median": float(np.median(rel)), "p999": float(np.percentile(rel, 99.9))}
 
 
 def speed_rows(shapes: list[tuple[int, int, int]], rng: np.random.Generator,
@@ -166,12 +195,121 @@ def error_rows(rng: np.random.Generator) -> list[dict[str, Any]]:
     return rows
 
 
+OZAKI_SQUARES = [(s, s, s) for s in (2048, 4096, 8192, 16384)]
+OZAKI_SPREAD = (-30, 30)  # the issue's exponent range (docs/precision.md)
+OZAKI_INPUTS = ("uniform", "spread", "cancel")
+
+
+def ozaki_speed_rows(dtype: np.dtype, shapes: list[tuple[int, int, int]],
+                     rng: np.random.Generator) -> list[dict[str, Any]]:  # fmt: skip
+    """precision="ozaki" through the public sgemm/dgemm on CuPy arrays into preallocated c,
+    against cuBLAS SGEMM/DGEMM (scikit-cuda) into its own preallocated c."""
+    import cupy
+
+    import tunedgemm as tg
+
+    routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+    rows = []
+    for m, n, k in shapes:
+        a = cupy.asarray(rng.uniform(-1, 1, (m, k)).astype(dtype))
+        b = cupy.asarray(rng.uniform(-1, 1, (k, n)).astype(dtype))
+        c_peer = cupy.full((m, n), np.nan, dtype, order="F")
+        peer = bench_device.cublas_into(c_peer, a, b, dtype)
+        peer()
+        c = cupy.full((m, n), np.nan, dtype, order="F")
+
+        def ours(a: Any = a, b: Any = b, c: Any = c) -> None:
+            routine(1.0, a, b, c=c, overwrite_c=1, precision="ozaki")
+
+        ours()
+        native = cupy.asnumpy(c_peer).astype(np.float64)
+        got = cupy.asnumpy(c).astype(np.float64)
+        difference = float(np.abs(got - native).max()) / max(float(np.abs(native).max()), 1e-30)
+        ours_us, peer_us = bench_device.compare(ours, peer)
+        peer_name = f"cuBLAS {'S' if dtype == np.float32 else 'D'}GEMM"
+        row = {"dtype": np.dtype(dtype).name, "shape": [m, n, k], "mode": "ozaki",
+               "peer": peer_name, "ours_us": ours_us, "peer_us": peer_us,
+               "ratio": peer_us / ours_us, "tflops": tflops(m, n, k, ours_us),
+               "peer_tflops": tflops(m, n, k, peer_us), "vs_native_result": difference,
+               "chosen": tg.plan(a, b, c, precision="ozaki").explain()}  # fmt: skip
+        rows.append(row)
+        print(f"{np.dtype(dtype).name:>8} {m:>6}x{n:<5}x{k:<6} ozaki {row['tflops']:8.1f} "
+              f"{peer_name:>12} {row['peer_tflops']:8.1f} {row['ratio']:6.2f} "
+              f"{difference:9.1e}  {row['chosen'][:60]}", flush=True)  # fmt: skip
+        del a, b, c, c_peer
+        cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def ozaki_error_rows(dtype: np.dtype, rng: np.random.Generator) -> list[dict[str, Any]]:
+    """Errors of precision="ozaki" and of cuBLAS's native GEMM on the same inputs, m = n =
+    ERROR_MN, k in ERROR_K, for each of OZAKI_INPUTS, against a long-double reference."""
+    import cupy
+
+    import tunedgemm as tg
+
+    routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+    rows = []
+    m = n = ERROR_MN
+    for inputs in OZAKI_INPUTS:
+        for k in ERROR_K:
+            ha, hb = operands(inputs, m, n, k, rng, dtype, OZAKI_SPREAD)
+            a, b = cupy.asarray(ha), cupy.asarray(hb)
+            c_native = cupy.full((m, n), np.nan, dtype, order="F")
+            bench_device.cublas_into(c_native, a, b, dtype)()
+            c = cupy.full((m, n), np.nan, dtype, order="F")
+            routine(1.0, a, b, c=c, overwrite_c=1, precision="ozaki")
+            row: dict[str, Any] = {
+                "dtype": np.dtype(dtype).name, "inputs": inputs, "m": m, "n": n, "k": k,
+                "ozaki": relative_errors(cupy.asnumpy(c), ha, hb),
+                "native": relative_errors(cupy.asnumpy(c_native), ha, hb),
+                "chosen": tg.plan(a, b, c, precision="ozaki").explain()}  # fmt: skip
+            for stat in ("median", "p999"):
+                row[f"x_native_{stat}"] = row["ozaki"][stat] / max(row["native"][stat], 1e-300)
+            rows.append(row)
+            print(f"{np.dtype(dtype).name:>8} {inputs:>8} k={k:<6} ozaki "
+                  f"{row['ozaki']['median']:.1e}/{row['ozaki']['p999']:.1e}  native "
+                  f"{row['native']['median']:.1e}/{row['native']['p999']:.1e}  x native "
+                  f"{row['x_native_median']:.2f}/{row['x_native_p999']:.2f}", flush=True)
+    return rows
+
+
+def ozaki_main(args: argparse.Namespace, stamp: str, started: float) -> int:
+    """--ozaki: the emulated mode's speed and error tables, both dtypes."""
+    import tunedgemm as tg
+    from tunedgemm import cuda, reference
+
+    shapes = OZAKI_SQUARES[:3] if args.quick else OZAKI_SQUARES + IRREGULAR
+    if args.shapes:
+        shapes = [tuple(int(x) for x in shape.split("x")) for shape in args.shapes]
+    rng = np.random.default_rng(0)
+    speed: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    for dtype in (np.dtype(np.float64), np.dtype(np.float32)):
+        speed += ozaki_speed_rows(dtype, shapes, rng)
+    print(f"\n# error at m = n = {ERROR_MN}: median/p99.9 of |C - exact| / (|A| |B|)")
+    for dtype in (np.dtype(np.float64), np.dtype(np.float32)):
+        errors += ozaki_error_rows(dtype, rng)
+    record = {"created": stamp, "command": " ".join(["python", *sys.argv]),
+              "gpu": cuda.device_name(), "reference": reference.status()[1],
+              "tunedgemm": tg.__version__, "speed": speed, "errors": errors,
+              "seconds": time.perf_counter() - started}  # fmt: skip
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "bench_precision_ozaki.json"
+    path.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    print(f"# wrote {path} after {record['seconds']:.0f} s")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/results", help="folder for the JSON")
     parser.add_argument("--quick", action="store_true", help="fewer, smaller shapes")
     parser.add_argument("--plot", action="store_true", help="also write precision.png")
     parser.add_argument("--shapes", nargs="+", metavar="MxNxK", help="these shapes only")
+    parser.add_argument("--ozaki", action="store_true", help="the ozaki mode instead, sgemm "
+                        "and dgemm against cuBLAS SGEMM/DGEMM (bench_precision_ozaki.json)")
     args = parser.parse_args()
     started = time.perf_counter()
     missing = bench_device.why_not_here("bench_precision", ("cupy",))
@@ -182,12 +320,15 @@ def main() -> int:
     from tunedgemm import cuda, reference
     if args.quick:
         bench_device._LOOPS[0] = 3
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    if args.ozaki:
+        print(f"# {cuda.device_name()}, {stamp}, {reference.status()[1]}")
+        return ozaki_main(args, stamp, started)
     shapes = ([s for s in SQUARES if s[0] <= 4096] + IRREGULAR[:3]) if args.quick else (
         SQUARES + IRREGULAR)  # fmt: skip
     if args.shapes:
         shapes = [tuple(int(x) for x in shape.split("x")) for shape in args.shapes]
     rng = np.random.default_rng(0)
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# {cuda.device_name()}, {stamp}, {reference.status()[1]}")
     print(f"{'m x n x k':>19} {'mode':>7} {'TFLOP/s':>8} {'peer':>13} {'TFLOP/s':>8} "
           f"{'ratio':>6} {'vs SGEMM':>9}", flush=True)  # fmt: skip
