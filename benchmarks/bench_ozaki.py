@@ -59,13 +59,15 @@ def _median_ms(run, repeats: int | None = None) -> float:
 
 
 def int8_configs(all_mma: bool) -> list[Any]:
-    """The INT8 GEMM configs to time: every int8_wgmma config where the GPU has wgmma, and
-    the mma.sync family's GEMM_VARIANTS (or its whole space)."""
+    """The INT8 GEMM configs to time: every int8_wgmma config (and its probes) where the GPU
+    has wgmma, and the mma.sync family's GEMM_VARIANTS (or its whole space)."""
     from tunedgemm import cuda
     from tunedgemm.families import int8, int8_wgmma
     from tunedgemm.params import KernelConfig
 
-    configs = list(int8_wgmma.FAMILY.space("float64")) if cuda.arch() in int8_wgmma.ARCHS else []
+    configs = []
+    if cuda.arch() in int8_wgmma.ARCHS:
+        configs = list(int8_wgmma.FAMILY.space("float64")) + int8_wgmma.probes()
     if all_mma:
         return configs + list(int8.FAMILY.space("float64"))
     return configs + [KernelConfig.make(int8.NAME, {**int8.DEFAULTS, **change})

@@ -23,7 +23,9 @@
 //     rows tid / 8 + 32 i, so its swizzled destination is one offset plus 4096 i, and eight
 //     consecutive threads read one whole 128-byte line of global memory.
 //   * Per k-tile `it`: cp.async.wait_group (tile it has landed), fence.proxy.async (cp.async
-//     writes through the generic proxy, wgmma reads through the async proxy), __syncthreads;
+//     writes through the generic proxy, wgmma reads through the async proxy; ptxas makes it
+//     MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S. PROXY_FENCE = 0 leaves it out, as CUTLASS's cp.async
+//     wgmma mainloops do, to measure its cost; the declared space keeps it), __syncthreads;
 //     wgmma.fence, the k-steps' wgmma, commit_group; cp.async of tile it + STAGES - 2 into the
 //     slot of tile it - 2; wgmma.wait_group 1. So tile it's wgmma run while this thread waits
 //     for tile it + 1 and meets the barrier, and the barrier is where every warpgroup has
@@ -51,6 +53,9 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1   // minimum resident blocks per SM (__launch_bounds__)
+#endif
+#ifndef PROXY_FENCE
+#define PROXY_FENCE 1  // 1: fence.proxy.async before each k-tile's wgmma; 0: none (a probe)
 #endif
 #define BK 128                     // bytes (int8 k values) per k-tile: one 128-byte swizzle row
 #define WG_THREADS 128
@@ -225,7 +230,7 @@ igemm(IGEMM_PARAMS)
 
     for (int it = 0; it < ntiles; ++it) {
         cp_async_wait<STAGES - 3>();   // tile it has landed (this thread's copies) ...
-        fence_async_shared();          // ... for the async proxy ...
+        if (PROXY_FENCE) fence_async_shared();   // ... for the async proxy ...
         __syncthreads();               // ... of every thread; tile it - 2's wgmma are done
         const int s = it % STAGES;
         const unsigned long long da = da0 + (s * A_STAGE >> 4), db = db0 + (s * B_STAGE >> 4);

@@ -28,7 +28,7 @@ GEMM_CONFIGS = [
     KernelConfig.make(int8.NAME, {**int8.DEFAULTS, "BM": 64, "BN": 128, "WM": 32, "WN": 32,
                                   "STAGES": 2, "MIN_BLOCKS": 2}),
 ]
-WGMMA_CONFIGS = list(int8_wgmma.FAMILY.space("float64"))
+WGMMA_CONFIGS = list(int8_wgmma.FAMILY.space("float64")) + int8_wgmma.probes()
 
 
 def _arch() -> str:

@@ -48,6 +48,8 @@ def test_declaration() -> None:
     assert any("registers" in text for text in FAMILY.violations(too_big, "float64"))
     deep = KernelConfig.make(int8_wgmma.NAME, {**int8_wgmma.DEFAULTS, "STAGES": 5})
     assert FAMILY.violations(deep, "float64")  # 241 KB of shared memory
+    for probe in int8_wgmma.probes():
+        assert probe not in SPACE and FAMILY.violations(probe, "float64") == []
     # The default: 128 x 256 x 128, 4 stages, 193 KB (the brief's target).
     assert FAMILY.smem_bytes(int8_wgmma.DEFAULTS, 8) == 4 * 384 * 128 + 1024
 
@@ -67,6 +69,7 @@ def test_ozaki_registry_is_apart_from_the_gemm_families() -> None:
 def test_gemm_defines_name_each_family_and_the_output_mode() -> None:
     defines = ozaki_device.gemm_defines(int8_wgmma.default_config(), out_mod=False)
     assert defines == {**int8_wgmma.DEFAULTS, "THREADS": 256, "OUT_MOD": 0}
+    assert defines["PROXY_FENCE"] == 1
     assert ozaki_device.gemm_defines(int8.default_config())["OUT_MOD"] == 1
 
 
@@ -230,7 +233,8 @@ def test_every_config_compiles_for_sm90a_without_spills(tmp_path) -> None:
     loop holds 4 * BM / 128 IGMMA.64xBNx32.S8.S8 (one a k-step and row block)."""
     from unit.test_kernels_compile import assert_no_spills, compile_report
 
-    jobs = [(config, out_mod) for config in SPACE for out_mod in (True, False)]
+    jobs = [(config, out_mod) for config in SPACE + int8_wgmma.probes()
+            for out_mod in (True, False)]  # fmt: skip
     dirs = []
     for index in range(len(jobs)):
         (tmp_path / str(index)).mkdir()

@@ -60,6 +60,7 @@ DEFAULTS: dict[str, int] = {
     "STAGES": 4,
     "GROUP_M": 8,
     "MIN_BLOCKS": 1,
+    "PROXY_FENCE": 1,
 }
 
 FAMILY = KernelFamily(
@@ -79,6 +80,10 @@ FAMILY = KernelFamily(
         Tunable("STAGES", (3, 4, 5, 6), "cp.async ring slots (STAGES - 2 k-tiles in flight)"),
         Tunable("GROUP_M", (8,), "block-rows rasterised together for L2 reuse"),
         Tunable("MIN_BLOCKS", (1, 2), "minimum resident blocks per SM (launch bounds)"),
+        # The PTX memory model asks for the fence (cp.async writes in the generic proxy, wgmma
+        # reads in the async proxy); 0 is a probe of its cost (benchmarks/bench_ozaki.py,
+        # tests/gpu/test_ozaki_gpu.py), kept out of the space until measured.
+        Tunable("PROXY_FENCE", (1,), "1: fence.proxy.async before each k-tile's wgmma"),
     ),
     constraints=(
         Constraint("BM is 128 or 256", lambda p, s: p["BM"] in (128, 256)),
@@ -92,6 +97,7 @@ FAMILY = KernelFamily(
         Constraint("STAGES >= 3", lambda p, s: p["STAGES"] >= 3),
         Constraint("GROUP_M >= 1", lambda p, s: p["GROUP_M"] >= 1),
         Constraint("MIN_BLOCKS >= 1", lambda p, s: p["MIN_BLOCKS"] >= 1),
+        Constraint("PROXY_FENCE is 0 or 1", lambda p, s: p["PROXY_FENCE"] in (0, 1)),
         Constraint(
             "accumulators fit in registers at MIN_BLOCKS blocks per SM (measured, no spills)",
             lambda p, s: _regs_needed(p) <= register_cap(THREADS, p["MIN_BLOCKS"]),
@@ -108,3 +114,9 @@ FAMILY = KernelFamily(
 def default_config() -> KernelConfig:
     """The family's default config."""
     return KernelConfig.make(NAME, DEFAULTS)
+
+
+def probes() -> list[KernelConfig]:
+    """Configs outside the declared space that the GPU tests check and the benchmark times:
+    the default without the proxy fence."""
+    return [KernelConfig.make(NAME, {**DEFAULTS, "PROXY_FENCE": 0})]
