@@ -17,8 +17,9 @@
 //     1024 bytes apart (the descriptor's stride byte offset); tiles on 1024-byte boundaries.
 //     The four k-steps of 32 advance the descriptor's start address by 32 bytes (the hardware
 //     applies the XOR to address bits 4-6 from bits 7-9). This is sgemm_tf32_wgmma.cu's
-//     layout and descriptor (a row there is 32 floats), which tests/unit/test_wgmma_layout.py
-//     checks against the ISA's definitions.
+//     layout and descriptor (a row there is 32 floats), checked against the ISA's definitions
+//     in tests/unit/test_wgmma_layout.py; tests/unit/test_int8_wgmma.py takes a k-tile of
+//     this kernel's copies through the emulated wgmma reads.
 //   * A STAGES-slot ring filled by 16-byte cp.async.cg: thread `tid` copies chunk tid % 8 of
 //     rows tid / 8 + 32 i, so its swizzled destination is one offset plus 4096 i, and eight
 //     consecutive threads read one whole 128-byte line of global memory.
