@@ -1,14 +1,19 @@
 """Ozaki scheme II on the GPU: INT8 GEMM TOPS, and emulated dgemm / sgemm against cuBLAS.
 
-Usage: python benchmarks/bench_ozaki.py [--out DIR] [--sizes 4096 8192]
+Usage: python benchmarks/bench_ozaki.py [--out DIR] [--sizes 4096 8192] [--int8-only]
+       [--all-mma] [--repeats N]
 
-For each square size: the batched INT8 GEMM (igemm_s8, default config and a few others, all
-moduli of the default count in one launch) in TOPS = 2 n^3 count / time; then the emulated
+For each square size: the batched INT8 GEMMs of both families, all moduli of the default
+count (16) in one launch, in TOPS = 2 n^3 count / time: every config of int8_wgmma (wgmma,
+sm_90 only) and the mma.sync family's default and a few others (--all-mma: its whole space);
+the best of each family side by side. With --int8-only that is all. Otherwise the emulated
 dgemm (16 moduli) and sgemm (8) through tunedgemm.ozaki_device against cuBLAS DGEMM / SGEMM
 (tunedgemm.reference) on the same uniform(-1, 1) column-major operands, with the time split
-into conversion / INT8 GEMM / reconstruction by CUDA events between the phases. Medians of 5
-runs after a warm-up; error (median and 99.9th percentile of |C - AB| / (|A||B|) on a 128 x 128
-sample, AB in long double) for both. Prints a table and writes DIR/bench_ozaki.json.
+into conversion / INT8 GEMM / reconstruction by CUDA events between the phases (the INT8
+family the GPU's default picks: TUNEDGEMM_OZAKI_GEMM). Medians of 5 runs (--repeats) after
+a warm-up, timed by CUDA events; error (median and 99.9th percentile of |C - AB| / (|A||B|)
+on a 128 x 128 sample, AB in long double) for both. Prints tables and writes DIR/bench_ozaki.json
+(DIR/bench_ozaki_int8.json with --int8-only).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-REPEATS = 5
+REPEATS = 5  # timed runs per measurement (--repeats)
 SAMPLE = 128
 GEMM_VARIANTS = [{}, {"BK": 64, "STAGES": 4}, {"STAGES": 4, "BK": 64, "BM": 256, "BN": 128},
                  {"BM": 128, "BN": 128, "WM": 64, "WN": 32}]  # fmt: skip
@@ -36,9 +41,10 @@ def _events(count: int) -> list[Any]:
     return [drv.Event() for _ in range(count)]
 
 
-def _median_ms(run, repeats: int = REPEATS) -> float:
+def _median_ms(run, repeats: int | None = None) -> float:
     import pycuda.driver as drv
 
+    repeats = REPEATS if repeats is None else repeats
     run()
     drv.Context.synchronize()
     times = []
@@ -52,13 +58,28 @@ def _median_ms(run, repeats: int = REPEATS) -> float:
     return float(np.median(times))
 
 
-def bench_int8(size: int, count: int) -> list[dict[str, Any]]:
+def int8_configs(all_mma: bool) -> list[Any]:
+    """The INT8 GEMM configs to time: every int8_wgmma config (and its probes) where the GPU
+    has wgmma, and the mma.sync family's GEMM_VARIANTS (or its whole space)."""
+    from tunedgemm import cuda
+    from tunedgemm.families import int8, int8_wgmma
+    from tunedgemm.params import KernelConfig
+
+    configs = []
+    if cuda.arch() in int8_wgmma.ARCHS:
+        configs = list(int8_wgmma.FAMILY.space("float64")) + int8_wgmma.probes()
+    if all_mma:
+        return configs + list(int8.FAMILY.space("float64"))
+    return configs + [KernelConfig.make(int8.NAME, {**int8.DEFAULTS, **change})
+                      for change in GEMM_VARIANTS]  # fmt: skip
+
+
+def bench_int8(size: int, count: int, configs: list[Any]) -> list[dict[str, Any]]:
     from pycuda import gpuarray
 
-    from tunedgemm import _driver, compiler, ozaki
-    from tunedgemm.families import int8
-    from tunedgemm.ozaki_device import gemm_defines
-    from tunedgemm.params import KernelConfig
+    from tunedgemm import ozaki
+    from tunedgemm.families import ozaki_family_of
+    from tunedgemm.ozaki_device import gemm_launcher
 
     rng = np.random.default_rng()
     a = gpuarray.to_gpu(rng.integers(-128, 128, (count, size, size), dtype=np.int8))
@@ -66,30 +87,47 @@ def bench_int8(size: int, count: int) -> list[dict[str, Any]]:
     c = gpuarray.empty((count, size, size), np.uint8)
     mods = gpuarray.to_gpu(np.array(ozaki.moduli(count).values, np.int32))
     rows = []
-    for change in GEMM_VARIANTS:
-        config = KernelConfig.make(int8.NAME, {**int8.DEFAULTS, **change})
-        problems = int8.FAMILY.violations(config, "float64")
+    for config in configs:
+        family = ozaki_family_of(config)
+        problems = family.violations(config, "float64")
+        base = {"family": family.name, "config": str(config), "size": size, "count": count}
         if problems:
-            rows.append({"config": str(config), "error": "; ".join(problems)})
+            rows.append({**base, "error": "; ".join(problems)})
             continue
-        p = config.as_dict()
-        smem = int8.FAMILY.smem_bytes(p, 1)
         try:
-            launcher = _driver.Launcher(
-                compiler.raw_function("igemm_s8.cu", gemm_defines(config), "igemm", smem),
-                "iiiPqPqPqiP", (int8.FAMILY.threads(p), 1, 1), smem)  # fmt: skip
+            launcher, (tile_rows, tile_cols) = gemm_launcher(config)
             args = (size, size, size, int(a.gpudata), size * size, int(b.gpudata), size * size,
                     int(c.gpudata), size * size, size, int(mods.gpudata))  # fmt: skip
-            grid = (size // p["BM"], size // p["BN"], count)
+            grid = (size // tile_rows, size // tile_cols, count)
             ms = _median_ms(lambda: launcher.launch(grid, 0, args))  # noqa: B023
         except Exception as exc:  # a config that fails is reported, not fatal
-            rows.append({"config": str(config), "error": repr(exc)})
+            rows.append({**base, "error": repr(exc)})
+            print(f"int8 {size}^3 x{count} {config}: failed: {exc!r}", flush=True)
             continue
         tops = 2.0 * size**3 * count / (ms * 1e-3) / 1e12
-        rows.append({"config": str(config), "size": size, "count": count, "ms": ms,
-                     "tops": tops})  # fmt: skip
+        rows.append({**base, "ms": ms, "tops": tops})
         print(f"int8 {size}^3 x{count} {config}: {ms:.3f} ms, {tops:.0f} TOPS", flush=True)
     return rows
+
+
+def int8_table(rows: list[dict[str, Any]]) -> str:
+    """Every timed config, fastest first per size, then the best of each family per size."""
+    timed = sorted((r for r in rows if "tops" in r), key=lambda r: (r["size"], -r["tops"]))
+    lines = ["| size | family | config | ms | TOPS |", "|---:|---|---|---:|---:|"]
+    lines += [f"| {r['size']} | {r['family']} | {r['config']} | {r['ms']:.3f} | {r['tops']:.0f} |"
+              for r in timed]  # fmt: skip
+    lines += ["", "| size | family | best config | TOPS | x mma.sync best |",
+              "|---:|---|---|---:|---:|"]  # fmt: skip
+    for size in sorted({r["size"] for r in timed}):
+        best = {}
+        for r in timed:
+            if r["size"] == size and r["family"] not in best:
+                best[r["family"]] = r
+        reference = best.get("int8", {}).get("tops")
+        for family, r in best.items():
+            ratio = f"{r['tops'] / reference:.2f}" if reference else "-"
+            lines.append(f"| {size} | {family} | {r['config']} | {r['tops']:.0f} | {ratio} |")
+    return "\n".join(lines)
 
 
 def _errors(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[float, float]:
@@ -159,18 +197,30 @@ def bench_emulated(size: int, dtype: np.dtype) -> dict[str, Any]:
 
 
 def main() -> None:
+    global REPEATS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=".", help="directory of bench_ozaki.json")
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    parser.add_argument("--int8-only", action="store_true",
+                        help="time the INT8 GEMMs of both families only")  # fmt: skip
+    parser.add_argument("--all-mma", action="store_true",
+                        help="every config of the mma.sync family, not a few")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="timed runs per median")
     args = parser.parse_args()
-    from tunedgemm import cuda, ozaki
+    REPEATS = args.repeats
+    from tunedgemm import cuda, ozaki, ozaki_device
 
     cuda.context()
     started = time.time()
-    result: dict[str, Any] = {"device": cuda.device().name(), "int8": [], "emulated": []}
+    result: dict[str, Any] = {"device": cuda.device().name(), "arch": cuda.arch(), "int8": [],
+                              "emulated": []}  # fmt: skip
+    configs = int8_configs(args.all_mma)
+    ozaki_device.precompile_gemms(configs)  # nvcc in parallel, before any timing
+    result["compile_seconds"] = time.time() - started
     for size in args.sizes:
-        result["int8"] += bench_int8(size, ozaki.default_count(np.dtype(np.float64)))
-    for size in args.sizes:
+        result["int8"] += bench_int8(size, ozaki.default_count(np.dtype(np.float64)), configs)
+    print(int8_table(result["int8"]), flush=True)
+    for size in [] if args.int8_only else args.sizes:
         for dtype in (np.dtype(np.float64), np.dtype(np.float32)):
             try:
                 result["emulated"].append(bench_emulated(size, dtype))
@@ -181,8 +231,9 @@ def main() -> None:
     result["seconds"] = time.time() - started
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_ozaki.json").write_text(json.dumps(result, indent=1))
-    print(f"wrote {out / 'bench_ozaki.json'} in {result['seconds']:.0f} s")
+    path = out / ("bench_ozaki_int8.json" if args.int8_only else "bench_ozaki.json")
+    path.write_text(json.dumps(result, indent=1))
+    print(f"wrote {path} in {result['seconds']:.0f} s")
 
 
 if __name__ == "__main__":

@@ -1,20 +1,9 @@
 // igemm_s8: batched INT8 GEMM on the integer tensor cores of sm_90 (H100) with warp-level
 // mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32, for the Ozaki scheme II (one product per
 // modulus; tunedgemm/ozaki.py is the NumPy reference, tunedgemm/ozaki_device.py the driver).
-//
-// For z = blockIdx.z (the modulus index), with byte strides a_batch, b_batch and element stride
-// c_batch between the matrices of consecutive z:
-//     C_z[rows x cols] = A_z[rows x kp] * B_z[cols x kp]^T
-// A_z and B_z are int8, row-major with k contiguous (B_z is "col" in mma terms: one row of
-// B_z per column of the product). OUT_MOD = 0 stores C_z as int32, exactly (row-major, leading
-// dimension ldc); OUT_MOD = 1 stores C_z mod p_z in [0, p_z) as uint8, p_z = moduli[z], which
-// is all the CRT reconstruction needs and a quarter of the bytes.
-//
-// Edge handling is left to the producer: rows, cols are multiples of BM, BN and kp of BK (the
-// conversion kernels of kernels/ozaki.cu pad with zeros, tunedgemm/ozaki_device.py sizes the
-// buffers), a_batch, b_batch, kp multiples of 16 bytes, ldc a multiple of 4. Exactness: each
-// product is at most 128 * 128 = 2^14 in magnitude, so kp <= 2^17 - 1 keeps the int32
-// accumulator exact (the driver never calls with longer k).
+// Its ABI (C_z = A_z B_z^T for every modulus z = blockIdx.z, int8 k-contiguous operands padded
+// to the tiles, products stored mod p as uint8 under OUT_MOD) and its epilogue are igemm.cuh's,
+// shared with igemm_s8_wgmma.cu; here rows, cols are multiples of BM, BN and kp of BK.
 //
 // Technique
 //   * One BM x BN tile per block, (BM/WM) x (BN/WN) warps of WM x WN, each (WM/16) x (WN/8)
@@ -33,6 +22,7 @@
 //     Fragments are double-buffered across the k-steps of a tile.
 //   * Group-M rasterisation of the block index (GROUP_M block-rows together) for L2 reuse.
 #include "tiling.cuh"
+#include "igemm.cuh"
 
 #ifndef BM
 #define BM 128         // rows of C per block
@@ -58,9 +48,6 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1   // minimum resident blocks per SM (__launch_bounds__)
 #endif
-#ifndef OUT_MOD
-#define OUT_MOD 1      // call-time: 0 int32 products, 1 products mod p as uint8
-#endif
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #endif
@@ -78,24 +65,12 @@
 #error "STAGES must be at least 2"
 #endif
 
-#if OUT_MOD
-typedef unsigned char OUT_T;
-#else
-typedef int OUT_T;
-#endif
-
 // Byte offset of (row r, byte column c) in a [rows][BK] tile, c a multiple of 16 plus 0..15.
 __device__ __forceinline__ int swz(int r, int c)
 {
     const int idx = r * BK + c;
     const int line = idx >> 7;
     return (line << 7) | ((((idx >> 4) & 7) ^ (line & 7)) << 4) | (idx & 15);
-}
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem)
-{
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem) : "memory");
 }
 
 // Rows [x0, x0 + X) x bytes [k0, k0 + BK) of a k-contiguous int8 matrix into a ring slot.
@@ -149,9 +124,7 @@ __device__ __forceinline__ void load_frags(Frags& f, const unsigned char* a_s,
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-igemm(int rows, int cols, int kp, const signed char* __restrict__ A, long long a_batch,
-      const signed char* __restrict__ B, long long b_batch, OUT_T* __restrict__ C,
-      long long c_batch, int ldc, const int* __restrict__ moduli)
+igemm(IGEMM_PARAMS)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char* const sA = smem_raw;
@@ -220,29 +193,14 @@ igemm(int rows, int cols, int kp, const signed char* __restrict__ A, long long a
     cp_async_wait<0>();
 
     // acc[i][j] = {C(r, c), C(r, c + 1), C(r + 8, c), C(r + 8, c + 1)}, r = 16 i + g,
-    // c = 8 j + 2 t within the warp tile.
+    // c = 8 j + 2 t within the warp tile: igemm.cuh's m16n8 fragment.
     const int g = lane >> 2, t = lane & 3;
-#if OUT_MOD
-    const int p = moduli[z];
-#else
-    (void)moduli;
-#endif
+    const int p = modulus_of(moduli, z);
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+    for (int i = 0; i < MT; ++i) {
+        OUT_T* crow = C + (size_t)(row0 + wm0 + 16 * i + g) * ldc + col0 + wn0 + 2 * t;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            OUT_T* crow = C + (size_t)(row0 + wm0 + 16 * i + 8 * h + g) * ldc + col0 + wn0 + 2 * t;
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const int v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
-#if OUT_MOD
-                int r0 = v0 % p, r1 = v1 % p;
-                r0 += r0 < 0 ? p : 0;
-                r1 += r1 < 0 ? p : 0;
-                *reinterpret_cast<uchar2*>(crow + 8 * j) = make_uchar2(r0, r1);
-#else
-                *reinterpret_cast<int2*>(crow + 8 * j) = make_int2(v0, v1);
-#endif
-            }
-        }
+        for (int j = 0; j < NT; ++j)
+            store_m16n8(crow + 8 * j, ldc, acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3], p);
+    }
 }

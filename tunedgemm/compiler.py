@@ -60,9 +60,10 @@ def target_arch(source: str) -> str:
 
 
 def arch_suffix(source: str) -> str:
-    from .families import FAMILIES
+    from .families import of_source
 
-    return next((f.arch_suffix for f in FAMILIES.values() if f.source == source), "")
+    family = of_source(source)
+    return family.arch_suffix if family is not None else ""
 
 
 def options(defines: Mapping[str, Any]) -> list[str]:
@@ -161,3 +162,18 @@ def precompile(configs: Iterable[Any], dtype: str, trans_a: bool, trans_b: bool,
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(one, configs))
+
+
+def precompile_raw(jobs: Iterable[tuple[str, Mapping[str, Any]]], workers: int = 16) -> None:
+    """Compile (source, defines) pairs for the current GPU with nvcc running in parallel, into
+    the caches `raw_function` reads; the architecture is asked for here, in the calling
+    thread (see cuda._autoprimary). A failure here shows again when the function is loaded."""
+    targets = [(source, tuple(sorted(defines.items())), target_arch(source))
+               for source, defines in jobs]  # fmt: skip
+
+    def one(target: tuple[str, tuple[tuple[str, Any], ...], str]) -> None:
+        with contextlib.suppress(Exception):
+            _cubin(*target)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(one, targets))

@@ -7,9 +7,10 @@ one stream as five launches, with the arithmetic of tunedgemm/ozaki.py:
    scaling exponents, and a flag set by any Inf or NaN;
 2. ``residues`` for both: int8 residues of every modulus, k-contiguous, zero-padded to the
    int8 family's tile multiples (so the GEMM has no edge cases);
-3. ``igemm`` (kernels/igemm_s8.cu), all moduli in one launch. It computes the transposed
-   product, op(B)^T-lines times op(A)-lines, so the residue products land in C's column-major
-   order for step 4;
+3. ``igemm``, all moduli in one launch: kernels/igemm_s8_wgmma.cu (wgmma) on sm_90,
+   kernels/igemm_s8.cu (mma.sync) elsewhere, or as TUNEDGEMM_OZAKI_GEMM says (`gemm_family`).
+   It computes the transposed product, op(B)^T-lines times op(A)-lines, so the residue
+   products land in C's column-major order for step 4;
 4. ``reconstruct``: CRT, scaling back, alpha and beta. With the flag set it writes nothing.
 
 The flag comes back to the host after the call: `Outcome.fell_back()` waits for it, and
@@ -29,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _driver, compiler, cuda, ozaki
+from . import _driver, compiler, cuda, ozaki, settings
 from ._layout import BlasForm
-from .families import int8
-from .params import KernelConfig
+from .families import int8, int8_wgmma, ozaki_family_of
+from .params import KernelConfig, KernelFamily
 
 _REAL = {"float32": "f", "float64": "d"}
 _DTYPE_CODE = {"float32": 0, "float64": 1}
@@ -102,7 +103,26 @@ def conversion_defines(dtype: str, count: int, kcontig: bool) -> dict[str, int]:
 
 
 def gemm_defines(config: KernelConfig, out_mod: bool = True) -> dict[str, int]:
-    return {**int8.FAMILY.defines(config, "float64"), "OUT_MOD": int(out_mod)}
+    return {**ozaki_family_of(config).defines(config, "float64"), "OUT_MOD": int(out_mod)}
+
+
+def gemm_family(arch: str, choice: str | None = None) -> KernelFamily:
+    """The INT8 GEMM family for a GPU of this architecture (nvcc's "sm_90"): `choice`, by
+    default the setting TUNEDGEMM_OZAKI_GEMM, is "wgmma" (sm_90 only: a ValueError naming
+    the setting elsewhere), "mma" (mma.sync, every GPU) or "auto" (wgmma where it exists)."""
+    choice = settings.get("TUNEDGEMM_OZAKI_GEMM") if choice is None else choice
+    has_wgmma = arch in int8_wgmma.ARCHS
+    if choice == "wgmma" and not has_wgmma:
+        raise ValueError(f"TUNEDGEMM_OZAKI_GEMM=wgmma needs a GPU with wgmma "
+                         f"({', '.join(int8_wgmma.ARCHS)}); this one is {arch}")  # fmt: skip
+    if choice == "mma" or not has_wgmma:
+        return int8.FAMILY
+    return int8_wgmma.FAMILY
+
+
+def default_gemm_config() -> KernelConfig:
+    """The default config of the INT8 family `gemm_family` picks for the current GPU."""
+    return gemm_family(cuda.arch()).default_config("float64", int8.PRECISION)
 
 
 # ---- driver calls beyond tunedgemm/_driver.py's -------------------------------------------
@@ -146,6 +166,26 @@ _host_flags = _HostFlags()
 # ---- kernels ------------------------------------------------------------------------------
 
 
+GEMM_TYPES = "iiiPqPqPqiP"  # igemm.cuh's IGEMM_PARAMS
+
+
+def gemm_launcher(config: KernelConfig, out_mod: bool = True) -> tuple[Any, tuple[int, int]]:
+    """The launcher of an INT8 GEMM config (either family) in this context, and its block
+    tile (rows, columns of the product per block: the grid is rows / tile, cols / tile, count)."""
+    family = ozaki_family_of(config)
+    params = config.as_dict()
+    smem = family.smem_bytes(params, 1)
+    function = compiler.raw_function(family.source, gemm_defines(config, out_mod), "igemm", smem)
+    launcher = _driver.Launcher(function, GEMM_TYPES, (family.threads(params), 1, 1), smem)
+    return launcher, family.block_tile(params)
+
+
+def precompile_gemms(configs: list[KernelConfig], out_mod: bool = True, jobs: int = 16) -> None:
+    """Compile INT8 GEMM configs with nvcc running in parallel (benchmarks, tests)."""
+    compiler.precompile_raw([(ozaki_family_of(c).source, gemm_defines(c, out_mod))
+                             for c in configs], jobs)  # fmt: skip
+
+
 class Kernels:
     """The launchers of one (dtype, count, operand layouts, GEMM config) in this context."""
 
@@ -164,12 +204,7 @@ class Kernels:
         self.residues = {s: conversion(d, "residues", "iiPqqPPPii") for s, d in conv.items()}
         self.reconstruct = launcher(compiler.raw_function("ozaki.cu", conv["a"], "reconstruct"),
                                     f"iiPqiPPP{real}{real}PiP", BLOCK, 0)  # fmt: skip
-        params = config.as_dict()
-        smem = int8.FAMILY.smem_bytes(params, 1)
-        self.tile = int8.FAMILY.block_tile(params)
-        self.gemm = launcher(compiler.raw_function("igemm_s8.cu", gemm_defines(config), "igemm",
-                                                   smem),
-                             "iiiPqPqPqiP", (int8.FAMILY.threads(params), 1, 1), smem)  # fmt: skip
+        self.gemm, self.tile = gemm_launcher(config)
         mods = ozaki.moduli(count)
         # Constants of the count, on the device for the context's lifetime.
         self.moduli = drv.to_device(np.array(mods.values, np.int32))
@@ -210,7 +245,8 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
          count: int | None = None, config: KernelConfig | None = None,
          marks: Marks | None = None) -> Outcome:  # fmt: skip
     """Queue C = alpha op(A) op(B) + beta C by Ozaki scheme II with `count` moduli (default
-    ozaki.default_count) on the raw stream. Calls it cannot emulate (k = 0, or k beyond
+    ozaki.default_count) on the raw stream, with the INT8 GEMM config given or the default
+    of `gemm_family`'s pick. Calls it cannot emulate (k = 0, or k beyond
     ozaki.INT32_SAFE_K) return a fallen-back Outcome at once. `marks(name)` is called after
     the conversion, the INT8 GEMM and the reconstruction are queued (the benchmark's events)."""
     m, n, k = form.m, form.n, form.k
@@ -219,7 +255,7 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
         return Outcome(None)
     if k == 0 or k > ozaki.INT32_SAFE_K:
         return Outcome(f"k = {k} is outside 1..{ozaki.INT32_SAFE_K}")
-    config = int8.default_config() if config is None else config
+    config = default_gemm_config() if config is None else config
     (sla, ska, kca), (slb, skb, kcb) = line_strides(form)
     kern = kernels(dtype, count, kca, kcb, config, id(cuda.context()))
     pad = Padded.of(m, n, k)

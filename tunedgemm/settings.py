@@ -110,6 +110,10 @@ _DECLARED = (
             decides=True),
     Setting("TUNEDGEMM_LOG_SHAPES", _path, None, "a writable file path",
             "append each distinct GPU product shape to this file, for the tuner", decides=True),
+    Setting("TUNEDGEMM_OZAKI_GEMM", _choice("auto", "wgmma", "mma"), "auto", "auto, wgmma or mma",
+            "the INT8 GEMM of the ozaki mode: the wgmma family (sm_90 only), the mma.sync family, "
+            "or auto (wgmma on sm_90, mma.sync elsewhere)",
+            decides=True),
     Setting("TUNEDGEMM_DEVICES", _name, None, "all, or GPU ordinals such as 0,1",
             "which GPUs host calls spread their tiles over", decides=True),
 )

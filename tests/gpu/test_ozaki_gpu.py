@@ -1,6 +1,8 @@
-"""Ozaki scheme II on the GPU (tunedgemm/ozaki_device.py): the batched INT8 GEMM exact against
-NumPy's int64 products, the emulated dgemm / sgemm no less accurate than cuBLAS DGEMM / SGEMM
-on the same inputs (median and 99.9th percentile), BLAS semantics, and the IEEE fallback.
+"""Ozaki scheme II on the GPU (tunedgemm/ozaki_device.py): the batched INT8 GEMMs (both
+families: mma.sync and, on sm_90, every wgmma config) exact against NumPy's int64 products,
+the emulated dgemm / sgemm no less accurate than cuBLAS DGEMM / SGEMM on the same inputs
+(median and 99.9th percentile) and bit-equal between the two INT8 families, BLAS semantics,
+and the IEEE fallback.
 
 Run on the GPU machine: python -m pytest -q -p no:cacheprovider tests/gpu/test_ozaki_gpu.py
 """
@@ -14,7 +16,7 @@ import pytest
 
 from tunedgemm import ozaki, ozaki_device
 from tunedgemm._layout import BlasForm
-from tunedgemm.families import int8
+from tunedgemm.families import int8, int8_wgmma
 from tunedgemm.params import KernelConfig
 
 pytestmark = pytest.mark.gpu
@@ -26,6 +28,27 @@ GEMM_CONFIGS = [
     KernelConfig.make(int8.NAME, {**int8.DEFAULTS, "BM": 64, "BN": 128, "WM": 32, "WN": 32,
                                   "STAGES": 2, "MIN_BLOCKS": 2}),
 ]
+WGMMA_CONFIGS = list(int8_wgmma.FAMILY.space("float64")) + int8_wgmma.probes()
+
+
+def _arch() -> str:
+    from tunedgemm import cuda
+
+    cuda.context()
+    return cuda.arch()
+
+
+def _skip_without_wgmma(config: KernelConfig) -> None:
+    if config.family == int8_wgmma.NAME and _arch() not in int8_wgmma.ARCHS:
+        pytest.skip(f"wgmma needs {int8_wgmma.ARCHS}, this GPU is {_arch()}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled() -> None:
+    """Every INT8 GEMM config of this file, both output modes, compiled in parallel first."""
+    configs = GEMM_CONFIGS + (WGMMA_CONFIGS if _arch() in int8_wgmma.ARCHS else [])
+    for out_mod in (True, False):
+        ozaki_device.precompile_gemms(configs, out_mod)
 
 
 def _to_device(array: np.ndarray):
@@ -38,39 +61,66 @@ def _to_device(array: np.ndarray):
 
 
 def _launch_igemm(config: KernelConfig, a: np.ndarray, b: np.ndarray, mods, out_mod: bool):
-    """igemm_s8 on (count, rows, kp) and (count, cols, kp) int8: (count, rows, cols) back."""
-    from tunedgemm import _driver, compiler
-
+    """The INT8 GEMM of config's family (ozaki_device's launcher) on (count, rows, kp) and
+    (count, cols, kp) int8: (count, rows, cols) back, from a C filled with 0xAB bytes."""
     count, rows, kp = a.shape
     cols = b.shape[1]
-    params = config.as_dict()
-    smem = int8.FAMILY.smem_bytes(params, 1)
     out_dtype = np.uint8 if out_mod else np.int32
     da, db = _to_device(a), _to_device(b)
     dc = _to_device(np.full((count, rows, cols), 0xAB, out_dtype))
     dm = _to_device(np.array(mods.values, np.int32))
-    function = compiler.raw_function("igemm_s8.cu", ozaki_device.gemm_defines(config, out_mod),
-                                     "igemm", smem)
-    block = (int8.FAMILY.threads(params), 1, 1)
-    launcher = _driver.Launcher(function, "iiiPqPqPqiP", block, smem)
-    launcher.launch((rows // params["BM"], cols // params["BN"], count), 0,
+    launcher, (tile_rows, tile_cols) = ozaki_device.gemm_launcher(config, out_mod)
+    launcher.launch((rows // tile_rows, cols // tile_cols, count), 0,
                     (rows, cols, kp, int(da.gpudata), rows * kp, int(db.gpudata), cols * kp,
                      int(dc.gpudata), rows * cols, cols, int(dm.gpudata)))  # fmt: skip
     return dc.get()
 
 
-@pytest.mark.parametrize("config", GEMM_CONFIGS, ids=str)
-def test_int8_gemm_is_exact(config: KernelConfig) -> None:
+def _int_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A_z B_z^T exactly: float64 BLAS is exact here (every partial sum is an integer below
+    kp 2^14 < 2^53) and much faster than an int64 einsum."""
+    return np.matmul(a.astype(np.float64), b.astype(np.float64).transpose(0, 2, 1)).astype(np.int64)
+
+
+# (count, rows, cols, kp): odd multiples of the padding (LINE_ALIGN 256, K_ALIGN 128), one
+# k-tile (fewer than the ring's prologue), k-tile counts that wrap the rings unevenly.
+INT8_SHAPES = [(3, 512, 256, 384), (16, 768, 256, 640), (1, 256, 768, 128), (5, 256, 512, 1152)]
+
+
+@pytest.mark.parametrize("shape", INT8_SHAPES, ids=str)
+@pytest.mark.parametrize("config", GEMM_CONFIGS + WGMMA_CONFIGS, ids=str)
+def test_int8_gemm_is_exact(config: KernelConfig, shape: tuple[int, int, int, int]) -> None:
+    _skip_without_wgmma(config)
     rng = np.random.default_rng()
-    assert int8.FAMILY.violations(config, "float64") == []
-    mods = ozaki.moduli(3)
-    rows, cols, kp = 512, 256, 384
-    a = rng.integers(-128, 128, (3, rows, kp), dtype=np.int8)
-    b = rng.integers(-128, 128, (3, cols, kp), dtype=np.int8)
+    assert ozaki_device.ozaki_family_of(config).violations(config, "float64") == []
+    count, rows, cols, kp = shape
+    mods = ozaki.moduli(count)
+    a = rng.integers(-128, 128, (count, rows, kp), dtype=np.int8)
+    b = rng.integers(-128, 128, (count, cols, kp), dtype=np.int8)
     a[0, 0], b[0, 0] = -128, -128  # the largest product, k times
-    want = np.einsum("zik,zjk->zij", a.astype(np.int64), b.astype(np.int64))
+    want = _int_products(a, b)
     got = _launch_igemm(config, a, b, mods, out_mod=False)
     np.testing.assert_array_equal(got, want)
+    reduced = _launch_igemm(config, a, b, mods, out_mod=True)
+    for z, p in enumerate(mods.values):
+        np.testing.assert_array_equal(reduced[z], want[z] % p)
+
+
+@pytest.mark.parametrize("config", [int8.default_config(), int8_wgmma.default_config()], ids=str)
+def test_int8_gemm_at_the_accumulator_limit(config: KernelConfig) -> None:
+    """kp at the largest multiple of K_ALIGN within ozaki.INT32_SAFE_K, every product
+    (-128)(-128) or (-128)(127): sums of +-2^31 minus a little, exact in int32."""
+    _skip_without_wgmma(config)
+    kp = ozaki.INT32_SAFE_K // int8.K_ALIGN * int8.K_ALIGN
+    count, rows, cols = 2, 256, 256
+    mods = ozaki.moduli(count)
+    a = np.full((count, rows, kp), -128, np.int8)
+    b = np.full((count, cols, kp), -128, np.int8)
+    b[1] = 127
+    want = np.empty((count, rows, cols), np.int64)
+    want[0], want[1] = kp * 128 * 128, -kp * 128 * 127
+    assert np.abs(want).max() < 2**31
+    np.testing.assert_array_equal(_launch_igemm(config, a, b, mods, out_mod=False), want)
     reduced = _launch_igemm(config, a, b, mods, out_mod=True)
     for z, p in enumerate(mods.values):
         np.testing.assert_array_equal(reduced[z], want[z] % p)
@@ -94,7 +144,8 @@ def _operands(kind: str, rng: np.random.Generator, m: int, n: int, k: int, dtype
 
 
 def _run(fn: str, a: np.ndarray, b: np.ndarray, c0: np.ndarray, alpha: float, beta: float,
-         trans_a: bool, trans_b: bool, count: int | None = None):  # fmt: skip
+         trans_a: bool, trans_b: bool, count: int | None = None,
+         config: KernelConfig | None = None):  # fmt: skip
     """C = alpha op(A) op(B) + beta C0 through ozaki_device ("ozaki") or cuBLAS ("cublas"),
     op(X) = X stored transposed where asked; returns C and the Outcome."""
     from tunedgemm import reference
@@ -112,7 +163,7 @@ def _run(fn: str, a: np.ndarray, b: np.ndarray, c0: np.ndarray, alpha: float, be
                     dtype.itemsize)  # fmt: skip
     outcome = None
     if fn == "ozaki":
-        outcome = ozaki_device.gemm(form, dtype.name, alpha, beta, 0, count)
+        outcome = ozaki_device.gemm(form, dtype.name, alpha, beta, 0, count, config)
         outcome.fell_back()
     else:
         reference.gemm(form, dtype, alpha, beta, 0)
@@ -147,6 +198,29 @@ def test_error_no_worse_than_cublas(dtype, kind: str) -> None:
         e_mine, e_native = _errors(a, b, mine), _errors(a, b, native)
         for q in (0.5, 0.999):
             assert np.quantile(e_mine, q) <= np.quantile(e_native, q), (m, n, k, ta, tb, q)
+
+
+@pytest.mark.parametrize("count", [None, 8, 20])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_both_int8_families_give_the_same_emulated_product(dtype, count, monkeypatch) -> None:
+    """The INT8 products are exact in either family, so the emulated GEMM is bit-equal
+    whichever runs: explicit configs, and the default that TUNEDGEMM_OZAKI_GEMM picks."""
+    if _arch() not in int8_wgmma.ARCHS:
+        pytest.skip(f"wgmma needs {int8_wgmma.ARCHS}, this GPU is {_arch()}")
+    rng = np.random.default_rng()
+    m, n, k = 257, 129, 1000
+    a, b = _operands("uniform", rng, m, n, k, dtype)
+    c0 = rng.uniform(-1, 1, (m, n)).astype(dtype)
+    results = {}
+    for name, config in (("mma", int8.default_config()), ("wgmma", int8_wgmma.default_config())):
+        results[name], outcome = _run("ozaki", a, b, c0, 1.5, 0.5, False, True, count, config)
+        assert outcome is not None and not outcome.fell_back()
+    np.testing.assert_array_equal(results["wgmma"], results["mma"])
+    for choice in ("mma", "wgmma", "auto"):
+        monkeypatch.setenv("TUNEDGEMM_OZAKI_GEMM", choice)
+        got, outcome = _run("ozaki", a, b, c0, 1.5, 0.5, False, True, count)
+        assert outcome is not None and not outcome.fell_back()
+        np.testing.assert_array_equal(got, results["mma"])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -34,6 +34,7 @@ VALID = {
     "TUNEDGEMM_LOG_SHAPES": [("/tmp/shapes.jsonl", "/tmp/shapes.jsonl")],
     "TUNEDGEMM_RECYCLE_RESULTS": [("auto", "auto"), ("ALL", "all"), ("off", "off")],
     "TUNEDGEMM_DEVICES": [("all", "all"), ("0,1", "0,1")],
+    "TUNEDGEMM_OZAKI_GEMM": [("auto", "auto"), ("WGMMA", "wgmma"), (" mma ", "mma")],
 }  # fmt: skip
 # Texts a setting does not accept (settings that take any text have none).
 INVALID = {
@@ -44,6 +45,7 @@ INVALID = {
     "TUNEDGEMM_DEVICE_MEMORY": ["0", "-5G", "lots", "", "G", "inf", "nan", "2X"],
     "TUNEDGEMM_PINNED_RESULTS": ["perhaps"],
     "TUNEDGEMM_RECYCLE_RESULTS": ["torch", "1"],
+    "TUNEDGEMM_OZAKI_GEMM": ["wmma", "mma.sync", ""],
 }
 
 
