@@ -10,17 +10,28 @@
 //   line_exponents  per line, e = the largest integer with 2^e ||x||_2 < 2^budget (the
 //                   reference's _log2_floor_exponents), from a running scaled sum of squares
 //                   (LAPACK's dnrm2 idea, with power-of-two scales so that rescaling is exact):
-//                   one read of the operand. Any Inf or NaN sets *flag (the caller falls back
-//                   to IEEE arithmetic; the reconstruction then writes nothing).
+//                   one read of the operand. Any Inf or NaN sets FLAG_NONFINITE in *flag (the
+//                   caller falls back to IEEE arithmetic; the reconstruction then writes
+//                   nothing). Also the accuracy guard's data of the line (the reference's
+//                   ozaki.gauges): exps[lines + line] = q, the frexp exponent of max|x|, and
+//                   gauge[0..2][line] = fl(127 / (max|x| 2^-q)), 2^e max|x|, 2^e ||x||_2.
 //   residues        x' = trunc(2^e x) and its centred residue modulo each of the COUNT moduli,
 //                   as int8 into out[z][line][depth] (lines padded to lines_pad, depth to kp,
 //                   the padding written as zeros): the k-contiguous layout the GEMM reads.
+//                   Plane COUNT holds the magnitudes floor(|x| 2^-q * inv) in 0..127 (the
+//                   reference's ozaki.magnitudes), which one more INT8 GEMM with int32
+//                   output multiplies exactly: a lower bound of |A| |B| for the guard.
+//   guard           per element of C, the reference's ozaki.unreliable test on the magnitude
+//                   product (int32, Q[j][i]): any element whose estimated truncation error
+//                   passes the bound sets FLAG_SPREAD (before the reconstruction, which then
+//                   writes nothing: C stays untouched for the IEEE fallback, beta included).
 //   reconstruct     per element of C, the COUNT residues of the product (uint8, [0, p), from
 //                   igemm_s8 with OUT_MOD = 1, stored as P[z][j][i]: C's column-major order),
 //                   CRT in LIMBS limbs of 40 bits exactly in float64, one rounding, then
 //                   2^-(e_i + f_j), alpha and beta with BLAS semantics (beta == 0 never reads C).
 //
-// Defines: DTYPE (0 float32, 1 float64), KCONTIG (line_exponents and residues), COUNT, LIMBS.
+// Defines: DTYPE (0 float32, 1 float64), KCONTIG (line_exponents and residues), COUNT, LIMBS,
+// FLAG_NONFINITE and FLAG_SPREAD (tunedgemm/ozaki_device.py's bits of the flag).
 #include "common.cuh"
 
 #ifndef KCONTIG
@@ -32,8 +43,15 @@
 #ifndef LIMBS
 #define LIMBS 4
 #endif
+#ifndef FLAG_NONFINITE
+#define FLAG_NONFINITE 1   // bit of *flag: Inf or NaN in the operand
+#endif
+#ifndef FLAG_SPREAD
+#define FLAG_SPREAD 2      // bit of *flag: the guard found an element the moduli cannot hold
+#endif
 #define LIMB_BITS 40
 #define TILE 32        // lines and depths per block of residues (blocks of 32 x 8 threads)
+#define MAGNITUDE_LEVELS 127.0   // the magnitude plane's largest value (ozaki.MAGNITUDE_LEVELS)
 
 // Relative safety on the norms (the reference's NORM_SAFETY): covers the rounding error of the
 // sum of squares for k < 2^23.
@@ -82,9 +100,11 @@ __device__ __forceinline__ SumSq shfl_xor(SumSq s, int mask)
 // KCONTIG = 1: a warp per line, 4 lines per warp in turn, the lanes split k).
 extern "C" __global__ void __launch_bounds__(256)
 line_exponents(int lines, int k, const REAL* __restrict__ X, long long s_line, long long s_k,
-               int budget, int* __restrict__ exps, int* __restrict__ flag)
+               int budget, int* __restrict__ exps, double* __restrict__ gauge,
+               int* __restrict__ flag)
 {
     __shared__ SumSq part[8][33];
+    __shared__ double peaks[8][33];
     const int tx = threadIdx.x, ty = threadIdx.y;
     bool bad = false;
 #if KCONTIG
@@ -92,47 +112,73 @@ line_exponents(int lines, int k, const REAL* __restrict__ X, long long s_line, l
     for (int r = ty; r < TILE; r += 8) {
         const int line = blockIdx.x * TILE + r;
         SumSq s{EMPTY_SCALE, 0.0};
+        double peak = 0.0;
         if (line < lines) {
             const REAL* row = X + (size_t)line * s_line;
             for (int p = tx; p < k; p += 32) {
                 const double x = fabs((double)row[p]);
                 bad |= !(x <= 1.7976931348623157e308);   // Inf or NaN
                 add_square(s, x);
+                peak = fmax(peak, x);
             }
         }
 #pragma unroll
-        for (int mask = 16; mask >= 1; mask >>= 1) s = merge(s, shfl_xor(s, mask));
-        if (tx == 0) part[0][r] = s;   // part[0] holds the 32 lines' sums
+        for (int mask = 16; mask >= 1; mask >>= 1) {
+            s = merge(s, shfl_xor(s, mask));
+            peak = fmax(peak, __shfl_xor_sync(0xffffffffu, peak, mask));
+        }
+        if (tx == 0) {   // part[0], peaks[0] hold the 32 lines' sums and peaks
+            part[0][r] = s;
+            peaks[0][r] = peak;
+        }
     }
     __syncthreads();
     const SumSq total = part[0][tx];
+    const double peak = peaks[0][tx];
 #else
     (void)s_line;
     const int line = blockIdx.x * TILE + tx;
     SumSq s{EMPTY_SCALE, 0.0};
+    double mine = 0.0;
     if (line < lines) {
         for (int p = ty; p < k; p += 8) {
             const double x = fabs((double)X[(size_t)line + (size_t)p * s_k]);
             bad |= !(x <= 1.7976931348623157e308);
             add_square(s, x);
+            mine = fmax(mine, x);
         }
     }
     part[ty][tx] = s;
+    peaks[ty][tx] = mine;
     __syncthreads();
     SumSq total = part[0][tx];
+    double peak = peaks[0][tx];
 #pragma unroll
-    for (int w = 1; w < 8; ++w) total = merge(total, part[w][tx]);
+    for (int w = 1; w < 8; ++w) {
+        total = merge(total, part[w][tx]);
+        peak = fmax(peak, peaks[w][tx]);
+    }
 #endif
-    if (__syncthreads_or(bad) && tx == 0 && ty == 0) atomicOr(flag, 1);
+    if (__syncthreads_or(bad) && tx == 0 && ty == 0) atomicOr(flag, FLAG_NONFINITE);
     const int out_line = blockIdx.x * TILE + tx;
     if (ty == 0 && out_line < lines) {
-        int e = 0;
+        int e = 0, q = 0;
+        double inv = 0.0, scaled_peak = 0.0, scaled_norm = 0.0;
         if (total.ssq > 0.0) {
+            const double norm = sqrt(total.ssq);
             int norm_exp;
-            frexp(sqrt(total.ssq) * NORM_SAFETY, &norm_exp);
+            frexp(norm * NORM_SAFETY, &norm_exp);
             e = budget - norm_exp - total.e;
+            const double mantissa = frexp(peak, &q);
+            inv = MAGNITUDE_LEVELS / mantissa;
+            scaled_peak = scalbn(mantissa, q + e);
+            scaled_norm = scalbn(norm, total.e + e);
         }
         exps[out_line] = e;
+        exps[lines + out_line] = q;
+        gauge[out_line] = inv;
+        gauge[lines + out_line] = scaled_peak;
+        gauge[2 * (size_t)lines + out_line] = scaled_norm;
     }
 }
 
@@ -152,10 +198,11 @@ __device__ __forceinline__ int centred_residue(double x, double p, double inv, d
 // stride into shared memory, then written along depth (32 bytes per warp and modulus).
 extern "C" __global__ void __launch_bounds__(256)
 residues(int lines, int k, const REAL* __restrict__ X, long long s_line, long long s_k,
-         const int* __restrict__ exps, const int* __restrict__ moduli,
-         signed char* __restrict__ out, int lines_pad, int kp)
+         const int* __restrict__ exps, const double* __restrict__ gauge,
+         const int* __restrict__ moduli, signed char* __restrict__ out, int lines_pad, int kp)
 {
     __shared__ double tile[TILE][TILE + 1];   // [line][depth], scaled integers
+    __shared__ signed char mags[TILE][TILE + 4];   // [line][depth], magnitudes 0..127
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int line0 = blockIdx.y * TILE, p0 = blockIdx.x * TILE;
 #pragma unroll
@@ -165,13 +212,18 @@ residues(int lines, int k, const REAL* __restrict__ X, long long s_line, long lo
 #else
         const int line = line0 + tx, p = p0 + r;   // lanes along lines
 #endif
-        double v = 0.0;
-        if (line < lines && p < k)
-            v = trunc(scalbn((double)X[(size_t)line * s_line + (size_t)p * s_k], exps[line]));
+        double v = 0.0, mag = 0.0;
+        if (line < lines && p < k) {
+            const double x = (double)X[(size_t)line * s_line + (size_t)p * s_k];
+            v = trunc(scalbn(x, exps[line]));
+            mag = floor(__dmul_rn(scalbn(fabs(x), -exps[lines + line]), gauge[line]));
+        }
 #if KCONTIG
         tile[r][tx] = v;
+        mags[r][tx] = (signed char)mag;
 #else
         tile[tx][r] = v;
+        mags[tx][r] = (signed char)mag;
 #endif
     }
     __syncthreads();
@@ -185,6 +237,39 @@ residues(int lines, int k, const REAL* __restrict__ X, long long s_line, long lo
             out[z * plane + (size_t)(line0 + r) * kp + p0 + tx] =
                 (signed char)centred_residue(tile[r][tx], p, inv, half);
     }
+#pragma unroll
+    for (int r = ty; r < TILE; r += 8)
+        out[COUNT * plane + (size_t)(line0 + r) * kp + p0 + tx] = mags[r][tx];
+}
+
+// The accuracy guard (the reference's ozaki.unreliable, in its order of operations): with
+// Q = the magnitude planes' int32 product (Q[j * ldq + i]), element (i, j) fails where
+// (norm_a[i] + norm_b[j]) + sqrt_k > (Q * (peak_a[i] * peak_b[j])) * factor, unless row i or
+// column j is zero (exact). factor = GUARD_TAU ulp / 127^2 (ozaki.guard_factor). One flag
+// bit for the whole call: the host then runs it in IEEE arithmetic. Blocks of 32 x 8 threads,
+// lanes along i (Q's unit stride).
+extern "C" __global__ void __launch_bounds__(256)
+guard(int m, int n, const int* __restrict__ Q, int ldq, const double* __restrict__ gauge_a,
+      int lines_a, const double* __restrict__ gauge_b, int lines_b, double sqrt_k,
+      double factor, int* __restrict__ flag)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    bool bad = false;
+    if (i < m) {
+        const double peak_a = gauge_a[lines_a + i], norm_a = gauge_a[2 * (size_t)lines_a + i];
+        if (peak_a > 0.0) {
+            for (int j = blockIdx.y * blockDim.y + threadIdx.y; j < n;
+                 j += gridDim.y * blockDim.y) {
+                const double peak_b = gauge_b[lines_b + j];
+                const double norm_b = gauge_b[2 * (size_t)lines_b + j];
+                const double estimate = __dadd_rn(__dadd_rn(norm_a, norm_b), sqrt_k);
+                const double bound = __dmul_rn(__dmul_rn((double)Q[(size_t)j * ldq + i],
+                                                         __dmul_rn(peak_a, peak_b)), factor);
+                bad |= estimate > bound && peak_b > 0.0;
+            }
+        }
+    }
+    if (__syncthreads_or(bad) && threadIdx.x == 0 && threadIdx.y == 0) atomicOr(flag, FLAG_SPREAD);
 }
 
 // CRT data: weights[z * LIMBS + s] = limb s of w_z, then LIMBS limbs of M, then 1 / float(M).
@@ -201,7 +286,7 @@ reconstruct(int m, int n, const unsigned char* __restrict__ P, long long p_batch
          t += blockDim.x * blockDim.y)
         w[t] = crt[t];
     __syncthreads();
-    if (*flag) return;   // non-finite input: the caller recomputes in IEEE arithmetic
+    if (*flag) return;   // non-finite input or the guard: the caller recomputes in IEEE
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= m) return;
     for (int j = blockIdx.y * blockDim.y + threadIdx.y; j < n; j += gridDim.y * blockDim.y) {
