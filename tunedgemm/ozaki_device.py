@@ -46,7 +46,11 @@ from .params import KernelConfig
 _REAL = {"float32": "f", "float64": "d"}
 _DTYPE_CODE = {"float32": 0, "float64": 1}
 BLOCK = (32, 8, 1)  # the conversion kernels' blocks
-TILE = 32  # lines (and depths) per block of the conversion kernels
+TILE = 32  # lines per block of residues
+RES_DEPTH = 128  # depths per block of residues (16 per thread: one 16-byte store per plane)
+REC_ROWS = 4  # rows of C per thread of reconstruct (one uchar4 load per modulus)
+# Lines per block of line_exponents: k contiguous, a warp per line; else a lane per line.
+EXP_LINES = {True: 8, False: 32}
 GRID_Y_MAX = 65535
 # Bits of the call's flag (kernels/ozaki.cu), each with the reason Outcome gives.
 FLAG_NONFINITE = 1
@@ -105,6 +109,19 @@ def budgets(count: int) -> tuple[int, int]:
     return total - total // 2, total // 2
 
 
+def digits(count: int) -> int:
+    """Base-2^32 digits of the scaled integers (|A'|, |B'| < 2^ta, ta >= tb): the residues
+    kernel reduces sum_i d_i (2^(32 i) mod p) instead of x' itself, exact below 2^53."""
+    return max(1, -(-budgets(count)[0] // 32))
+
+
+def power_table(mods: ozaki.Moduli, count_digits: int) -> np.ndarray:
+    """2^(32 i) mod p for each modulus p and digit i, as kernels/ozaki.cu's residues reads it
+    ([z * DIGITS + i], float64)."""
+    return np.array([pow(2, 32 * i, p) for p in mods.values for i in range(count_digits)],
+                    np.float64)  # fmt: skip
+
+
 def crt_table(mods: ozaki.Moduli) -> np.ndarray:
     """The reconstruction's constants, as kernels/ozaki.cu reads them: the limbs of each CRT
     weight, the limbs of M, then 1 / float(M)."""
@@ -127,7 +144,8 @@ def line_strides(form: BlasForm) -> tuple[tuple[int, int, bool], tuple[int, int,
 def conversion_defines(dtype: str, count: int, kcontig: bool) -> dict[str, int]:
     return {"DTYPE": _DTYPE_CODE[dtype], "KCONTIG": int(kcontig), "COUNT": count,
             "LIMBS": ozaki.moduli(count).limbs, "FLAG_NONFINITE": FLAG_NONFINITE,
-            "FLAG_SPREAD": FLAG_SPREAD}  # fmt: skip
+            "FLAG_SPREAD": FLAG_SPREAD, "EXP_LINES": EXP_LINES[kcontig], "DIGITS": digits(count),
+            "RES_DEPTH": RES_DEPTH, "REC_ROWS": REC_ROWS}  # fmt: skip
 
 
 def gemm_defines(config: KernelConfig, out_mod: bool = True) -> dict[str, int]:
@@ -191,7 +209,7 @@ class Kernels:
 
         self.exponents = {s: conversion(d, "line_exponents", "iiPqqiPPP")
                           for s, d in conv.items()}  # fmt: skip
-        self.residues = {s: conversion(d, "residues", "iiPqqPPPPii") for s, d in conv.items()}
+        self.residues = {s: conversion(d, "residues", "iiPqqPPPPPii") for s, d in conv.items()}
         self.guard = conversion(conv["a"], "guard", "iiPiPiPiddP")
         self.reconstruct = launcher(compiler.raw_function("ozaki.cu", conv["a"], "reconstruct"),
                                     f"iiPqiPPP{real}{real}PiP", BLOCK, 0)  # fmt: skip
@@ -215,6 +233,7 @@ class Kernels:
         # Constants of the count, on the device for the context's lifetime.
         self.moduli = drv.to_device(np.array(mods.values, np.int32))
         self.crt = drv.to_device(crt_table(mods))
+        self.powers = drv.to_device(power_table(mods, digits(count)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -284,17 +303,18 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
         _driver.check(calls.cuMemsetD32Async(ptr["flag"], 0, 1, stream), "cuMemsetD32Async")
         ta, tb = budgets(count)
         moduli, crt = int(kern.moduli), int(kern.crt)
-        for side, lines, x, s_line, s_k, budget, lines_pad in (
-            ("a", m, form.a, sla, ska, ta, pad.m),
-            ("b", n, form.b, slb, skb, tb, pad.n),
+        for side, lines, x, s_line, s_k, kc, budget, lines_pad in (
+            ("a", m, form.a, sla, ska, kca, ta, pad.m),
+            ("b", n, form.b, slb, skb, kcb, tb, pad.n),
         ):
             exps, gauge, flag_ptr = ptr["exps_" + side], ptr["gauge_" + side], ptr["flag"]
             kern.exponents[side].launch(
-                (-(-lines // TILE), 1, 1), stream,
+                (-(-lines // EXP_LINES[kc]), 1, 1), stream,
                 (lines, k, x, s_line, s_k, budget, exps, gauge, flag_ptr))  # fmt: skip
-            kern.residues[side].launch((pad.k // TILE, lines_pad // TILE, 1), stream,
+            kern.residues[side].launch((pad.k // RES_DEPTH, lines_pad // TILE, 1), stream,
                                        (lines, k, x, s_line, s_k, exps, gauge, moduli,
-                                        ptr["res_" + side], lines_pad, pad.k))  # fmt: skip
+                                        int(kern.powers), ptr["res_" + side], lines_pad,
+                                        pad.k))  # fmt: skip
         if marks:
             marks("converted")
         plane_a, plane_b = pad.m * pad.k, pad.n * pad.k
@@ -317,7 +337,8 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
              ptr["products"], pad.n * pad.m, pad.m, moduli))  # fmt: skip
         if marks:
             marks("multiplied")
-        kern.reconstruct.launch((-(-m // BLOCK[0]), min(-(-n // BLOCK[1]), GRID_Y_MAX), 1), stream,
+        kern.reconstruct.launch((-(-m // (BLOCK[0] * REC_ROWS)), min(-(-n // BLOCK[1]), GRID_Y_MAX),
+                                 1), stream,
                                 (m, n, ptr["products"], pad.n * pad.m, pad.m, ptr["exps_a"],
                                  ptr["exps_b"], crt, alpha, beta, form.c, form.ldc,
                                  ptr["flag"]))  # fmt: skip

@@ -26,21 +26,51 @@ def fma_exact(a: np.ndarray, b: float, c: np.ndarray) -> np.ndarray:
     return np.array([float(v) for v in exact]).reshape(a.shape)
 
 
-def kernel_residue(x: np.ndarray, p: int) -> np.ndarray:
-    """kernels/ozaki.cu's centred_residue: two steps of q = rint(x / p), r = fma(-q, p, x)."""
+MAGIC = 6755399441055744.0  # kernels/ozaki.cu's 1.5 * 2^52
+
+
+def kernel_digits(x: np.ndarray, count: int) -> list[np.ndarray]:
+    """kernels/ozaki.cu's split_digits: base-2^32 digits of x', least significant first, each
+    checked exact against Python's integers."""
+    d = ozaki_device.digits(count)
+    out = [np.zeros_like(x) for _ in range(d)]
+    rest = x.copy()
+    for i in range(d - 1, 0, -1):
+        hi = np.trunc(np.ldexp(rest, -32 * i))
+        out[i] = hi
+        rest = rest - np.ldexp(hi, 32 * i)
+    out[0] = rest
+    for j, v in enumerate(x.tolist()):
+        assert sum(int(out[i][j]) << (32 * i) for i in range(d)) == int(v)
+        assert all(abs(out[i][j]) < 2.0**32 for i in range(d))
+    return out
+
+
+def kernel_residue(x: np.ndarray, p: int, count: int) -> np.ndarray:
+    """kernels/ozaki.cu's centred_residue: y = sum_i d_i (2^(32 i) mod p), exact; q = rint(y / p)
+    by adding and subtracting MAGIC; r = fma(-q, p, y); centring; the integer read off the low
+    32 bits of r + MAGIC (as __double2loint), then its low byte (the int8 stored)."""
+    digits = kernel_digits(x, count)
+    table = ozaki_device.power_table(ozaki.moduli(count), len(digits))
+    index = ozaki.moduli(count).values.index(p)
     inv, half = 1.0 / p, float(p // 2)
-    r = fma_exact(-np.rint(x * inv), p, x)
-    r = fma_exact(-np.rint(r * inv), p, r)
+    y = digits[0]
+    for i in range(1, len(digits)):
+        y = fma_exact(digits[i], table[index * len(digits) + i], y)
+    assert np.all(np.abs(y) < 2.0**53)
+    r = fma_exact(-((y * inv + MAGIC) - MAGIC), p, y)
+    assert np.all(np.abs(r) <= p / 2)
     r = np.where(r < -half, r + p, r)
     r = np.where(r >= p - half, r - p, r)
-    return r.astype(np.int64)
+    low = ((r + MAGIC).view(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    return (low & 0xFF).astype(np.uint8).view(np.int8).astype(np.int64)
 
 
 def centred(v: int, p: int) -> int:
     return (v + p // 2) % p - p // 2
 
 
-@pytest.mark.parametrize("count", [8, 16, 20])
+@pytest.mark.parametrize("count", [1, 8, 16, 20, 32])
 def test_residue_kernel_arithmetic_matches_big_integers(count: int) -> None:
     rng = np.random.default_rng()
     mods = ozaki.moduli(count)
@@ -58,7 +88,7 @@ def test_residue_kernel_arithmetic_matches_big_integers(count: int) -> None:
     x = np.array([float(v) for v in ints])
     assert [int(v) for v in x] == ints  # exact: every value has at most 53 significant bits
     for p in mods.values:
-        got = kernel_residue(x, p)
+        got = kernel_residue(x, p, count)
         assert got.tolist() == [centred(v, p) for v in ints], p
         assert got.min() >= -128 and got.max() <= 127
 
@@ -305,7 +335,10 @@ def test_line_strides_address_op_a_rows_and_op_b_columns() -> None:
 def test_padding_and_workspace() -> None:
     pad = ozaki_device.Padded.of(1, 300, 129)
     assert (pad.m, pad.n, pad.k) == (256, 512, 256)
-    assert pad.m % ozaki_device.TILE == 0 and pad.k % ozaki_device.TILE == 0
+    # the residues kernel's blocks tile the padded planes, and the reconstruction's uchar4
+    # loads stay inside the padded rows of the products
+    assert int8.LINE_ALIGN % ozaki_device.TILE == 0 and int8.K_ALIGN % ozaki_device.RES_DEPTH == 0
+    assert int8.LINE_ALIGN % (32 * ozaki_device.REC_ROWS) == 0
     nbytes = ozaki_device.workspace_bytes(8192, 8192, 8192, 16)
     # residues and magnitudes of both (2 x 17 planes), 16 planes of products, int32 magnitudes
     assert (34 + 16 + 4) * 8192**2 <= nbytes < (34 + 16 + 4) * 8192**2 + 2**20
