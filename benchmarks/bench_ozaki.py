@@ -9,16 +9,19 @@ sm_90 only) and the mma.sync family's default and a few others (--all-mma: its w
 the best of each family side by side. With --int8-only that is all. Otherwise the emulated
 dgemm (16 moduli) and sgemm (8) through tunedgemm.ozaki_device against cuBLAS DGEMM / SGEMM
 (tunedgemm.reference) on the same uniform(-1, 1) column-major operands, with the time split
-into conversion / INT8 GEMM / reconstruction by CUDA events between the phases (the INT8
-family the GPU's default picks: TUNEDGEMM_OZAKI_GEMM). Medians of 5 runs (--repeats) after
-a warm-up, timed by CUDA events; error (median and 99.9th percentile of |C - AB| / (|A||B|)
-on a 128 x 128 sample, AB in long double) for both. Prints tables and writes DIR/bench_ozaki.json
+into conversion / guard (magnitude GEMM and test) / INT8 GEMM / reconstruction by CUDA events
+between the phases (the INT8 family the GPU's default picks: TUNEDGEMM_OZAKI_GEMM), and the
+conversion's and reconstruction's GB/s (the bytes they must move, ozaki_device.pass_bytes, over
+their time; the H100's HBM3 copies at about 3 TB/s). Medians of 5 runs (--repeats) after a
+warm-up, timed by CUDA events; error (median and 99.9th percentile of |C - AB| / (|A||B|) on a
+128 x 128 sample, AB in long double) for both. Prints tables and writes DIR/bench_ozaki.json
 (DIR/bench_ozaki_int8.json with --int8-only).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 import time
@@ -30,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 REPEATS = 5  # timed runs per measurement (--repeats)
+PHASES = ("conversion", "guard", "int8_gemm", "reconstruction")  # ozaki_device.gemm's marks
 SAMPLE = 128
 GEMM_VARIANTS = [{}, {"BK": 64, "STAGES": 4}, {"STAGES": 4, "BK": 64, "BM": 256, "BN": 128},
                  {"BM": 128, "BN": 128, "WM": 64, "WN": 32}]  # fmt: skip
@@ -165,32 +169,37 @@ def bench_emulated(size: int, dtype: np.dtype) -> dict[str, Any]:
     splits = []
     emulated_ms = []
     for index in range(REPEATS + 1):
-        marks = _events(4)
+        marks = _events(len(PHASES) + 1)
         marks[0].record()
         names = iter(marks[1:])
         outcome = ozaki_device.gemm(form, dtype.name, 1.0, 0.0, 0, count,
                                     marks=lambda _name: next(names).record())  # noqa: B023
         assert not outcome.fell_back(), outcome.reason
-        marks[3].synchronize()
+        marks[-1].synchronize()
         if index:  # the first run compiles and warms up
-            phases = [marks[i + 1].time_since(marks[i]) for i in range(3)]
+            phases = [marks[i + 1].time_since(marks[i]) for i in range(len(PHASES))]
             splits.append(phases)
-            emulated_ms.append(marks[3].time_since(marks[0]))
+            emulated_ms.append(marks[-1].time_since(marks[0]))
     drv.Context.synchronize()
     emulated_err = sample()
     split = np.median(np.array(splits), axis=0).tolist()
     ms = float(np.median(emulated_ms))
+    moved = ozaki_device.pass_bytes(size, size, size, count, dtype.itemsize)
+    rates = {name: moved[name] / (split[PHASES.index(name)] * 1e-3) / 1e9 for name in moved}
     row = {"dtype": dtype.name, "size": size, "count": count,
            "native_ms": native_ms, "native_tflops": flops / native_ms / 1e9,
            "emulated_ms": ms, "emulated_tflops": flops / ms / 1e9,
            "speedup": native_ms / ms,
-           "split_ms": dict(zip(("conversion", "int8_gemm", "reconstruction"), split, strict=True)),
+           "split_ms": dict(zip(PHASES, split, strict=True)),
+           "bytes": moved, "gb_per_s": rates,
            "native_error": {"median": native_err[0], "p999": native_err[1]},
            "emulated_error": {"median": emulated_err[0], "p999": emulated_err[1]}}  # fmt: skip
     print(f"{dtype.name} {size}^3 (ozaki-{count}): {ms:.2f} ms ({row['emulated_tflops']:.1f} "
           f"TFLOP/s) vs cuBLAS {native_ms:.2f} ms ({row['native_tflops']:.1f}): "
-          f"x{row['speedup']:.2f}; split conv/int8/recon = "
-          f"{' / '.join(f'{t:.2f}' for t in split)} ms; error median/p99.9 "
+          f"x{row['speedup']:.2f}; split conv/guard/int8/recon = "
+          f"{' / '.join(f'{t:.2f}' for t in split)} ms (conversion "
+          f"{rates['conversion']:.0f} GB/s, reconstruction {rates['reconstruction']:.0f} "
+          f"GB/s); error median/p99.9 "
           f"{emulated_err[0]:.2e}/{emulated_err[1]:.2e} vs {native_err[0]:.2e}/"
           f"{native_err[1]:.2e}", flush=True)  # fmt: skip
     return row
@@ -212,7 +221,9 @@ def main() -> None:
 
     cuda.context()
     started = time.time()
-    result: dict[str, Any] = {"device": cuda.device().name(), "arch": cuda.arch(), "int8": [],
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    result: dict[str, Any] = {"created": stamp, "command": " ".join(["python", *sys.argv]),
+                              "device": cuda.device().name(), "arch": cuda.arch(), "int8": [],
                               "emulated": []}  # fmt: skip
     configs = int8_configs(args.all_mma)
     ozaki_device.precompile_gemms(configs)  # nvcc in parallel, before any timing

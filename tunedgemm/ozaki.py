@@ -243,37 +243,78 @@ class Emulated(NamedTuple):
     recomputed: int = 0
 
 
+class Gauges(NamedTuple):
+    """What the accuracy guard needs of each row of A (column of B), in the scaled units of
+    A' = 2^e A (so nothing overflows or underflows): norm = 2^e ||x||_2, peak = 2^e max|x|;
+    and the magnitude plane's quantisation: shift = q with max|x| = m 2^q, m in [0.5, 1),
+    inv = fl(MAGNITUDE_LEVELS / m). Zero lines have peak 0 (and inv 0)."""
+
+    norm: np.ndarray
+    peak: np.ndarray
+    shift: np.ndarray
+    inv: np.ndarray
+
+
+def gauges(x: np.ndarray, axis: int, exponents: np.ndarray) -> Gauges:
+    """The guard's data of x's rows (axis=1) or columns (axis=0) scaled by 2^exponents."""
+    x64 = np.abs(np.asarray(x, np.float64))
+    peak = np.max(x64, axis=axis)
+    mantissa, shift = np.frexp(peak)
+    shape = (-1, 1) if axis == 1 else (1, -1)
+    normalised = np.ldexp(x64, -shift.reshape(shape))
+    norm = np.sqrt(np.sum(normalised * normalised, axis=axis))
+    exponents = np.asarray(exponents, np.int64)
+    inv = np.where(peak > 0, MAGNITUDE_LEVELS / np.where(peak > 0, mantissa, 1.0), 0.0)
+    return Gauges(np.ldexp(norm, shift + exponents), np.ldexp(mantissa, shift + exponents),
+                  shift.astype(np.int64), inv)  # fmt: skip
+
+
+def magnitudes(x: np.ndarray, axis: int, g: Gauges) -> np.ndarray:
+    """|x| quantised to 0..MAGNITUDE_LEVELS per row (axis=1) or column (axis=0):
+    floor(|x| 2^-q * inv), each at most its share of the line's largest magnitude (the
+    residues kernel writes it as one more int8 plane). Power-of-two scaling first, so that
+    neither huge nor subnormal lines overflow the factor 127 / max|x|."""
+    shape = (-1, 1) if axis == 1 else (1, -1)
+    scaled = np.ldexp(np.abs(np.asarray(x, np.float64)), -g.shift.reshape(shape))
+    return np.floor(scaled * g.inv.reshape(shape)).astype(np.int64)
+
+
 def magnitude_lower_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """A lower bound of |A| |B| from one integer GEMM: each row of |A| (column of |B|) as
-    floor(MAGNITUDE_LEVELS |x| / max), so every quantised entry is at most its true share;
-    the int8 family computes the product exactly (entries 0..127), the scaling back costs a
-    multiply per element of C. Rows or columns of zeros bound to 0."""
-    a_abs, b_abs = np.abs(np.asarray(a, np.float64)), np.abs(np.asarray(b, np.float64))
-    a_max, b_max = a_abs.max(axis=1), b_abs.max(axis=0)
-    qa = np.floor(a_abs * (MAGNITUDE_LEVELS / np.where(a_max > 0, a_max, 1.0))[:, None])
-    qb = np.floor(b_abs * (MAGNITUDE_LEVELS / np.where(b_max > 0, b_max, 1.0))[None, :])
-    return (qa @ qb) * np.outer(a_max, b_max) / MAGNITUDE_LEVELS**2
+    """A lower bound of |A| |B| from one integer GEMM of the magnitudes quantised to
+    0..MAGNITUDE_LEVELS (``magnitudes``), which the int8 family computes exactly (int32
+    products: 127^2 k < 2^31 for k <= INT32_SAFE_K), scaled back by the lines' largest
+    magnitudes. Rows or columns of zeros bound to 0."""
+    zeros_a = np.zeros(np.shape(a)[0], np.int64)
+    zeros_b = np.zeros(np.shape(b)[1], np.int64)
+    ga, gb = gauges(a, 1, zeros_a), gauges(b, 0, zeros_b)
+    product = magnitudes(a, 1, ga) @ magnitudes(b, 0, gb)
+    return product * np.outer(ga.peak, gb.peak) / MAGNITUDE_LEVELS**2
 
 
-def error_estimate(a: np.ndarray, b: np.ndarray, scaled: Scaled) -> np.ndarray:
-    """An estimate of each element's truncation error in C. With A' = 2^e_i a_i - d_i and
-    B' = 2^f_j b_j - g_j (0 <= |d|, |g| < 1 integer unit), C_ij - (AB)_ij =
-    -2^-f_j a_i . g_j - 2^-e_i d_i . b_j + 2^-(e_i + f_j) d_i . g_j. The worst case (1-norms,
-    k for the last term) flagged every element of uniform inputs at k >= 1000, where the
-    emulation's error was 0.06x native's; the units left by truncation do not line up with
-    the other operand's signs, so the sums grow as square roots: 2-norms, and sqrt(k)."""
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    row = np.exp2(-scaled.row_exponents.astype(np.float64))
-    col = np.exp2(-scaled.col_exponents.astype(np.float64))
-    a_norms, b_norms = np.sqrt(np.sum(a64 * a64, axis=1)), np.sqrt(np.sum(b64 * b64, axis=0))
-    return (np.outer(a_norms, col) + np.outer(row, b_norms)
-            + math.sqrt(a64.shape[1]) * np.outer(row, col))  # fmt: skip
+def guard_factor(dtype: np.dtype) -> float:
+    """GUARD_TAU units in the last place of dtype, over MAGNITUDE_LEVELS^2 (the factor the
+    guard's comparison multiplies the integer magnitude product by; the GPU gets it as is)."""
+    return GUARD_TAU * (float(np.finfo(dtype).eps) / 2) / MAGNITUDE_LEVELS**2
 
 
 def unreliable(a: np.ndarray, b: np.ndarray, scaled: Scaled, dtype: np.dtype) -> np.ndarray:
-    """Elements of C whose emulated value may miss the accuracy bound (see GUARD_TAU)."""
-    unit = float(np.finfo(dtype).eps) / 2
-    return error_estimate(a, b, scaled) > GUARD_TAU * unit * magnitude_lower_bound(a, b)
+    """Elements of C whose emulated value may miss the accuracy bound (see GUARD_TAU).
+
+    With A' = 2^e_i a_i - d_i and B' = 2^f_j b_j - g_j (0 <= |d|, |g| < 1 integer unit),
+    2^(e_i + f_j) (C_ij - (AB)_ij) = -2^e_i a_i . g_j - d_i . 2^f_j b_j + d_i . g_j. The worst
+    case (1-norms, k for the last term) flagged every element of uniform inputs at k >= 1000,
+    where the emulation's error was 0.06x native's; the units left by truncation do not line
+    up with the other operand's signs, so the sums grow as square roots: the estimate is
+    2^e_i ||a_i|| + 2^f_j ||b_j|| + sqrt(k), compared in the same scaled units with
+    GUARD_TAU ulp of the lower bound of (|A| |B|)_ij (``magnitude_lower_bound``). Elements of
+    a zero row of A or column of B are exact (A'_i = 0: nothing is truncated) and never
+    flagged. kernels/ozaki.cu's ``guard`` computes this test in this order."""
+    ga = gauges(a, 1, scaled.row_exponents)
+    gb = gauges(b, 0, scaled.col_exponents)
+    product = (magnitudes(a, 1, ga) @ magnitudes(b, 0, gb)).astype(np.float64)
+    estimate = (ga.norm[:, None] + gb.norm[None, :]) + math.sqrt(np.shape(a)[1])
+    bound = (product * (ga.peak[:, None] * gb.peak[None, :])) * guard_factor(dtype)
+    return (estimate > bound) & (ga.peak > 0)[:, None] & (gb.peak > 0)[None, :]
 
 
 def gemm(a: np.ndarray, b: np.ndarray, count: int | None = None, guard: bool = True) -> Emulated:
@@ -293,7 +334,8 @@ def gemm(a: np.ndarray, b: np.ndarray, count: int | None = None, guard: bool = T
     dtype = np.result_type(a_arr.dtype, b_arr.dtype)
     count = default_count(dtype) if count is None else count
     if a_arr.shape[1] == 0 or not (np.all(np.isfinite(a_arr)) and np.all(np.isfinite(b_arr))):
-        return Emulated(np.matmul(a_arr, b_arr), False)
+        with np.errstate(invalid="ignore"):  # Inf times 0 is NaN, as native gives it
+            return Emulated(np.matmul(a_arr, b_arr), False)
     mods = moduli(count)
     scaled = scale(a_arr, b_arr, count)
     products = int8_products(

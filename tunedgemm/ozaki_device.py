@@ -1,21 +1,30 @@
 """Ozaki scheme II on the GPU: conversion, one batched INT8 GEMM, reconstruction (issue 17).
 
 One column-major call C = alpha op(A) op(B) + beta C (a BlasForm, float32 or float64) runs on
-one stream as five launches, with the arithmetic of tunedgemm/ozaki.py:
+one stream as eight launches, with the arithmetic of tunedgemm/ozaki.py:
 
 1. ``line_exponents`` (kernels/ozaki.cu) for the rows of op(A) and the columns of op(B): the
-   scaling exponents, and a flag set by any Inf or NaN;
-2. ``residues`` for both: int8 residues of every modulus, k-contiguous, zero-padded to the
-   int8 family's tile multiples (so the GEMM has no edge cases);
-3. ``igemm``, all moduli in one launch: kernels/igemm_s8_wgmma.cu (wgmma) on sm_90,
-   kernels/igemm_s8.cu (mma.sync) elsewhere, or as TUNEDGEMM_OZAKI_GEMM says (`gemm_family`).
-   It computes the transposed product, op(B)^T-lines times op(A)-lines, so the residue
-   products land in C's column-major order for step 4;
-4. ``reconstruct``: CRT, scaling back, alpha and beta. With the flag set it writes nothing.
+   scaling exponents, the accuracy guard's data (ozaki.gauges), and a flag bit set by any Inf
+   or NaN (FLAG_NONFINITE);
+2. ``residues`` for both: int8 residues of every modulus, then the magnitude plane (0..127),
+   k-contiguous, zero-padded to the int8 family's tile multiples (so the GEMM has no edges);
+3. ``igemm`` (OUT_MOD = 0) on the magnitude planes, then ``guard``: the reference's
+   ozaki.unreliable per element; any failure sets FLAG_SPREAD. A launch of its own, not one
+   more z-slice of step 4: the product of 0..127 planes reaches 127^2 k, which the uint8
+   products mod p of step 4 cannot hold (int32 is exact up to INT32_SAFE_K). The test runs
+   before step 5 because C must stay untouched for the fallback (beta != 0 reads it), so it
+   cannot sit in the reconstruction, whose blocks write C as they go;
+4. ``igemm`` (OUT_MOD = 1), all moduli in one launch: kernels/igemm_s8_wgmma.cu (wgmma) on
+   sm_90, kernels/igemm_s8.cu (mma.sync) elsewhere, or as TUNEDGEMM_OZAKI_GEMM says
+   (`gemm_family`; step 3 uses the same family). It computes the transposed product,
+   op(B)^T-lines times op(A)-lines, so the residue products land in C's column-major order;
+5. ``reconstruct``: CRT, scaling back, alpha and beta. With any flag bit set it writes nothing.
 
 The flag comes back to the host after the call: `Outcome.fell_back()` waits for it, and
 `gemm_or_ieee` then runs the IEEE GEMM the caller passes, on the same stream, so an emulated
-result is never silently wrong (C is untouched until then). Workspace comes from the scratch
+result is never silently wrong (C is untouched until then). The guard's decision is the NumPy
+reference's (tests/unit/test_ozaki_kernels.py emulates it); where the reference recomputes the
+flagged elements, the GPU runs the whole call in IEEE arithmetic. Workspace comes from the scratch
 pool (tunedgemm/cuda.py) and goes back once the stream has passed the call.
 """
 
@@ -23,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,8 +48,16 @@ from .params import KernelConfig, KernelFamily
 _REAL = {"float32": "f", "float64": "d"}
 _DTYPE_CODE = {"float32": 0, "float64": 1}
 BLOCK = (32, 8, 1)  # the conversion kernels' blocks
-TILE = 32  # lines (and depths) per block of the conversion kernels
+TILE = 32  # lines per block of residues
+RES_DEPTH = 128  # depths per block of residues (16 per thread: one 16-byte store per plane)
+REC_ROWS = 4  # rows of C per thread of reconstruct (one uchar4 load per modulus)
+# Lines per block of line_exponents: k contiguous, a warp per line; else a lane per line.
+EXP_LINES = {True: 8, False: 32}
 GRID_Y_MAX = 65535
+# Bits of the call's flag (kernels/ozaki.cu), each with the reason Outcome gives.
+FLAG_NONFINITE = 1
+FLAG_SPREAD = 2
+GUARD_ROWS = 256  # columns of C per block of the guard (32 per thread, 8 threads along j)
 
 
 def round_up(x: int, step: int) -> int:
@@ -62,20 +80,48 @@ class Padded:
 
 
 def workspace_bytes(m: int, n: int, k: int, count: int) -> int:
-    """Device bytes one call needs: residues of both operands, the products mod p, exponents
-    and the flag (each part 256-byte aligned)."""
-    return sum(_workspace_parts(Padded.of(m, n, k), m, n, count).values()) + 256 * 6
+    """Device bytes one call needs: residues and magnitudes of both operands, the products
+    mod p, the magnitude product, exponents, gauges and the flag (each part 256-byte aligned)."""
+    parts = _workspace_parts(Padded.of(m, n, k), m, n, count)
+    return sum(parts.values()) + 256 * len(parts)
 
 
 def _workspace_parts(p: Padded, m: int, n: int, count: int) -> dict[str, int]:
-    return {"res_a": count * p.m * p.k, "res_b": count * p.n * p.k, "products": count * p.n * p.m,
-            "exps_a": 4 * m, "exps_b": 4 * n, "flag": 4}  # fmt: skip
+    # exps: e then q per line (int32); gauge: inv, 2^e max|x|, 2^e ||x|| per line (float64)
+    return {"res_a": (count + 1) * p.m * p.k, "res_b": (count + 1) * p.n * p.k,
+            "products": count * p.n * p.m, "magnitude": 4 * p.n * p.m,
+            "exps_a": 8 * m, "exps_b": 8 * n, "gauge_a": 24 * m, "gauge_b": 24 * n,
+            "flag": 4}  # fmt: skip
+
+
+def pass_bytes(m: int, n: int, k: int, count: int, itemsize: int,
+               beta: bool = False) -> dict[str, int]:  # fmt: skip
+    """The bytes the memory-bound passes must move at least (the benchmark's GB/s): the
+    conversion reads each operand once and writes its count + 1 int8 planes (padded); the
+    reconstruction reads the count uint8 products of each element of C and writes C (reads
+    it too where beta != 0)."""
+    p = Padded.of(m, n, k)
+    return {"conversion": itemsize * (m + n) * k + (count + 1) * (p.m + p.n) * p.k,
+            "reconstruction": count * m * n + itemsize * m * n * (2 if beta else 1)}  # fmt: skip
 
 
 def budgets(count: int) -> tuple[int, int]:
     """The bits of 2^ta ||row of A|| and 2^tb ||column of B|| (ozaki.scale's split of T)."""
     total = ozaki.moduli(count).product.bit_length() - 1 - 2
     return total - total // 2, total // 2
+
+
+def digits(count: int) -> int:
+    """Base-2^32 digits of the scaled integers (|A'|, |B'| < 2^ta, ta >= tb): the residues
+    kernel reduces sum_i d_i (2^(32 i) mod p) instead of x' itself, exact below 2^53."""
+    return max(1, -(-budgets(count)[0] // 32))
+
+
+def power_table(mods: ozaki.Moduli, count_digits: int) -> np.ndarray:
+    """2^(32 i) mod p for each modulus p and digit i, as kernels/ozaki.cu's residues reads it
+    ([z * DIGITS + i], float64)."""
+    return np.array([pow(2, 32 * i, p) for p in mods.values for i in range(count_digits)],
+                    np.float64)  # fmt: skip
 
 
 def crt_table(mods: ozaki.Moduli) -> np.ndarray:
@@ -99,7 +145,9 @@ def line_strides(form: BlasForm) -> tuple[tuple[int, int, bool], tuple[int, int,
 
 def conversion_defines(dtype: str, count: int, kcontig: bool) -> dict[str, int]:
     return {"DTYPE": _DTYPE_CODE[dtype], "KCONTIG": int(kcontig), "COUNT": count,
-            "LIMBS": ozaki.moduli(count).limbs}  # fmt: skip
+            "LIMBS": ozaki.moduli(count).limbs, "FLAG_NONFINITE": FLAG_NONFINITE,
+            "FLAG_SPREAD": FLAG_SPREAD, "EXP_LINES": EXP_LINES[kcontig], "DIGITS": digits(count),
+            "RES_DEPTH": RES_DEPTH, "REC_ROWS": REC_ROWS}  # fmt: skip
 
 
 def gemm_defines(config: KernelConfig, out_mod: bool = True) -> dict[str, int]:
@@ -200,15 +248,20 @@ class Kernels:
         def conversion(defines: dict[str, int], name: str, types: str) -> Any:
             return launcher(compiler.raw_function("ozaki.cu", defines, name), types, BLOCK, 0)
 
-        self.exponents = {s: conversion(d, "line_exponents", "iiPqqiPP") for s, d in conv.items()}
-        self.residues = {s: conversion(d, "residues", "iiPqqPPPii") for s, d in conv.items()}
+        self.exponents = {s: conversion(d, "line_exponents", "iiPqqiPPP")
+                          for s, d in conv.items()}  # fmt: skip
+        self.residues = {s: conversion(d, "residues", "iiPqqPPPPPii") for s, d in conv.items()}
+        self.guard = conversion(conv["a"], "guard", "iiPiPiPiddP")
         self.reconstruct = launcher(compiler.raw_function("ozaki.cu", conv["a"], "reconstruct"),
                                     f"iiPqiPPP{real}{real}PiP", BLOCK, 0)  # fmt: skip
         self.gemm, self.tile = gemm_launcher(config)
+        # The magnitude product: int32, exact (OUT_MOD = 0), by the same config.
+        self.magnitude, self.magnitude_tile = gemm_launcher(config, out_mod=False)
         mods = ozaki.moduli(count)
         # Constants of the count, on the device for the context's lifetime.
         self.moduli = drv.to_device(np.array(mods.values, np.int32))
         self.crt = drv.to_device(crt_table(mods))
+        self.powers = drv.to_device(power_table(mods, digits(count)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -220,18 +273,27 @@ def kernels(dtype: str, count: int, kcontig_a: bool, kcontig_b: bool, config: Ke
 # ---- one call -----------------------------------------------------------------------------
 
 
+def fallback_reason(flag: int, count: int) -> str | None:
+    """Why a call whose flag came back as `flag` fell back (None: it was emulated)."""
+    if flag & FLAG_NONFINITE:
+        return "Inf or NaN in A or B"
+    if flag & FLAG_SPREAD:
+        return f"exponents of A or B spread too widely for {count} moduli"
+    return None
+
+
 class Outcome:
     """A queued emulated call: whether it fell back is known once its flag is back."""
 
-    def __init__(self, reason: str | None, event: int = 0, flag: np.ndarray | None = None) -> None:
-        self.reason, self.event, self.flag = reason, event, flag
+    def __init__(self, reason: str | None, event: int = 0, flag: np.ndarray | None = None,
+                 count: int = 0) -> None:  # fmt: skip
+        self.reason, self.event, self.flag, self.count = reason, event, flag, count
 
     def fell_back(self) -> bool:
         """True when the call was not emulated (C untouched): waits for the flag."""
         if self.flag is not None:
             _driver.check(_calls().cuEventSynchronize(self.event), "cuEventSynchronize")
-            if int(self.flag[0]):
-                self.reason = "Inf or NaN in A or B"
+            self.reason = fallback_reason(int(self.flag[0]), self.count)
             _host_flags.give(self.flag)
             _driver.events.give(self.event)
             self.flag = None
@@ -248,7 +310,8 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
     ozaki.default_count) on the raw stream, with the INT8 GEMM config given or the default
     of `gemm_family`'s pick. Calls it cannot emulate (k = 0, or k beyond
     ozaki.INT32_SAFE_K) return a fallen-back Outcome at once. `marks(name)` is called after
-    the conversion, the INT8 GEMM and the reconstruction are queued (the benchmark's events)."""
+    the conversion ("converted"), the guard ("guarded"), the INT8 GEMM ("multiplied") and the
+    reconstruction ("reconstructed") are queued (the benchmark's events)."""
     m, n, k = form.m, form.n, form.k
     count = ozaki.default_count(np.dtype(dtype)) if count is None else count
     if m == 0 or n == 0:
@@ -269,27 +332,42 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
         _driver.check(calls.cuMemsetD32Async(ptr["flag"], 0, 1, stream), "cuMemsetD32Async")
         ta, tb = budgets(count)
         moduli, crt = int(kern.moduli), int(kern.crt)
-        for side, lines, x, s_line, s_k, budget, lines_pad in (
-            ("a", m, form.a, sla, ska, ta, pad.m),
-            ("b", n, form.b, slb, skb, tb, pad.n),
+        for side, lines, x, s_line, s_k, kc, budget, lines_pad in (
+            ("a", m, form.a, sla, ska, kca, ta, pad.m),
+            ("b", n, form.b, slb, skb, kcb, tb, pad.n),
         ):
-            exps, flag_ptr = ptr["exps_" + side], ptr["flag"]
+            exps, gauge, flag_ptr = ptr["exps_" + side], ptr["gauge_" + side], ptr["flag"]
             kern.exponents[side].launch(
-                (-(-lines // TILE), 1, 1), stream,
-                (lines, k, x, s_line, s_k, budget, exps, flag_ptr))  # fmt: skip
-            kern.residues[side].launch((pad.k // TILE, lines_pad // TILE, 1), stream,
-                                       (lines, k, x, s_line, s_k, exps, moduli, ptr["res_" + side],
-                                        lines_pad, pad.k))  # fmt: skip
+                (-(-lines // EXP_LINES[kc]), 1, 1), stream,
+                (lines, k, x, s_line, s_k, budget, exps, gauge, flag_ptr))  # fmt: skip
+            kern.residues[side].launch((pad.k // RES_DEPTH, lines_pad // TILE, 1), stream,
+                                       (lines, k, x, s_line, s_k, exps, gauge, moduli,
+                                        int(kern.powers), ptr["res_" + side], lines_pad,
+                                        pad.k))  # fmt: skip
         if marks:
             marks("converted")
+        plane_a, plane_b = pad.m * pad.k, pad.n * pad.k
+        tile_rows, tile_cols = kern.magnitude_tile
+        kern.magnitude.launch(
+            (pad.n // tile_rows, pad.m // tile_cols, 1), stream,
+            (pad.n, pad.m, pad.k, ptr["res_b"] + count * plane_b, plane_b,
+             ptr["res_a"] + count * plane_a, plane_a, ptr["magnitude"], pad.n * pad.m, pad.m,
+             moduli))  # fmt: skip
+        kern.guard.launch(
+            (-(-m // BLOCK[0]), min(-(-n // GUARD_ROWS), GRID_Y_MAX), 1), stream,
+            (m, n, ptr["magnitude"], pad.m, ptr["gauge_a"], m, ptr["gauge_b"], n,
+             math.sqrt(k), ozaki.guard_factor(np.dtype(dtype)), ptr["flag"]))  # fmt: skip
+        if marks:
+            marks("guarded")
         tile_rows, tile_cols = kern.tile
         kern.gemm.launch(
             (pad.n // tile_rows, pad.m // tile_cols, count), stream,
-            (pad.n, pad.m, pad.k, ptr["res_b"], pad.n * pad.k, ptr["res_a"], pad.m * pad.k,
+            (pad.n, pad.m, pad.k, ptr["res_b"], plane_b, ptr["res_a"], plane_a,
              ptr["products"], pad.n * pad.m, pad.m, moduli))  # fmt: skip
         if marks:
             marks("multiplied")
-        kern.reconstruct.launch((-(-m // BLOCK[0]), min(-(-n // BLOCK[1]), GRID_Y_MAX), 1), stream,
+        kern.reconstruct.launch((-(-m // (BLOCK[0] * REC_ROWS)), min(-(-n // BLOCK[1]), GRID_Y_MAX),
+                                 1), stream,
                                 (m, n, ptr["products"], pad.n * pad.m, pad.m, ptr["exps_a"],
                                  ptr["exps_b"], crt, alpha, beta, form.c, form.ldc,
                                  ptr["flag"]))  # fmt: skip
@@ -302,7 +380,7 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
         _driver.check(_driver.lib().cuEventRecord(event, stream), "cuEventRecord")
     finally:
         cuda.release_after([workspace], stream)
-    return Outcome(None, event, flag)
+    return Outcome(None, event, flag, count)
 
 
 def gemm_or_ieee(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,

@@ -19,6 +19,7 @@ launch buffers are locked while they are filled, and building a plan twice is ha
 from __future__ import annotations
 
 import collections
+import dataclasses
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,8 @@ import numpy as np
 from . import cuda, recycle, settings
 from ._layout import BlasForm
 from .device_arrays import _kinds, kind_of
-from .precision import get_precision
+from .params import KernelConfig
+from .precision import IEEE, OZAKI, base_mode, get_precision, moduli_count
 
 MAX_PLANS = 1024  # per cache; the least recently used go first
 
@@ -130,6 +132,11 @@ class DevicePlan:
         from . import autotune, selection, table
 
         self.key = key
+        self.choice: KernelConfig | str
+        if base_mode(key.precision) == OZAKI:
+            self.choice, self.reason, self.run = _ozaki(key, form, stream)
+            _log_shape(key)
+            return
         choice = selection.choose(key.dtype, key.m, key.n, key.k, key.trans_a, key.trans_b,
                                   precision=key.precision)  # fmt: skip
         config, reason = choice.config, choice.reason
@@ -163,6 +170,65 @@ class DevicePlan:
 
     def __repr__(self) -> str:
         return f"DevicePlan({self.key}: {self.choice})"
+
+
+def _ozaki(key: GemmKey, form: BlasForm, stream: int) -> tuple[KernelConfig | str, str, Any]:
+    """(choice, reason, run) of a key in an Ozaki mode: the emulation (tunedgemm/
+    ozaki_device.py), with the IEEE plan of the same key for the calls it hands back. Batched
+    keys and k outside the INT32 accumulator's range run that IEEE plan alone."""
+    from . import ozaki
+
+    ieee = device_plan(dataclasses.replace(key, precision=IEEE), form, stream, cache_here())
+    count = moduli_count(key.precision, key.dtype)
+    assert count is not None
+    fallback = f"IEEE arithmetic: {ieee.choice} ({ieee.reason})"
+    if key.batch > 1 or not 1 <= key.k <= ozaki.INT32_SAFE_K:
+        why = (f"{key.batch} products in a batch" if key.batch > 1
+               else f"k = {key.k} is outside 1..{ozaki.INT32_SAFE_K}")  # fmt: skip
+        return ieee.choice, f"{key.precision} not emulated ({why}); {fallback}", ieee.run
+    choice = f"Ozaki scheme II with {count} moduli"
+    reason = (f"{key.precision}: {choice} (INT8 tensor-core products of residues, CRT); a "
+              f"call with Inf or NaN in A or B, or exponents of A or B spread too widely for "
+              f"{count} moduli, runs in {fallback}")  # fmt: skip
+    return choice, reason, _Ozaki(key, count, ieee)
+
+
+class _Ozaki:
+    """run(a, b, c, alpha, beta, stream) of one product by Ozaki scheme II, the IEEE plan
+    running it where the emulation falls back (Inf or NaN, or the accuracy guard: C is
+    untouched until then). Waits for the call's flag (a host sync on the stream): the price of
+    never returning a silently wrong product. `last` is why the latest call fell back (None:
+    emulated; "" before the first call)."""
+
+    __slots__ = ("count", "ieee", "key", "last")
+
+    def __init__(self, key: GemmKey, count: int, ieee: DevicePlan) -> None:
+        self.key, self.count, self.ieee = key, count, ieee
+        self.last: str | None = ""
+
+    def reserve(self, stream: int) -> None:
+        from . import ozaki_device
+
+        self.ieee.reserve(stream)
+        key = self.key  # the pool keeps the workspace for the calls to come
+        cuda.release_after([cuda.allocate(ozaki_device.workspace_bytes(
+            key.m, key.n, key.k, self.count))], stream)  # fmt: skip
+
+    def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+        from . import ozaki_device
+
+        key, ieee = self.key, self.ieee.run
+        form = BlasForm(key.trans_a, key.trans_b, key.m, key.n, key.k, a, key.lda, b, key.ldb,
+                        c, key.ldc, np.dtype(key.dtype).itemsize)  # fmt: skip
+        self.last = ozaki_device.gemm_or_ieee(
+            form, key.dtype, alpha, beta, s, lambda: ieee(a, b, c, alpha, beta, s), self.count)
+
+    def status(self) -> str:
+        """What the latest call did."""
+        if self.last == "":
+            return "no call yet"
+        return "latest call emulated" if self.last is None else \
+            f"latest call fell back to IEEE: {self.last}"  # fmt: skip
 
 
 # cuBLASLt's first picks that autotuning times where cuBLAS competes: on the H100 machine the
@@ -587,7 +653,10 @@ class Gemm:
         m, n, k = self.shape
         head = f"{self.dtype.name} {m}x{n}x{k} precision={self.precision}"
         if self._device_plan is not None:
-            return f"{head}: {self._device_plan.choice}; {self._device_plan.reason}"
+            plan = self._device_plan
+            status = getattr(plan.run, "status", None)  # the Ozaki modes' latest outcome
+            tail = f"; {status()}" if status is not None else ""
+            return f"{head}: {plan.choice}; {plan.reason}{tail}"
         from .selection import explain
 
         general = explain(m, n, k, self.dtype.name, *self.trans, precision=self.precision)

@@ -15,7 +15,7 @@ from . import model, settings, table
 from ._args import dtype_name
 from .families import FAMILIES
 from .params import KernelConfig
-from .precision import IEEE, OZAKI, base_mode
+from .precision import IEEE, OZAKI, base_mode, moduli_count
 
 # Families in order of preference per (dtype, precision) when no table entry applies.
 PREFERENCE = {("float32", IEEE): ("simt", "tiled"), ("float64", IEEE): ("dmma", "tiled")}
@@ -92,13 +92,14 @@ def _choose(
 ) -> Choice:  # fmt: skip
     forced, allow_cublas, _ = state
     if base_mode(precision) == OZAKI:
-        # The emulation's kernels (kernels/igemm_s8.cu, kernels/ozaki.cu, driven by
-        # tunedgemm/ozaki_device.py) have not yet passed their GPU tests. Until they do, an
-        # "ozaki" call on the GPU runs in IEEE arithmetic, the accuracy the emulation is only
-        # meant to match, and explain() says so: never an untested emulated result.
+        # The emulation (tunedgemm/ozaki_device.py, planned by tunedgemm/plans.py) runs the
+        # call; its IEEE fallback (Inf or NaN, spread exponents) is what IEEE mode picks.
         ieee = _choose(dtype, m, n, k, trans_a, trans_b, gpu, cc, state, warn, IEEE)
-        return Choice(ieee.config, f"{precision} requested; its GPU kernels are not yet "
-                      f"validated, so IEEE arithmetic runs: {ieee.reason}", ieee.candidates)
+        count = moduli_count(precision, dtype)
+        return Choice(ieee.config, f"{precision}: Ozaki scheme II with {count} moduli (INT8 "
+                      f"tensor-core products of residues, CRT); a call with Inf or NaN in A "
+                      f"or B, or exponents of A or B spread too widely for {count} moduli, "
+                      f"runs in IEEE arithmetic: {ieee.config} ({ieee.reason})")  # fmt: skip
     if precision != IEEE:
         return _choose_mode(dtype, m, n, k, trans_a, trans_b, gpu, cc, allow_cublas, precision)
     if forced:
@@ -284,4 +285,6 @@ def explain(
     choice = choose(name, m, n, k, bool(trans_a), bool(trans_b), gpu, cc, warn=False,
                     precision=mode)  # fmt: skip
     what = "cuBLAS (through scikit-cuda)" if choice.config == table.CUBLAS else str(choice.config)
+    if base_mode(mode) == OZAKI:
+        what = f"Ozaki scheme II with {moduli_count(mode, name)} moduli"
     return f"{shape}: {what}; {choice.reason}"
