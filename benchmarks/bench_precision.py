@@ -246,13 +246,17 @@ def ozaki_speed_rows(dtype: np.dtype, shapes: list[tuple[int, int, int]],
 
 
 def ozaki_error_rows(dtype: np.dtype, rng: np.random.Generator) -> list[dict[str, Any]]:
-    """Errors of precision="ozaki" and of cuBLAS's native GEMM on the same inputs, m = n =
-    OZAKI_ERROR_MN, k in ERROR_K, for each of OZAKI_INPUTS, against a long-double reference."""
+    """Errors of the emulation (precision "ozaki-N" with the default N: plain "ozaki" runs
+    IEEE arithmetic where that is faster, as at these sizes) and of cuBLAS's native GEMM on
+    the same inputs, m = n = OZAKI_ERROR_MN, k in ERROR_K, for each of OZAKI_INPUTS, against
+    a long-double reference."""
     import cupy
 
     import tunedgemm as tg
+    from tunedgemm import ozaki
 
     routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+    mode = f"ozaki-{ozaki.default_count(np.dtype(dtype))}"
     rows = []
     m = n = OZAKI_ERROR_MN
     for inputs in OZAKI_INPUTS:
@@ -262,20 +266,22 @@ def ozaki_error_rows(dtype: np.dtype, rng: np.random.Generator) -> list[dict[str
             c_native = cupy.full((m, n), np.nan, dtype, order="F")
             bench_device.cublas_into(c_native, a, b, dtype)()
             c = cupy.full((m, n), np.nan, dtype, order="F")
-            routine(1.0, a, b, c=c, overwrite_c=1, precision="ozaki")
+            routine(1.0, a, b, c=c, overwrite_c=1, precision=mode)
             exact, scale = long_double_reference(ha, hb)
             row: dict[str, Any] = {
                 "dtype": np.dtype(dtype).name, "inputs": inputs, "m": m, "n": n, "k": k,
                 "ozaki": relative_errors(cupy.asnumpy(c), exact, scale),
                 "native": relative_errors(cupy.asnumpy(c_native), exact, scale),
-                "chosen": tg.plan(a, b, c, precision="ozaki").explain()}  # fmt: skip
+                "chosen": tg.plan(a, b, c, precision=mode).explain()}  # fmt: skip
+            row["emulated"] = "latest call emulated" in row["chosen"]
             for stat in ("median", "p999"):
                 row[f"x_native_{stat}"] = row["ozaki"][stat] / max(row["native"][stat], 1e-300)
             rows.append(row)
-            print(f"{np.dtype(dtype).name:>8} {inputs:>8} k={k:<6} ozaki "
+            print(f"{np.dtype(dtype).name:>8} {inputs:>8} k={k:<6} {mode} "
                   f"{row['ozaki']['median']:.1e}/{row['ozaki']['p999']:.1e}  native "
                   f"{row['native']['median']:.1e}/{row['native']['p999']:.1e}  x native "
-                  f"{row['x_native_median']:.2f}/{row['x_native_p999']:.2f}", flush=True)
+                  f"{row['x_native_median']:.2f}/{row['x_native_p999']:.2f}"
+                  f"{'' if row['emulated'] else '  (fell back to IEEE)'}", flush=True)
     return rows
 
 

@@ -188,6 +188,11 @@ def _calls() -> Any:
     return lib
 
 
+def fill_words(address: int, word: int, count: int, stream: int) -> None:
+    """Queue `count` 32-bit words of value `word` from `address` on the raw stream."""
+    _driver.check(_calls().cuMemsetD32Async(address, word, count, stream), "cuMemsetD32Async")
+
+
 class _HostFlags:
     """Page-locked int32 flags for the asynchronous read-back, reused."""
 

@@ -174,36 +174,95 @@ class DevicePlan:
 
 def _ozaki(key: GemmKey, form: BlasForm, stream: int) -> tuple[KernelConfig | str, str, Any]:
     """(choice, reason, run) of a key in an Ozaki mode: the emulation (tunedgemm/
-    ozaki_device.py), with the IEEE plan of the same key for the calls it hands back. Batched
-    keys and k outside the INT32 accumulator's range run that IEEE plan alone."""
-    from . import ozaki
+    ozaki_device.py), with cuBLAS's IEEE GEMM (the native routine whose error bounds the
+    mode's; the IEEE plan where cuBLAS is missing) for the calls it hands back. Batched keys
+    and k outside the INT32 accumulator's range run the key's IEEE plan. So does plain "ozaki"
+    where that plan, timed against the emulation at the key's shape when the plan is made
+    (run-time autotuning, TUNEDGEMM_REFINE), is faster: the mode asks for the dtype's own
+    accuracy, which IEEE arithmetic has, and is never slower than IEEE mode. "ozaki-N" (the
+    expert knob) always emulates."""
+    from . import autotune, ozaki
 
     ieee = device_plan(dataclasses.replace(key, precision=IEEE), form, stream, cache_here())
     count = moduli_count(key.precision, key.dtype)
     assert count is not None
-    fallback = f"IEEE arithmetic: {ieee.choice} ({ieee.reason})"
+    native = _cublas_usable()
+    fallback = ("IEEE arithmetic: cuBLAS" if native
+                else f"IEEE arithmetic: {ieee.choice} ({ieee.reason})")  # fmt: skip
     if key.batch > 1 or not 1 <= key.k <= ozaki.INT32_SAFE_K:
         why = (f"{key.batch} products in a batch" if key.batch > 1
                else f"k = {key.k} is outside 1..{ozaki.INT32_SAFE_K}")  # fmt: skip
-        return ieee.choice, f"{key.precision} not emulated ({why}); {fallback}", ieee.run
+        return ieee.choice, (f"{key.precision} not emulated ({why}); IEEE arithmetic: "
+                             f"{ieee.choice} ({ieee.reason})"), ieee.run  # fmt: skip
+    runner = _Ozaki(key, count, ieee, native)
+    if key.precision == OZAKI and autotune.enabled():
+        timed = _time_emulation(key, count, ieee.run)
+        if timed is not None and timed[1] < timed[0]:
+            return ieee.choice, (
+                f"{key.precision}: IEEE arithmetic, faster here than the emulation with "
+                f"{count} moduli ({timed[1]:.3g} against {timed[0]:.3g} ms a call, timed at "
+                f"this shape): {ieee.choice} ({ieee.reason})"), ieee.run  # fmt: skip
     choice = f"Ozaki scheme II with {count} moduli"
     reason = (f"{key.precision}: {choice} (INT8 tensor-core products of residues, CRT); a "
               f"call with Inf or NaN in A or B, or exponents of A or B spread too widely for "
               f"{count} moduli, runs in {fallback}")  # fmt: skip
-    return choice, reason, _Ozaki(key, count, ieee)
+    return choice, reason, runner
+
+
+# The value the timing operands hold: float32 1.0, and as float64 (the word twice) 2^-7 and a
+# little. Equal elements: scaling is exact and the guard never falls back, so the timing is
+# the emulation's.
+_TIMING_WORD = 0x3F800000
+
+
+def _time_emulation(key: GemmKey, count: int, ieee_run: Any) -> tuple[float, float] | None:
+    """(emulation, IEEE plan) ms a call at the key's shape, on scratch operands; None where
+    they cannot be timed (device memory short, a launch failed)."""
+    from . import autotune, ozaki_device, timing
+
+    size = np.dtype(key.dtype).itemsize
+    elements = (key.lda * (key.m if key.trans_a else key.k),
+                key.ldb * (key.k if key.trans_b else key.n), key.ldc * key.n)  # fmt: skip
+    buffers: list[Any] = []
+    try:
+        buffers += [cuda.allocate(max(e, 1) * size) for e in elements]
+        for buffer, e in zip(buffers, elements, strict=True):
+            ozaki_device.fill_words(int(buffer), _TIMING_WORD, max(e, 1) * size // 4, 0)
+        a, b, c = (int(x) for x in buffers)
+        form = BlasForm(key.trans_a, key.trans_b, key.m, key.n, key.k, a, key.lda, b, key.ldb,
+                        c, key.ldc, size)  # fmt: skip
+        outcomes: list[Any] = []
+
+        def emulate() -> None:
+            outcomes.append(ozaki_device.gemm(form, key.dtype, 1.0, 0.0, 0, count))
+
+        # An emulated call waits for its flag before it returns: its GPU and host times add.
+        emulated_ms = sum(timing.gpu_and_host_ms(emulate, 1, 3, None))
+        ieee_ms = autotune.call_cost(*timing.gpu_and_host_ms(
+            lambda: ieee_run(a, b, c, 1.0, 0.0, 0), 1, 3, None))  # fmt: skip
+        if any([o.fell_back() for o in outcomes]):  # every flag back to its pool
+            return None
+    except Exception:  # memory short, or a launch failed: emulate, as asked
+        return None
+    finally:
+        cuda.release_after(buffers, 0)  # back to the pool once the stream has passed them
+    return emulated_ms, ieee_ms
 
 
 class _Ozaki:
-    """run(a, b, c, alpha, beta, stream) of one product by Ozaki scheme II, the IEEE plan
-    running it where the emulation falls back (Inf or NaN, or the accuracy guard: C is
-    untouched until then). Waits for the call's flag (a host sync on the stream): the price of
-    never returning a silently wrong product. `last` is why the latest call fell back (None:
-    emulated; "" before the first call)."""
+    """run(a, b, c, alpha, beta, stream) of one product by Ozaki scheme II, cuBLAS's IEEE
+    GEMM (or without cuBLAS the IEEE plan) running it where the emulation falls back (Inf or
+    NaN, or the accuracy guard: C is untouched until then). Waits for the call's flag (a host
+    sync on the stream): the price of never returning a silently wrong product. `last` is why
+    the latest call fell back (None: emulated; "" before the first call)."""
 
-    __slots__ = ("count", "ieee", "key", "last")
+    __slots__ = ("count", "ieee", "key", "last", "native")
 
-    def __init__(self, key: GemmKey, count: int, ieee: DevicePlan) -> None:
+    def __init__(self, key: GemmKey, count: int, ieee: DevicePlan, native: bool) -> None:
+        from . import reference
+
         self.key, self.count, self.ieee = key, count, ieee
+        self.native = reference.direct(np.dtype(key.dtype)) if native else None
         self.last: str | None = ""
 
     def reserve(self, stream: int) -> None:
@@ -217,11 +276,19 @@ class _Ozaki:
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
         from . import ozaki_device
 
-        key, ieee = self.key, self.ieee.run
+        key, ieee, native = self.key, self.ieee.run, self.native
         form = BlasForm(key.trans_a, key.trans_b, key.m, key.n, key.k, a, key.lda, b, key.ldb,
                         c, key.ldc, np.dtype(key.dtype).itemsize)  # fmt: skip
-        self.last = ozaki_device.gemm_or_ieee(
-            form, key.dtype, alpha, beta, s, lambda: ieee(a, b, c, alpha, beta, s), self.count)
+
+        def fallback() -> None:
+            if native is None:
+                ieee(a, b, c, alpha, beta, s)
+            else:
+                native(key.trans_a, key.trans_b, key.m, key.n, key.k, alpha, a, key.lda, b,
+                       key.ldb, beta, c, key.ldc, s)  # fmt: skip
+
+        self.last = ozaki_device.gemm_or_ieee(form, key.dtype, alpha, beta, s, fallback,
+                                              self.count)  # fmt: skip
 
     def status(self) -> str:
         """What the latest call did."""

@@ -453,6 +453,8 @@ def test_ozaki_plan_runs_the_emulation_and_falls_back_to_its_ieee_plan(monkeypat
     monkeypatch.setattr(plans, "device_plan", lambda key, form, stream, cache=None:
                         asked.append(key) or ieee)  # fmt: skip
     monkeypatch.setattr(plans, "cache_here", lambda: None)
+    monkeypatch.setattr(plans, "_cublas_usable", lambda: False)  # so the IEEE plan falls back
+    monkeypatch.setattr(plans, "_time_emulation", lambda key, count, run: None)
 
     def fake_gemm_or_ieee(form, dtype, alpha, beta, stream, run_ieee, count=None, config=None):
         assert (form.m, form.n, form.k, form.a, form.b, form.c) == (300, 200, 100, 11, 22, 33)
@@ -491,3 +493,58 @@ def test_ozaki_plan_leaves_batches_and_long_k_to_ieee(monkeypatch) -> None:
         plan = plans.DevicePlan(key, form, 0)
         assert plan.run == ieee.run and plan.choice == ieee.choice
         assert plan.reason.startswith("ozaki-9 not emulated")
+
+
+def _ozaki_plan(monkeypatch, mode: str, timed, native=None):
+    """A DevicePlan of a 300 x 200 x 100 float64 key in `mode`, with a fake IEEE plan, the
+    emulation-against-IEEE timing returning `timed`, and cuBLAS's direct call `native` (None:
+    cuBLAS unusable)."""
+    from tunedgemm import autotune, plans, reference
+
+    ieee = _FakeIeeePlan()
+    monkeypatch.setattr(plans, "device_plan", lambda key, form, stream, cache=None: ieee)
+    monkeypatch.setattr(plans, "cache_here", lambda: None)
+    monkeypatch.setattr(plans, "_cublas_usable", lambda: native is not None)
+    monkeypatch.setattr(reference, "direct", lambda dtype, precision="ieee": native)
+    monkeypatch.setattr(autotune, "enabled", lambda: True)
+    times: list = []
+    monkeypatch.setattr(plans, "_time_emulation",
+                        lambda key, count, run: times.append(key) or timed)  # fmt: skip
+    form = BlasForm(False, True, 300, 200, 100, 11, 300, 22, 200, 33, 300, 8)
+    return plans.DevicePlan(plans.GemmKey.of(form, "float64", mode), form, 7), ieee, times
+
+
+def test_plain_ozaki_runs_ieee_where_that_was_timed_faster(monkeypatch) -> None:
+    """"ozaki" asks for float64's accuracy: where the IEEE plan was timed faster than the
+    emulation at the key's shape, the plan is that IEEE plan, and says why."""
+    plan, ieee, times = _ozaki_plan(monkeypatch, "ozaki", (2.0, 1.0))
+    assert len(times) == 1 and plan.run == ieee.run and plan.choice == ieee.choice
+    assert "IEEE arithmetic, faster here than the emulation with 16 moduli" in plan.reason
+    assert "1 against 2 ms" in plan.reason
+
+
+@pytest.mark.parametrize(("mode", "timed"), [("ozaki", (1.0, 2.0)), ("ozaki", None),
+                                             ("ozaki-16", (2.0, 1.0))])  # fmt: skip
+def test_ozaki_emulates_where_faster_untimed_or_asked_by_count(monkeypatch, mode, timed) -> None:
+    """The emulation runs where it was timed faster, where it could not be timed, and always
+    in "ozaki-N", the expert knob (which is never timed)."""
+    plan, ieee, times = _ozaki_plan(monkeypatch, mode, timed)
+    assert plan.choice == "Ozaki scheme II with 16 moduli" and plan.run != ieee.run
+    assert len(times) == (mode == "ozaki")
+
+
+def test_ozaki_falls_back_to_cublas_itself_where_it_serves(monkeypatch) -> None:
+    """The accuracy bound is cuBLAS's own error: a call the emulation hands back runs
+    cuBLAS's GEMM (the native routine) on the call's arguments, not the IEEE plan."""
+    calls: list = []
+    plan, ieee, _ = _ozaki_plan(monkeypatch, "ozaki-16", None, lambda *a: calls.append(a))
+
+    def fake_gemm_or_ieee(form, dtype, alpha, beta, stream, run_ieee, count=None, config=None):
+        run_ieee()
+        return ozaki_device.fallback_reason(ozaki_device.FLAG_SPREAD, count)
+
+    monkeypatch.setattr(ozaki_device, "gemm_or_ieee", fake_gemm_or_ieee)
+    assert "runs in IEEE arithmetic: cuBLAS" in plan.reason
+    plan.run(11, 22, 33, 2.0, 0.5, 7)
+    assert ieee.calls == []
+    assert calls == [(False, True, 300, 200, 100, 2.0, 11, 300, 22, 200, 0.5, 33, 300, 7)]
