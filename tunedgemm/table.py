@@ -167,7 +167,9 @@ def _config(raw: Any, where: str) -> KernelConfig | str:
         isinstance(k, str) and _is_int(v) for k, v in params.items()
     ):
         raise TableError(f"{where}: params of {raw['family']!r} are not names with integers")
-    return KernelConfig.make(raw["family"], params)
+    from .families import recorded_config
+
+    return recorded_config(raw["family"], params)
 
 
 def _own_config(raw: Any, where: str) -> KernelConfig:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..families import recorded_config
 from ..params import KernelConfig
 from ..table import CUBLAS
 
@@ -56,4 +57,4 @@ def _config(raw: object) -> KernelConfig | str:
     if raw == CUBLAS:
         return CUBLAS
     assert isinstance(raw, dict)
-    return KernelConfig.make(raw["family"], raw["params"])
+    return recorded_config(raw["family"], raw["params"])

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..families import recorded_config
 from ..params import KernelConfig
 from ..table import SCHEMA_VERSION, TableError, config_json, family_hashes
 from .driver import Result
@@ -57,7 +58,7 @@ def config_from_text(text: str) -> KernelConfig | None:
         return None
     try:
         pairs = [item.split("=") for item in match[2].split(",") if item]
-        return KernelConfig.make(match[1], {name: int(value) for name, value in pairs})
+        return recorded_config(match[1], {name: int(value) for name, value in pairs})
     except ValueError:
         return None
 
