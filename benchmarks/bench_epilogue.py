@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 # Small k (writing C dominates: 8192^2 doubles are 512 MiB against 16 MiB of A and B), and a
 # square one where the main loop does.
 SHAPES = [(8192, 8192, 128), (1500, 1500, 64), (4096, 4096, 64), (4096, 4096, 4096)]
@@ -70,7 +72,7 @@ def time_shape(shape: tuple[int, int, int], configs: list[Any], betas: list[floa
 
     m, n, k = shape
     problem = problems.make(m, n, k, "float64")
-    problem.set_c(problem.c() * 0 + 0.5)  # finite C for beta != 0
+    problem.set_c(np.full((m, n), 0.5))  # finite C (made NaN) for beta != 0
     rows = []
     for beta in betas:
         cublas_ms = float("nan")
@@ -101,7 +103,7 @@ def bit_equal(shape: tuple[int, int, int], config: Any) -> bool:
     from tunedgemm.tuning import problems
 
     problem = problems.make(*shape, "float64")
-    start = problem.c() * 0 + 0.25
+    start = np.full(shape[:2], 0.25)
     outs = []
     for value in (0, 1):
         problem.set_c(start)
