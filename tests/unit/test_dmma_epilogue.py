@@ -17,7 +17,7 @@ import pytest
 from helpers import assert_no_spills, compile_report
 
 from tunedgemm import table
-from tunedgemm.families import FAMILIES, dmma, recorded_config
+from tunedgemm.families import FAMILIES, dmma
 from tunedgemm.params import KernelConfig
 
 FAMILY = FAMILIES["dmma"]
@@ -31,14 +31,14 @@ def _with(**change: int) -> KernelConfig:
 def test_recorded_config_without_epilogue_is_the_direct_kernel():
     params = {k: v for k, v in FAMILY.default_config("float64").as_dict().items()
               if k != "EPILOGUE"}  # fmt: skip
-    config = recorded_config("dmma", params)
+    config = table.recorded_config("dmma", params)
     assert config["EPILOGUE"] == 0 and config == FAMILY.default_config("float64")
     assert FAMILY.violations(config, "float64") == []
     # Named values are kept; tunables without an `absent` value stay required.
-    assert recorded_config("dmma", {**params, "EPILOGUE": 1})["EPILOGUE"] == 1
+    assert table.recorded_config("dmma", {**params, "EPILOGUE": 1})["EPILOGUE"] == 1
     assert "missing parameter BM" in FAMILY.violations(
-        recorded_config("dmma", {k: v for k, v in params.items() if k != "BM"}), "float64")
-    assert recorded_config("nosuch", {"X": 1}) == KernelConfig.make("nosuch", {"X": 1})
+        table.recorded_config("dmma", {k: v for k, v in params.items() if k != "BM"}), "float64")
+    assert table.recorded_config("nosuch", {"X": 1}) == KernelConfig.make("nosuch", {"X": 1})
 
 
 def test_shipped_dmma_entries_load_valid_with_epilogue_0():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..params import IEEE, KernelConfig, KernelFamily, Params
+from ..params import IEEE, KernelConfig, KernelFamily
 from . import dmma, simt, tf32, tf32_wgmma, tiled
 
 FAMILIES: dict[str, KernelFamily] = {
@@ -21,10 +21,3 @@ def family_of(config: KernelConfig) -> KernelFamily:
         return FAMILIES[config.family]
     except KeyError:
         raise ValueError(f"unknown kernel family {config.family!r}") from None
-
-
-def recorded_config(family: str, params: Params) -> KernelConfig:
-    """A config read from a table or checkpoint, its family's later tunables completed
-    (KernelFamily.recorded); an unknown family's as written (its check says what is wrong)."""
-    known = FAMILIES.get(family)
-    return known.recorded(params) if known is not None else KernelConfig.make(family, params)

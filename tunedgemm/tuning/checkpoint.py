@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..families import recorded_config
 from ..params import KernelConfig
-from ..table import CUBLAS
+from ..table import CUBLAS, recorded_config
 
 if TYPE_CHECKING:
     from .driver import Result
