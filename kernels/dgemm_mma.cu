@@ -30,6 +30,13 @@
 //   * Optional split-K: blockIdx.z takes a contiguous range of k-tiles and writes its raw partial
 //     sums to the launcher's workspace, which splitk_reduce (common.cuh) adds in a fixed order:
 //     deterministic. Otherwise an alpha/beta epilogue that never reads C when beta == 0.
+//   * Epilogue (EPILOGUE): 0 stores each accumulator straight from its fragment, 8 bytes a lane,
+//     a warp's access covering 8 rows (64 bytes, half a 128-byte line) of each of 4 columns;
+//     1 stages each warp's tile, 8 columns (one n8 mma tile) at a time, in the operand ring
+//     (free once the main loop is done) and writes it down the columns: with ALIGNED, 16 bytes
+//     a lane, so a warp access covers whole 128-byte lines (of C, or of the workspace under
+//     split-K) with half the store (and, for beta != 0, load) instructions; without, 8 bytes a
+//     lane, 256 contiguous bytes. Both apply the same fma to the same sums: bit-equal results.
 #include "common.cuh"
 
 #if DTYPE != 1
@@ -63,6 +70,9 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1   // minimum resident blocks per SM (__launch_bounds__)
 #endif
+#ifndef EPILOGUE
+#define EPILOGUE 0     // C stores: 0 straight from the fragments; 1 staged in shared memory, along m
+#endif
 // Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -81,6 +91,8 @@
 #define B_KCONTIG (!TRANS_B)       // B's unit stride runs along k
 #define A_STAGE (A_KCONTIG ? BM * LDK : BK * LDA_MN)   // doubles per stage of A
 #define B_STAGE (B_KCONTIG ? BN * LDK : BK * LDB_MN)   // doubles per stage of B
+#define LDE (WM + 2)               // column stride of a warp's staging buffer (EPILOGUE=1)
+#define EVEC (ALIGNED ? 2 : 1)     // doubles per global access of C in the staged epilogue
 
 #if (BM % WM) || (BN % WN) || (WM % 16) || (WN % 16) || (BK % MMA_K) || (BK % 8)
 #error "tile sizes violate the constraints of dgemm_mma"
@@ -90,6 +102,9 @@
 #endif
 #if STAGES < 2
 #error "STAGES must be at least 2"
+#endif
+#if EPILOGUE != 0 && EPILOGUE != 1
+#error "EPILOGUE must be 0 or 1"
 #endif
 
 // Stage one BX x BK slice of an operand G (extent X along mn, K along k) into shared memory.
@@ -188,6 +203,19 @@ __device__ __forceinline__ void mma_f64(double (&d)[4], const double (&a)[A_FRAG
           "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
 #endif
 }
+
+#if EPILOGUE == 1
+// One element of the staged epilogue, as store_c computes it (the same bits): alpha * acc +
+// beta * old, old unused when beta == 0; under split-K the raw sum.
+__device__ __forceinline__ double epilogue_value(double acc, double old, double alpha, double beta)
+{
+#if SPLIT_K > 1
+    return acc;
+#else
+    return beta == 0.0 ? fma(alpha, acc, 0.0) : fma(beta, old, alpha * acc);
+#endif
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
@@ -336,6 +364,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     }
     cp_async_wait<0>();
 
+#if EPILOGUE == 0
     // Epilogue: c[2h + e] = C(g + 8h, 2t + e) of each 16 x 8 tile.
 #pragma unroll
     for (int i = 0; i < MT; ++i)
@@ -350,4 +379,78 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                     if (gi < m && gj < n)
                         store_c(C + (size_t)gi + (size_t)gj * ldc, acc[i][j][2 * h + e], alpha, beta);
                 }
+#else
+    // Staged epilogue. Every warp is past its last read of the ring (the stale fragment reads
+    // after the last tile's barrier included) before any warp overwrites it.
+    __syncthreads();
+    if (row0 + wm0 >= m) return;   // a warp wholly below C (no block barrier follows)
+    // This warp's buffer: 8 columns of WM rows, column stride LDE = 2 (mod 16) doubles, so the
+    // fragment writes (rows g, columns 2t + e) hit each 8-byte bank pair once per half-warp
+    // and 16-byte reads stay aligned. _smem_bytes (families/dmma.py) covers every warp's.
+    double* const stage = reinterpret_cast<double*>(smem_raw) + warp * (8 * LDE);
+    constexpr int PER_COL = WM / EVEC;          // accesses per column of the buffer
+    constexpr int PASSES = 8 * PER_COL / 32;    // accesses per lane per 8 columns
+#if EVEC == 2
+    typedef double2 Piece;                      // one access of C
+#else
+    typedef double Piece;
+#endif
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int col = col0 + wn0 + 8 * j;
+        if (col >= n) break;                    // warp-uniform: columns past C's edge
+        // Consecutive lanes take consecutive EVEC-element pieces down one column: pass p of
+        // this lane is row r = ((lane + 32p) % PER_COL) * EVEC of column (lane + 32p) / PER_COL.
+        // rows: how many of the piece's EVEC rows lie in C (0: none, or its column is past n).
+        int rows[PASSES];
+        double* cp[PASSES];
+#pragma unroll
+        for (int pass = 0; pass < PASSES; ++pass) {
+            const int v = lane + 32 * pass;
+            const int gi = row0 + wm0 + (v % PER_COL) * EVEC, gj = col + v / PER_COL;
+            rows[pass] = gj < n ? max(0, min(EVEC, m - gi)) : 0;
+            cp[pass] = C + (size_t)gi + (size_t)gj * ldc;
+        }
+        // Old values of C first (beta != 0), so that all of them are in flight together.
+        Piece old[PASSES];
+#pragma unroll
+        for (int pass = 0; pass < PASSES; ++pass) {
+            old[pass] = Piece{};
+#if SPLIT_K == 1
+            if (beta != 0.0) {
+#if EVEC == 2
+                if (rows[pass] == 2) old[pass] = *reinterpret_cast<const double2*>(cp[pass]);
+                else if (rows[pass] == 1) old[pass].x = *cp[pass];
+#else
+                if (rows[pass]) old[pass] = *cp[pass];
+#endif
+            }
+#endif
+        }
+        // c[2h + e] of tile (i, j) is C(16i + 8h + g, 2t + e) of the warp's 8 columns.
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    stage[(2 * t + e) * LDE + 16 * i + 8 * h + g] = acc[i][j][2 * h + e];
+        __syncwarp();
+#pragma unroll
+        for (int pass = 0; pass < PASSES; ++pass) {
+            const int v = lane + 32 * pass;
+            const Piece val = *reinterpret_cast<const Piece*>(stage + (v / PER_COL) * LDE
+                                                              + (v % PER_COL) * EVEC);
+#if EVEC == 2
+            const double2 out = make_double2(epilogue_value(val.x, old[pass].x, alpha, beta),
+                                             epilogue_value(val.y, old[pass].y, alpha, beta));
+            if (rows[pass] == 2) *reinterpret_cast<double2*>(cp[pass]) = out;
+            else if (rows[pass] == 1) *cp[pass] = out.x;   // C's last row, odd m
+#else
+            if (rows[pass]) *cp[pass] = epilogue_value(val, old[pass], alpha, beta);
+#endif
+        }
+        __syncwarp();                           // read before the next columns overwrite it
+    }
+#endif
 }

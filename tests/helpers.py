@@ -5,7 +5,10 @@ modules import it by name under --import-mode=importlib, where conftest.py is no
 
 from __future__ import annotations
 
+import re
+import subprocess
 import threading
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -180,3 +183,39 @@ def assert_tf32_mode(out, mode: str, alpha: float, a: np.ndarray, b: np.ndarray,
     if frobenius and out.size >= 1000 and beta == 0.0:
         norm = np.linalg.norm(out - exact) / np.linalg.norm(exact)
         assert norm <= checks.TF32_FROBENIUS, f"{what}: Frobenius error {norm:.3e}"
+
+
+def compile_report(source: str, defines: dict, tmp_path: Path) -> str:
+    """nvcc -cubin for sm_90 (plus the family's suffix) of a template with these defines,
+    into tmp_path/kernel.cubin; ptxas's -v report (asserts that it compiled)."""
+    from tunedgemm.compiler import arch_suffix, options, source_text
+
+    src = tmp_path / "kernel.cu"
+    src.write_text(source_text(source))
+    result = subprocess.run(
+        [
+            "nvcc",
+            "-cubin",
+            f"-arch=sm_90{arch_suffix(source)}",
+            "-Xptxas",
+            "-v",
+            *options(defines),
+            "-o",
+            str(tmp_path / "kernel.cubin"),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+def assert_no_spills(report: str, label: str = "") -> None:
+    """Every function of a ptxas -v report has no stack frame and no spills."""
+    spills = re.findall(
+        r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill", report
+    )
+    assert spills, report
+    assert all(v == ("0", "0", "0") for v in spills), f"{label}\n{report}"

@@ -23,11 +23,16 @@ IEEE = "ieee"  # the precision mode of a dtype's own arithmetic; every other mod
 
 @dataclass(frozen=True)
 class Tunable:
-    """One compile-time parameter: its define name, the values the tuner may try, its meaning."""
+    """One compile-time parameter: its define name, the values the tuner may try, its meaning.
+
+    `absent` is the value a recorded config without this parameter stands for (one written
+    before the parameter existed, whose kernel that value reproduces); None: configs must
+    name it."""
 
     name: str
     values: tuple[int, ...]
     help: str
+    absent: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,13 @@ class KernelFamily:
         if precision in self.mode_defaults:
             return KernelConfig.make(self.name, self.mode_defaults[precision])
         return KernelConfig.make(self.name, self.defaults[dtype])
+
+    def recorded(self, params: Params) -> KernelConfig:
+        """A config as a table or checkpoint records it, with each tunable it lacks that has
+        an `absent` value set to that value (the kernel it was timed as)."""
+        missing = {t.name: t.absent for t in self.tunables
+                   if t.absent is not None and t.name not in params}  # fmt: skip
+        return KernelConfig.make(self.name, {**params, **missing})
 
     def violations(self, config: KernelConfig, dtype: str) -> list[str]:
         """Every rule the config breaks (empty when it may be compiled and launched)."""

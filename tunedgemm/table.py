@@ -167,7 +167,16 @@ def _config(raw: Any, where: str) -> KernelConfig | str:
         isinstance(k, str) and _is_int(v) for k, v in params.items()
     ):
         raise TableError(f"{where}: params of {raw['family']!r} are not names with integers")
-    return KernelConfig.make(raw["family"], params)
+    return recorded_config(raw["family"], params)
+
+
+def recorded_config(family: str, params: dict[str, int]) -> KernelConfig:
+    """A config as a table or checkpoint records it, its family's later tunables completed
+    (KernelFamily.recorded); an unknown family's as written (its check says what is wrong)."""
+    from .families import FAMILIES
+
+    known = FAMILIES.get(family)
+    return known.recorded(params) if known is not None else KernelConfig.make(family, params)
 
 
 def _own_config(raw: Any, where: str) -> KernelConfig:

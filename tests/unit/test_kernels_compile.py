@@ -8,47 +8,16 @@ import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from helpers import assert_no_spills, compile_report
 
-from tunedgemm.compiler import arch_suffix, kernels_dir, options, source_text
+from tunedgemm.compiler import kernels_dir
 from tunedgemm.families import FAMILIES
 from tunedgemm.params import ITEMSIZE
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 _DTYPE = {"float32": 0, "float64": 1}
-
-
-def compile_report(source: str, defines: dict, tmp_path: Path) -> str:
-    src = tmp_path / "kernel.cu"
-    src.write_text(source_text(source))
-    result = subprocess.run(
-        [
-            "nvcc",
-            "-cubin",
-            f"-arch=sm_90{arch_suffix(source)}",
-            "-Xptxas",
-            "-v",
-            *options(defines),
-            "-o",
-            str(tmp_path / "kernel.cubin"),
-            str(src),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stderr
-
-
-def assert_no_spills(report: str, label: str = "") -> None:
-    spills = re.findall(
-        r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill", report
-    )
-    assert spills, report
-    assert all(v == ("0", "0", "0") for v in spills), f"{label}\n{report}"
 
 
 def variants():

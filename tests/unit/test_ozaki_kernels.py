@@ -374,7 +374,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not o
 
 
 def _compile(source: str, defines: dict, tmp_path) -> str:
-    from unit.test_kernels_compile import compile_report
+    from helpers import compile_report
 
     return compile_report(source, defines, tmp_path)
 
@@ -383,7 +383,7 @@ def _compile(source: str, defines: dict, tmp_path) -> str:
 def test_ozaki_templates_compile_without_spills(tmp_path) -> None:
     """The conversion kernels in every dtype, layout and a few counts; the INT8 GEMM's
     default in both output modes, whose SASS main loop must be IMMA 16832 (with cuobjdump)."""
-    from unit.test_kernels_compile import assert_no_spills
+    from helpers import assert_no_spills
 
     jobs = [("ozaki.cu", ozaki_device.conversion_defines(dtype, count, kc))
             for dtype, kc, count in itertools.product(("float32", "float64"), (False, True),

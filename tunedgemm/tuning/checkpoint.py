@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..params import KernelConfig
-from ..table import CUBLAS
+from ..table import CUBLAS, recorded_config
 
 if TYPE_CHECKING:
     from .driver import Result
@@ -56,4 +56,4 @@ def _config(raw: object) -> KernelConfig | str:
     if raw == CUBLAS:
         return CUBLAS
     assert isinstance(raw, dict)
-    return KernelConfig.make(raw["family"], raw["params"])
+    return recorded_config(raw["family"], raw["params"])
