@@ -294,7 +294,7 @@ def test_spread_inputs_fall_back_say_why_and_leave_c(dtype) -> None:
     assert outcome.reason == f"exponents of A or B spread too widely for {count} moduli"
     np.testing.assert_array_equal(got, c0)
     da, db = gpuarray.to_gpu(np.asfortranarray(a)), gpuarray.to_gpu(np.asfortranarray(b))
-    plan = tunedgemm.plan(da, db, precision="ozaki")
+    plan = tunedgemm.plan(da, db, precision=f"ozaki-{count}")  # emulated at any speed
     result = plan.run(da, db).get()
     text = plan.explain()
     assert f"Ozaki scheme II with {count} moduli" in text, text
@@ -307,8 +307,9 @@ def test_spread_inputs_fall_back_say_why_and_leave_c(dtype) -> None:
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_public_ozaki_calls_device_and_host(dtype) -> None:
-    """precision="ozaki" through the public calls, on device arrays (a plan) and on host
-    arrays (the pipeline): emulated (explain says so), within the dtype's IEEE tolerance."""
+    """precision="ozaki-N" through the public calls, on device arrays (a plan) and on host
+    arrays (the pipeline): emulated (explain says so), within the dtype's IEEE tolerance.
+    (Plain "ozaki" runs IEEE arithmetic at this size, where it is faster: the next test.)"""
     import pycuda.gpuarray as gpuarray
 
     import tunedgemm
@@ -319,17 +320,37 @@ def test_public_ozaki_calls_device_and_host(dtype) -> None:
     a, b = _operands("uniform", rng, m, n, k, dtype)
     da, db = gpuarray.to_gpu(a), gpuarray.to_gpu(b)
     gemm = tunedgemm.sgemm if dtype == np.float32 else tunedgemm.dgemm
-    plan = tunedgemm.plan(da, db, precision="ozaki")
-    for out in (plan.run(da, db).get(), tunedgemm.matmul(da, db, precision="ozaki").get(),
-                gemm(1.0, a, b, precision="ozaki")):  # fmt: skip
+    count = ozaki.default_count(np.dtype(dtype))
+    mode = f"ozaki-{count}"
+    plan = tunedgemm.plan(da, db, precision=mode)
+    for out in (plan.run(da, db).get(), tunedgemm.matmul(da, db, precision=mode).get(),
+                gemm(1.0, a, b, precision=mode)):  # fmt: skip
         ok, error, tol = checks.check(np.asarray(out), 1.0, a, b, 0.0, None, dtype)
         assert ok, f"scaled error {error:.3e} > tolerance {tol:.3e}"
     text = plan.explain()
-    count = ozaki.default_count(np.dtype(dtype))
-    assert "precision=ozaki" in text and f"{count} moduli" in text, text
+    assert f"precision={mode}" in text and f"{count} moduli" in text, text
     assert text.endswith("latest call emulated"), text
     host = tunedgemm.explain(m, n, k, np.dtype(dtype).name, precision="ozaki")
     assert f"Ozaki scheme II with {count} moduli" in host, host
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_plain_ozaki_runs_ieee_where_the_emulation_is_slower(dtype) -> None:
+    """At 256^3 the emulation's ten launches cost more than one IEEE GEMM: plain "ozaki" times
+    both when its plan is made, runs IEEE arithmetic, says so, and is right."""
+    import pycuda.gpuarray as gpuarray
+
+    import tunedgemm
+    from tunedgemm import checks
+
+    rng = np.random.default_rng()
+    a, b = _operands("uniform", rng, 256, 256, 256, dtype)
+    da, db = gpuarray.to_gpu(a), gpuarray.to_gpu(b)
+    plan = tunedgemm.plan(da, db, precision="ozaki")
+    out = plan.run(da, db).get()
+    ok, error, tol = checks.check(np.asarray(out), 1.0, a, b, 0.0, None, dtype)
+    assert ok, f"scaled error {error:.3e} > tolerance {tol:.3e}"
+    assert "IEEE arithmetic, faster here than the emulation" in plan.explain(), plan.explain()
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
