@@ -75,11 +75,11 @@ def test_staging_fits_in_the_operand_ring():
             assert dmma._staging(p) * 8 <= dmma._smem_bytes(p, 8)
 
 
-def test_space_has_both_epilogues_for_every_other_choice():
-    space = set(FAMILY.space("float64"))
-    for config in space:
-        flipped = _with(**{**config.as_dict(), "EPILOGUE": 1 - config["EPILOGUE"]})
-        assert flipped in space, config
+def test_staged_epilogue_stays_out_of_the_space_until_its_gpu_test_passes():
+    """EPILOGUE=1 failed bit-equality on the H100 (2026-11-25): no config of the space, so
+    no tuned or table choice, has it; it stays valid for explicit runs (tests, benchmark)."""
+    assert {config["EPILOGUE"] for config in FAMILY.space("float64")} == {0}
+    assert not FAMILY.violations(_with(EPILOGUE=1), "float64")
 
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -130,7 +130,8 @@ def test_staged_default_compiles_with_wide_stores(split, tmp_path):
 @pytest.mark.slow
 @needs_nvcc
 def test_every_staged_config_compiles_without_spills(tmp_path):
-    """Every EPILOGUE=1 config of the space (the call-time variants rotating across it)."""
-    staged = [c for c in FAMILY.space("float64") if c["EPILOGUE"] == 1]
+    """Every config of the space with EPILOGUE=1 (the call-time variants rotating across
+    them), ready for the day the staged epilogue joins the space."""
+    staged = [_with(**{**c.as_dict(), "EPILOGUE": 1}) for c in FAMILY.space("float64")]
     cycle = itertools.cycle(itertools.product((0, 1), (0, 1), (0, 1)))
     _compile([(config, next(cycle)) for config in staged], tmp_path)

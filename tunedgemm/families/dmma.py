@@ -69,7 +69,10 @@ FAMILY = KernelFamily(
         Tunable("SPLIT_K", (1, 2, 4), "k slices (partial sums reduced in a fixed order)"),
         Tunable("MIN_BLOCKS", (1, 2), "minimum resident blocks per SM (launch bounds)"),
         # Configs recorded before EPILOGUE existed (the shipped table's) ran the direct one.
-        Tunable("EPILOGUE", (0, 1), "C stores: 0 from the fragments, 1 staged along m", 0),
+        # 1 (staged) is built and compiles, but on the H100 (2026-11-25 16:48 UTC) it was not
+        # bit-equal to 0 on 16-byte-aligned shapes (tests/gpu/test_dmma_epilogue_gpu.py): out
+        # of the space, so neither the tuner nor a table can choose it, until that passes.
+        Tunable("EPILOGUE", (0,), "C stores: 0 from the fragments, 1 staged along m", 0),
     ),
     constraints=(
         divides("WM", "BM"),
