@@ -287,8 +287,6 @@ def ozaki_error_rows(dtype: np.dtype, rng: np.random.Generator) -> list[dict[str
 
 def ozaki_main(args: argparse.Namespace, stamp: str, started: float) -> int:
     """--ozaki: the emulated mode's speed and error tables, both dtypes."""
-    import tunedgemm as tg
-    from tunedgemm import cuda, reference
 
     shapes = OZAKI_SQUARES[:3] if args.quick else OZAKI_SQUARES + IRREGULAR
     if args.shapes:
@@ -301,16 +299,26 @@ def ozaki_main(args: argparse.Namespace, stamp: str, started: float) -> int:
     print(f"\n# error at m = n = {OZAKI_ERROR_MN}: median/p99.9 of |C - exact| / (|A| |B|)")
     for dtype in (np.dtype(np.float64), np.dtype(np.float32)):
         errors += ozaki_error_rows(dtype, rng)
+    record = write_record(args.out, "bench_precision_ozaki.json", stamp, started, speed, errors)
+    print(f"# wrote bench_precision_ozaki.json after {record['seconds']:.0f} s")
+    return 0
+
+
+def write_record(folder: str, name: str, stamp: str, started: float,
+                 speed: list[dict[str, Any]], errors: list[dict[str, Any]],
+                 ) -> dict[str, Any]:  # fmt: skip
+    """Write the run's record (date, command, GPU, cuBLAS, rows) as folder/name; return it."""
+    import tunedgemm as tg
+    from tunedgemm import cuda, reference
+
     record = {"created": stamp, "command": " ".join(["python", *sys.argv]),
               "gpu": cuda.device_name(), "reference": reference.status()[1],
               "tunedgemm": tg.__version__, "speed": speed, "errors": errors,
               "seconds": time.perf_counter() - started}  # fmt: skip
-    out = Path(args.out)
+    out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "bench_precision_ozaki.json"
-    path.write_text(json.dumps(record, indent=1, default=str) + "\n")
-    print(f"# wrote {path} after {record['seconds']:.0f} s")
-    return 0
+    (out / name).write_text(json.dumps(record, indent=1, default=str) + "\n")
+    return record
 
 
 def main() -> int:
@@ -327,32 +335,25 @@ def main() -> int:
     if missing:
         print(missing)
         return 1
-    import tunedgemm as tg
     from tunedgemm import cuda, reference
     if args.quick:
         bench_device._LOOPS[0] = 3
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"# {cuda.device_name()}, {stamp}, {reference.status()[1]}")
     if args.ozaki:
-        print(f"# {cuda.device_name()}, {stamp}, {reference.status()[1]}")
         return ozaki_main(args, stamp, started)
     shapes = ([s for s in SQUARES if s[0] <= 4096] + IRREGULAR[:3]) if args.quick else (
         SQUARES + IRREGULAR)  # fmt: skip
     if args.shapes:
         shapes = [tuple(int(x) for x in shape.split("x")) for shape in args.shapes]
     rng = np.random.default_rng(0)
-    print(f"# {cuda.device_name()}, {stamp}, {reference.status()[1]}")
     print(f"{'m x n x k':>19} {'mode':>7} {'TFLOP/s':>8} {'peer':>13} {'TFLOP/s':>8} "
           f"{'ratio':>6} {'vs SGEMM':>9}", flush=True)  # fmt: skip
     speed = speed_rows(shapes, rng)
     print(f"\n# error at m = n = {ERROR_MN}: median/p99.9 of |C - exact| / (|A| |B|)", flush=True)
     errors = error_rows(rng)
-    record = {"created": stamp, "command": " ".join(["python", *sys.argv]),
-              "gpu": cuda.device_name(), "reference": reference.status()[1],
-              "tunedgemm": tg.__version__, "speed": speed, "errors": errors,
-              "seconds": time.perf_counter() - started}  # fmt: skip
+    record = write_record(args.out, "bench_precision.json", stamp, started, speed, errors)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_precision.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
     if args.plot:
         for path in (out / "precision.png", HERE.parent / "docs" / "img" / "precision.png"):
             plot(record, path)
