@@ -323,13 +323,20 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
         return Outcome(None)
     if k == 0 or k > ozaki.INT32_SAFE_K:
         return Outcome(f"k = {k} is outside 1..{ozaki.INT32_SAFE_K}")
-    config = default_gemm_config() if config is None else config
-    (sla, ska, kca), (slb, skb, kcb) = line_strides(form)
-    kern = kernels(dtype, count, kca, kcb, config, id(cuda.context()))
     pad = Padded.of(m, n, k)
     parts = _workspace_parts(pad, m, n, count)
-    workspace = cuda.allocate(sum(round_up(v, 256) for v in parts.values()))
+    nbytes = sum(round_up(v, 256) for v in parts.values())
+    try:
+        workspace = cuda.allocate(nbytes)
+    except Exception as exc:  # pycuda.driver.MemoryError: C is untouched, IEEE runs the call
+        if type(exc).__name__ != "MemoryError":
+            raise
+        return Outcome(f"device memory short for the emulation's workspace "
+                       f"({nbytes / 2**20:.0f} MiB)")  # fmt: skip
+    config = default_gemm_config() if config is None else config
+    (sla, ska, kca), (slb, skb, kcb) = line_strides(form)
     try:  # the workspace goes back once what was queued has run, whatever fails
+        kern = kernels(dtype, count, kca, kcb, config, id(cuda.context()))
         ptr, base = {}, int(workspace)
         for name, size in parts.items():
             ptr[name], base = base, base + round_up(size, 256)

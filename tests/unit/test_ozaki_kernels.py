@@ -548,3 +548,28 @@ def test_ozaki_falls_back_to_cublas_itself_where_it_serves(monkeypatch) -> None:
     plan.run(11, 22, 33, 2.0, 0.5, 7)
     assert ieee.calls == []
     assert calls == [(False, True, 300, 200, 100, 2.0, 11, 300, 22, 200, 0.5, 33, 300, 7)]
+
+
+def test_emulation_short_of_device_memory_hands_the_call_to_ieee(monkeypatch) -> None:
+    """A workspace that does not fit (pycuda's MemoryError) makes the call fall back before
+    anything is queued (C untouched), saying how much was missing; other errors propagate."""
+    from tunedgemm import cuda
+
+    class MemoryError(Exception):  # named as pycuda.driver's
+        pass
+
+    def short(nbytes: int):
+        raise MemoryError(f"cuMemAlloc failed: out of memory ({nbytes})")
+
+    monkeypatch.setattr(cuda, "allocate", short)
+    form = BlasForm(False, False, 4096, 4096, 4096, 1, 4096, 2, 4096, 3, 4096, 8)
+    outcome = ozaki_device.gemm(form, "float64", 1.0, 0.0, 0)
+    assert outcome.fell_back()
+    assert outcome.reason.startswith("device memory short for the emulation's workspace (")
+
+    def broken(nbytes: int):
+        raise RuntimeError("launch failed")
+
+    monkeypatch.setattr(cuda, "allocate", broken)
+    with pytest.raises(RuntimeError):
+        ozaki_device.gemm(form, "float64", 1.0, 0.0, 0)
