@@ -130,8 +130,10 @@ def test_staged_default_compiles_with_wide_stores(split, tmp_path):
 @pytest.mark.slow
 @needs_nvcc
 def test_every_staged_config_compiles_without_spills(tmp_path):
-    """Every config of the space with EPILOGUE=1 (the call-time variants rotating across
-    them), ready for the day the staged epilogue joins the space."""
-    staged = [_with(**{**c.as_dict(), "EPILOGUE": 1}) for c in FAMILY.space("float64")]
+    """Every 8th config of the space with EPILOGUE=1 (the call-time variants rotating across
+    them), ready for the day the staged epilogue joins the space: all 714 took 6 minutes of
+    the CI machine's 2 cores, for a variant no tuned or table choice can pick today."""
+    space = sorted(FAMILY.space("float64"), key=str)
+    staged = [_with(**{**c.as_dict(), "EPILOGUE": 1}) for c in space[::8]]
     cycle = itertools.cycle(itertools.product((0, 1), (0, 1), (0, 1)))
     _compile([(config, next(cycle)) for config in staged], tmp_path)
