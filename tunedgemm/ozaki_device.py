@@ -341,7 +341,7 @@ def gemm(form: BlasForm, dtype: str, alpha: float, beta: float, stream: int,
         for name, size in parts.items():
             ptr[name], base = base, base + round_up(size, 256)
         calls = _calls()
-        _driver.check(calls.cuMemsetD32Async(ptr["flag"], 0, 1, stream), "cuMemsetD32Async")
+        fill_words(ptr["flag"], 0, 1, stream)
         ta, tb = budgets(count)
         moduli, crt = int(kern.moduli), int(kern.crt)
         for side, lines, x, s_line, s_k, kc, budget, lines_pad in (

@@ -30,7 +30,7 @@ from . import cuda, recycle, settings
 from ._layout import BlasForm
 from .device_arrays import _kinds, kind_of
 from .params import KernelConfig
-from .precision import IEEE, OZAKI, base_mode, get_precision, moduli_count
+from .precision import IEEE, OZAKI, base_mode, get_precision, moduli_count, ozaki_summary
 
 MAX_PLANS = 1024  # per cache; the least recently used go first
 
@@ -194,7 +194,6 @@ def _ozaki(key: GemmKey, form: BlasForm, stream: int) -> tuple[KernelConfig | st
                else f"k = {key.k} is outside 1..{ozaki.INT32_SAFE_K}")  # fmt: skip
         return ieee.choice, (f"{key.precision} not emulated ({why}); IEEE arithmetic: "
                              f"{ieee.choice} ({ieee.reason})"), ieee.run  # fmt: skip
-    runner = _Ozaki(key, count, ieee, native)
     if key.precision == OZAKI and autotune.enabled():
         timed = _time_emulation(key, count, ieee.run)
         if timed is not None and timed[1] < timed[0]:
@@ -202,11 +201,8 @@ def _ozaki(key: GemmKey, form: BlasForm, stream: int) -> tuple[KernelConfig | st
                 f"{key.precision}: IEEE arithmetic, faster here than the emulation with "
                 f"{count} moduli ({timed[1]:.3g} against {timed[0]:.3g} ms a call, timed at "
                 f"this shape): {ieee.choice} ({ieee.reason})"), ieee.run  # fmt: skip
-    choice = f"Ozaki scheme II with {count} moduli"
-    reason = (f"{key.precision}: {choice} (INT8 tensor-core products of residues, CRT); a "
-              f"call with Inf or NaN in A or B, or exponents of A or B spread too widely for "
-              f"{count} moduli, runs in {fallback}")  # fmt: skip
-    return choice, reason, runner
+    return (f"Ozaki scheme II with {count} moduli", ozaki_summary(key.precision, count, fallback),
+            _Ozaki(key, count, ieee, native))  # fmt: skip
 
 
 # The value the timing operands hold: float32 1.0, and as float64 (the word twice) 2^-7 and a

@@ -123,6 +123,14 @@ def moduli_count(mode: str, dtype: str) -> int | None:
     return int(mode.partition("-")[2])
 
 
+def ozaki_summary(mode: str, count: int, fallback: str) -> str:
+    """What an Ozaki mode runs, for explain(): the emulation with `count` moduli, and where a
+    call goes that it cannot hold (`fallback`, e.g. "IEEE arithmetic: cuBLAS")."""
+    return (f"{mode}: Ozaki scheme II with {count} moduli (INT8 tensor-core products of "
+            f"residues, CRT); a call with Inf or NaN in A or B, or exponents of A or B spread "
+            f"too widely for {count} moduli, runs in {fallback}")  # fmt: skip
+
+
 def set_precision(mode: str | None) -> None:
     """The process's default precision of float32 products (None: TUNEDGEMM_PRECISION's)."""
     _process[0] = None if mode is None else check_mode(mode)

@@ -15,7 +15,7 @@ from . import model, settings, table
 from ._args import dtype_name
 from .families import FAMILIES
 from .params import KernelConfig
-from .precision import IEEE, OZAKI, base_mode, moduli_count
+from .precision import IEEE, OZAKI, base_mode, moduli_count, ozaki_summary
 
 # Families in order of preference per (dtype, precision) when no table entry applies.
 PREFERENCE = {("float32", IEEE): ("simt", "tiled"), ("float64", IEEE): ("dmma", "tiled")}
@@ -96,10 +96,9 @@ def _choose(
         # call; its IEEE fallback (Inf or NaN, spread exponents) is what IEEE mode picks.
         ieee = _choose(dtype, m, n, k, trans_a, trans_b, gpu, cc, state, warn, IEEE)
         count = moduli_count(precision, dtype)
-        return Choice(ieee.config, f"{precision}: Ozaki scheme II with {count} moduli (INT8 "
-                      f"tensor-core products of residues, CRT); a call with Inf or NaN in A "
-                      f"or B, or exponents of A or B spread too widely for {count} moduli, "
-                      f"runs in IEEE arithmetic: {ieee.config} ({ieee.reason})")  # fmt: skip
+        assert count is not None
+        return Choice(ieee.config, ozaki_summary(
+            precision, count, f"IEEE arithmetic: {ieee.config} ({ieee.reason})"))  # fmt: skip
     if precision != IEEE:
         return _choose_mode(dtype, m, n, k, trans_a, trans_b, gpu, cc, allow_cublas, precision)
     if forced:

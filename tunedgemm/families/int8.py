@@ -10,6 +10,8 @@ tunedgemm/ozaki_device.py launches it. It computes float32 and float64 products 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..params import (
     Constraint,
     KernelConfig,
@@ -25,6 +27,16 @@ NAME = "int8"
 PRECISION = "ozaki"
 K_ALIGN = 128  # the conversion pads k to this (every BK of the space divides it)
 LINE_ALIGN = 256  # and rows / columns to this (every BM and BN of the space divides it)
+
+
+def within_padding(block_k: Callable[[Params], int]) -> Constraint:
+    """The rule of every INT8 family: its block tiles divide the conversion's padding (BM and
+    BN divide LINE_ALIGN, the k-tile `block_k` divides K_ALIGN), so the GEMM has no edges."""
+    return Constraint(
+        f"BM and BN divide {LINE_ALIGN}, the k-tile divides {K_ALIGN} (the conversion's padding)",
+        lambda p, s: LINE_ALIGN % p["BM"] == 0 and LINE_ALIGN % p["BN"] == 0
+        and K_ALIGN % block_k(p) == 0,
+    )
 
 
 def _threads(p: Params) -> int:
@@ -84,11 +96,7 @@ FAMILY = KernelFamily(
     constraints=(
         divides("WM", "BM"),
         divides("WN", "BN"),
-        Constraint(
-            f"BM and BN divide {LINE_ALIGN}, BK divides {K_ALIGN} (the conversion's padding)",
-            lambda p, s: LINE_ALIGN % p["BM"] == 0 and LINE_ALIGN % p["BN"] == 0
-            and K_ALIGN % p["BK"] == 0,
-        ),
+        within_padding(lambda p: p["BK"]),
         Constraint("STAGES >= 2", lambda p, s: p["STAGES"] >= 2),
         Constraint("GROUP_M >= 1", lambda p, s: p["GROUP_M"] >= 1),
         Constraint("MIN_BLOCKS >= 1", lambda p, s: p["MIN_BLOCKS"] >= 1),

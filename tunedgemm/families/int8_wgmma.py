@@ -17,7 +17,7 @@ from ..params import (
     blocks_fit_in_smem,
     register_cap,
 )
-from .int8 import K_ALIGN, LINE_ALIGN, PRECISION
+from .int8 import PRECISION, within_padding
 
 NAME = "int8_wgmma"
 ARCHS = ("sm_90",)  # GPUs whose sm_<cc>a target has wgmma (Hopper)
@@ -88,12 +88,7 @@ FAMILY = KernelFamily(
     constraints=(
         Constraint("BM is 128 or 256", lambda p, s: p["BM"] in (128, 256)),
         Constraint("BN is 128 or 256", lambda p, s: p["BN"] in (128, 256)),
-        Constraint(
-            f"BM and BN divide {LINE_ALIGN}, {BLOCK_K} divides {K_ALIGN} (the conversion's "
-            "padding)",
-            lambda p, s: LINE_ALIGN % p["BM"] == 0 and LINE_ALIGN % p["BN"] == 0
-            and K_ALIGN % BLOCK_K == 0,
-        ),
+        within_padding(lambda p: BLOCK_K),
         Constraint("STAGES >= 3", lambda p, s: p["STAGES"] >= 3),
         Constraint("GROUP_M >= 1", lambda p, s: p["GROUP_M"] >= 1),
         Constraint("MIN_BLOCKS >= 1", lambda p, s: p["MIN_BLOCKS"] >= 1),
