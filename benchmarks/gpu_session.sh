@@ -7,7 +7,9 @@
 # configs), fuzz (the differential fuzzer on the GPU backend), faults (the fault tests 20 times),
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
-# newresult (profile_new_result, float32 and float64: a new device result against into c). Each step has its own time
+# newresult (profile_new_result, float32 and float64: a new device result against into c),
+# multigpu (on a machine of two or more GPUs: the multi-GPU and Dask GPU tests, then the whole
+# bench_multigpu, host products and Dask, on 1..N GPUs). Each step has its own time
 # limit, so that a hang costs that step only; a whole session can outlast one 10-minute
 # call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
 set -uo pipefail
@@ -79,6 +81,15 @@ for step in $steps; do
             echo "profile_new_result $dtype $n: exit $?"
             grep -v "^ \|List reduced\|cProfile" "$OUT/profile_new_result-$dtype-$n.txt"
         done; done ;;
+    multigpu)  # issue 20: every GPU this machine has
+        (cd /tmp && nvidia-smi topo -m > "$OUT/topology.txt" 2>&1; python3 -m tunedgemm info > "$OUT/info.txt" 2>&1)
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${MULTIGPU_TESTS_LIMIT:-150} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_multigpu.py tests/gpu/test_dask_gpu.py \
+            > "$OUT/gpu-multigpu-tests.txt" 2>&1
+        echo "multi-GPU tests: exit $?"; tail -6 "$OUT/gpu-multigpu-tests.txt"
+        timeout ${MULTIGPU_BENCH_LIMIT:-400} python3 benchmarks/bench_multigpu.py --out "$OUT" \
+            > "$OUT/bench_multigpu.txt" 2>&1
+        echo "bench_multigpu: exit $?"; grep -v "distributed\." "$OUT/bench_multigpu.txt" | tail -40 ;;
     dask)
         timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
             > "$OUT/bench_multigpu.txt" 2>&1
