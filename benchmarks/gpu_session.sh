@@ -8,7 +8,7 @@
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
-# multigpu (on a machine of two or more GPUs: the multi-GPU and Dask GPU tests, then the whole
+# multigpu (on a machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, host products and Dask, on 1..N GPUs). Each step has its own time
 # limit, so that a hang costs that step only; a whole session can outlast one 10-minute
 # call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
@@ -83,9 +83,9 @@ for step in $steps; do
         done; done ;;
     multigpu)  # issue 20: every GPU this machine has
         (cd /tmp && nvidia-smi topo -m > "$OUT/topology.txt" 2>&1; python3 -m tunedgemm info > "$OUT/info.txt" 2>&1)
-        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${MULTIGPU_TESTS_LIMIT:-150} python3 -m pytest -q -m gpu \
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${MULTIGPU_TESTS_LIMIT:-200} python3 -m pytest -q -m gpu \
             -p no:cacheprovider tests/gpu/test_multigpu.py tests/gpu/test_dask_gpu.py \
-            > "$OUT/gpu-multigpu-tests.txt" 2>&1
+            tests/gpu/test_host_pipeline.py > "$OUT/gpu-multigpu-tests.txt" 2>&1
         echo "multi-GPU tests: exit $?"; tail -6 "$OUT/gpu-multigpu-tests.txt"
         timeout ${MULTIGPU_BENCH_LIMIT:-400} python3 benchmarks/bench_multigpu.py --out "$OUT" \
             > "$OUT/bench_multigpu.txt" 2>&1

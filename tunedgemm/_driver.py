@@ -209,6 +209,11 @@ def done(event: int) -> bool:
     return True
 
 
+def synchronize(event: int) -> None:
+    """Wait (GIL released) until the work before the event has finished."""
+    check(lib().cuEventSynchronize(event), "cuEventSynchronize")
+
+
 def wait(waiter: int, producer: int) -> None:
     """Stream `waiter` waits for the work queued so far on stream `producer`."""
     if waiter == producer:

@@ -159,7 +159,60 @@ def primary_context(index: int) -> Any:
             import pycuda.driver as drv
 
             ctx = _primaries[index] = drv.Device(index).retain_primary_context()
+            if len(_primaries) == 1:  # after PyCUDA's exit hook, so it runs before it
+                atexit.register(_release_others)
         return ctx
+
+
+@contextlib.contextmanager
+def current_in_this_thread(ctx: Any) -> Any:
+    """ctx current in this thread for the block. PyCUDA frees an object (stream, event,
+    allocation, pinned buffer) only where the context it was made in is current, or in the
+    thread that retained that context; elsewhere it warns and leaks the object (the two-H100
+    run of 2026-11-25: every multi-GPU host call did so). So frees that may run anywhere go
+    through this."""
+    if getattr(_thread, "pushed", None) is ctx:
+        yield ctx
+        return
+    import pycuda.driver as drv
+
+    ctx.push()
+    try:
+        yield ctx
+    finally:
+        drv.Context.pop()
+
+
+def own_context() -> Any:
+    """`current_in_this_thread` for the process's own GPU's primary context."""
+    context()
+    return current_in_this_thread(_context[0])
+
+
+def in_context_of(index: int) -> Any:
+    """`current_in_this_thread` for another GPU's primary context, where this process has
+    retained it (else nothing to make current: no object of that GPU exists)."""
+    ctx = _primaries.get(index)
+    return contextlib.nullcontext() if ctx is None else current_in_this_thread(ctx)
+
+
+_releases: list[Callable[[int], None]] = []  # what to drop per other GPU before exit
+
+
+def on_release(drop: Callable[[int], None]) -> None:
+    """Run drop(index) at exit for every other GPU this process retained, with that GPU's
+    context current: a module keeping plans of other GPUs (tunedgemm.plans) drops them there,
+    before PyCUDA's own exit hook, so that their kernels and buffers are freed, not leaked with
+    a warning."""
+    _releases.append(drop)
+
+
+def _release_others() -> None:
+    for index in list(_primaries):
+        with contextlib.suppress(Exception), in_context_of(index):
+            for drop in _releases:
+                drop(index)
+            _pool_of(index).free_held()
 
 
 def bind(index: int) -> None:
@@ -302,7 +355,8 @@ class _ScratchPool:
     allocations in the threaded test), so every change here happens under one lock. The lock
     is reentrant: a garbage collection inside `take` may hand a buffer back in the same thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, index: int | None = None) -> None:
+        self.index = index  # the GPU whose memory this is (None: the process's own)
         self.lock = threading.RLock()
         self.held: dict[int, list[Any]] = {}
         self.exit_hook = False
@@ -347,9 +401,14 @@ class _ScratchPool:
     def free_held(self) -> None:
         with self.lock:
             held, self.held = self.held, {}
-        for allocations in held.values():
-            for allocation in allocations:
-                allocation.free()
+        if not held:
+            return
+        ctx = _context[0] if self.index is None else _primaries.get(self.index)
+        # (no context retained: no real allocation can be held, nothing to make current)
+        with contextlib.nullcontext() if ctx is None else current_in_this_thread(ctx):
+            for allocations in held.values():
+                for allocation in allocations:
+                    allocation.free()
 
 
 _scratch = _ScratchPool()
@@ -391,7 +450,7 @@ def _pool_of(index: int) -> _ScratchPool:
     if index == ordinal():
         return _scratch
     with _primaries_lock:
-        return _bound_pools.setdefault(index, _ScratchPool())
+        return _bound_pools.setdefault(index, _ScratchPool(index))
 
 
 def allocate(nbytes: int) -> ScratchBuffer:

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import settings
+from . import _driver, settings
 from ._args import GemmProblem
 from ._layout import BlasForm, DeviceMatrix, blas_form
 from .tile_queue import Assignment, Tile, TileWorker, WorkerStats, run_tiles
@@ -41,6 +41,11 @@ PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
 # for host memory with the DMA engines: at 8192^3 (float32, H100 machine, 2026-11-22) tiles
 # of 4096 took 58 ms, of 2048 83 ms, of 1024 80 ms (benchmarks/profile_calls.py).
 MAX_PANELS = 2
+# Pinned staging buffers hold at most this much (or one line of a block): a block larger than
+# that goes up, or comes down, in several segments through the ring. Buffers the size of
+# whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
+# gigabytes on every call: 2.8 s for a 0.4 s product (two-H100 machine, 2026-11-25).
+STAGE_BYTES = 128 << 20
 QUANTUM = 256  # tile edges are multiples of this: whole kernel block tiles inside
 MIN_EDGE = 256  # the smallest tile edge out of core; below it the problem cannot run
 BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
@@ -332,6 +337,7 @@ class _Staging:
         from . import pinned
 
         self.buffers = [pinned.take(nbytes) for _ in range(count)]
+        self.nbytes = nbytes
         self.events: list[Any] = [None] * count
         self.jobs: list[Future[Any] | None] = [None] * count
         self.turn = 0
@@ -385,9 +391,12 @@ class _Run:
         self.ring_a = _Ring(2, a_bytes)
         self.ring_b = _Ring(b_slots if plan.keep_b else 2, b_bytes)
         self.ring_c = _Ring(2, c_bytes)
-        # Pinned buffers stage any block on the way up, and C tiles on the way down.
-        self.stage_in = _Staging(3, max(a_bytes, b_bytes, c_bytes))
-        self.stage_out = _Staging(0 if direct_out else 2, c_bytes)
+        # Pinned buffers stage any block on the way up, and C tiles on the way down, in
+        # segments of at most STAGE_BYTES (or one line of the widest block).
+        line = s * padded(max(plan.tm, plan.tn, plan.tk), s)
+        stage = max(min(STAGE_BYTES, max(a_bytes, b_bytes, c_bytes)), line)
+        self.stage_in = _Staging(3, stage)
+        self.stage_out = _Staging(0 if direct_out else 2, max(min(stage, c_bytes), line))
         self.allocate = cuda.allocate
         self.keep: list[Any] = []
 
@@ -404,23 +413,28 @@ class _Run:
         return DeviceMatrix(slot.matrix.ptr, shape, strides, self.dtype, slot.matrix.owner)
 
     def _upload(self, src: np.ndarray, ring: _Ring, slot: _Slot, order: str) -> DeviceMatrix:
-        """Stage src through a pinned buffer into slot's device block on the upload stream."""
+        """Stage src through the pinned ring into slot's device block on the upload stream,
+        a segment (of its outer dimension) per staging buffer."""
         from . import pinned
 
         target = self._device_block(ring, slot, src.shape, order)
         ld = max(target.strides)
-        index = _traced("wait staging buffer", self.stage_in.next)
-        buffer = self.stage_in.buffers[index]
-        staged = pinned.view(buffer, src.shape, ld, self.dtype, order)
+        line = ld * self.dtype.itemsize
         up = self.streams.up
         if slot.free is not None:
             up.wait_for_event(slot.free)  # the kernels that read its old contents are done
-        _traced(f"stage {src.shape}",
-                lambda: _stage_up(self.drv, staged, src, buffer, target.ptr, ld, up))  # fmt: skip
-        event = self.drv.Event()
-        event.record(up)
-        self.stage_in.events[index] = event
-        self.streams.compute.wait_for_event(event)
+        for lo, hi in _segments(src, order, line, self.stage_in.nbytes):
+            part = src[lo:hi] if order == "C" else src[:, lo:hi]
+            index = _traced("wait staging buffer", self.stage_in.next)
+            buffer = self.stage_in.buffers[index]
+            staged = pinned.view(buffer, part.shape, ld, self.dtype, order)
+            address = target.ptr + lo * line
+            stage = lambda: _stage_up(self.drv, staged, part, buffer, address, ld, up)  # noqa: B023, E731
+            _traced(f"stage {part.shape}", stage)
+            event = self.drv.Event()
+            event.record(up)
+            self.stage_in.events[index] = event
+        self.streams.compute.wait_for_event(event)  # (up runs in order: the last covers all)
         return target
 
     def _operand(self, ring: _Ring, key: tuple[int, ...], src: Callable[[], np.ndarray]
@@ -509,21 +523,24 @@ class _Run:
             c_slot.free = self.drv.Event()
             c_slot.free.record(down)
             return
-        index = _traced("wait download buffer", self.stage_out.next)
         order = "F" if c_mat.strides[0] == 1 else "C"
         ld = max(c_mat.strides)
-        staged = pinned.view(self.stage_out.buffers[index], tile.shape, ld, self.dtype, order)
-        nbytes = ld * (tile.shape[1] if order == "F" else tile.shape[0]) * self.dtype.itemsize
-        self.drv.memcpy_dtoh_async(self.stage_out.buffers[index][:nbytes], c_mat.ptr, down)
-        done = self.drv.Event()
-        done.record(down)
+        line = ld * self.dtype.itemsize
+        for lo, hi in _segments(tile, order, line, self.stage_out.nbytes):
+            part = tile[lo:hi] if order == "C" else tile[:, lo:hi]
+            index = _traced("wait download buffer", self.stage_out.next)
+            buffer = self.stage_out.buffers[index]
+            staged = pinned.view(buffer, part.shape, ld, self.dtype, order)
+            self.drv.memcpy_dtoh_async(buffer[: (hi - lo) * line], c_mat.ptr + lo * line, down)
+            done = self.drv.Event()
+            done.record(down)
+            self.stage_out.events[index] = done
+            # The copy thread gets an event of its own, a raw handle: a PyCUDA event must be
+            # freed in this thread, where its GPU's context is current.
+            event = _driver.record(down.handle)
+            copies = _pool(self.copy_out, 2)
+            self.stage_out.jobs[index] = copies.submit(_copy_out, event, part, staged)
         c_slot.free = done
-
-        def copy_out() -> None:
-            _traced("wait download", done.synchronize)
-            _traced(f"copy out {tile.shape}", lambda: host_copy(tile, staged))
-
-        self.stage_out.jobs[index] = _pool(self.copy_out, 2).submit(copy_out)
 
     def close(self) -> None:
         """Wait for every transfer and copy, then hand the buffers back (also when a wait
@@ -537,6 +554,22 @@ class _Run:
             finally:
                 self.stage_in.release()
                 self.keep.clear()
+
+
+def _segments(block: np.ndarray, order: str, line: int, most: int) -> list[tuple[int, int]]:
+    """Ranges of block's outer dimension (columns for order 'F', rows for 'C') of at most
+    `most` bytes each, at `line` bytes per unit (at least one unit each)."""
+    extent = block.shape[1] if order == "F" else block.shape[0]
+    step = max(1, most // line)
+    return [(lo, min(lo + step, extent)) for lo in range(0, max(extent, 1), step)]
+
+
+def _copy_out(event: int, tile: np.ndarray, staged: np.ndarray) -> None:
+    """On a copy thread: wait for a segment's download (a raw event of _driver's pool, given
+    back here), then copy it out."""
+    _traced("wait download", lambda: _driver.synchronize(event))
+    _driver.events.give(event)
+    _traced(f"copy out {tile.shape}", lambda: host_copy(tile, staged))
 
 
 def _single_tile(problem: GemmProblem, launch: Launch,
@@ -702,8 +735,11 @@ class _GpuWorker:
         self.pipeline.tile(assignment.tile.row, assignment.tile.col)
 
     def close(self) -> None:
-        if self.pipeline is not None:
-            self.pipeline.close()
+        """In the worker's thread: waits for its work, then drops its streams, events and
+        blocks here, where its GPU's context is current (PyCUDA cannot free them elsewhere)."""
+        pipeline, self.pipeline = self.pipeline, None
+        if pipeline is not None:
+            pipeline.close()
 
 
 def spread(problem: GemmProblem, chosen: Plan, gpus: tuple[int, ...],

@@ -117,8 +117,9 @@ def clear() -> None:
     device_plans.clear()
     call_plans.clear()
     recycle.release()
-    for cache in list(_other_devices.values()):
-        cache.clear()
+    for index, cache in list(_other_devices.items()):
+        with cuda.in_context_of(index):  # their kernels are freed in their GPU's context
+            cache.clear()
     selection.forget()
     autotune.clear()
 
@@ -462,6 +463,15 @@ def device_plan(key: GemmKey, form: BlasForm, stream: int,
         found = DevicePlan(key, form, stream)
         cache.put(key, found)
     return found
+
+
+def _drop_other_device(index: int) -> None:
+    cache = _other_devices.pop(index, None)
+    if cache is not None:
+        cache.clear()
+
+
+cuda.on_release(_drop_other_device)
 
 
 def cache_here() -> _Cache:

@@ -28,6 +28,7 @@ and is raised in the caller once every worker has closed.
 from __future__ import annotations
 
 import threading
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -183,6 +184,9 @@ def run_tiles(tiles: Iterable[Tile], workers: Sequence[TileWorker], row_slots: i
             finally:
                 worker.close()
         except BaseException as exc:  # KeyboardInterrupt too: the caller re-raises it
+            # The frames' locals go here, in the worker's thread: they may hold the GPU
+            # objects of a context current only here (PyCUDA frees them nowhere else).
+            traceback.clear_frames(exc.__traceback__)
             errors.append(exc)
             queue.stop()
         finally:

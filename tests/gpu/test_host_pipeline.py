@@ -47,6 +47,19 @@ def test_tiled_pipeline(small_tiles, rng, dtype, trans, order_ab, out_order, bet
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("trans", [(0, 0), (1, 1)])
+@pytest.mark.parametrize("order_ab,out_order", [("C", "F"), ("F", "C")])
+@pytest.mark.parametrize("beta", [0.0, -1.5])
+def test_blocks_staged_in_segments(small_tiles, rng, monkeypatch, dtype, trans, order_ab,
+                                   out_order, beta):  # fmt: skip
+    """Staging buffers far smaller than a block: every block goes up, and every C tile comes
+    down, in several segments through the pinned ring (large problems do so at 128 MiB)."""
+    monkeypatch.setattr(pipeline, "STAGE_BYTES", 40_000)  # a few dozen lines of a block
+    plan = run_pipeline(rng, dtype, (700, 601, 333), trans, order_ab, out_order, beta, 1 << 30)
+    assert plan.tiles == 4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("beta", [0.0, 2.0])
 def test_out_of_core_pipeline(small_tiles, rng, dtype, beta):
     itemsize = np.dtype(dtype).itemsize

@@ -158,6 +158,19 @@ def test_pinned_results_return_their_buffer_after_the_last_view(monkeypatch):
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("most", [1, 4096, 40_000, 1 << 30])
+def test_staging_segments_cover_the_block_within_the_buffer(order, most):
+    block = np.empty((700, 333), np.float32, order=order)
+    extent = block.shape[1] if order == "F" else block.shape[0]
+    line = pipeline.padded(block.shape[0] if order == "F" else block.shape[1], 4) * 4
+    parts = pipeline._segments(block, order, line, most)
+    assert parts[0][0] == 0 and parts[-1][1] == extent
+    assert all(lo < hi for lo, hi in parts)
+    assert all(left[1] == right[0] for left, right in itertools.pairwise(parts))
+    assert all((hi - lo) * line <= max(most, line) for lo, hi in parts)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
 def test_pinned_view_keeps_the_leading_dimension(rng, order):
     rows, cols, ld = 5, 3, 8
     buffer = np.zeros(ld * 8 * 8, np.uint8)  # stands in for a pinned buffer
