@@ -36,6 +36,7 @@ def lib() -> Any:
         ("cuEventCreate", [ctypes.POINTER(_P), _U]),
         ("cuEventRecord", [_P, _P]),
         ("cuEventQuery", [_P]),
+        ("cuEventSynchronize", [_P]),
         ("cuEventDestroy_v2", [_P]),
         ("cuStreamWaitEvent", [_P, _P, _U]),
         ("cuGetErrorName", [_I, ctypes.POINTER(ctypes.c_char_p)]),

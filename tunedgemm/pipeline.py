@@ -46,6 +46,10 @@ MAX_PANELS = 2
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
 # gigabytes on every call: 2.8 s for a 0.4 s product (two-H100 machine, 2026-11-25).
 STAGE_BYTES = 128 << 20
+# The upload ring keeps three blocks in flight, as it did with one buffer per block, within
+# this much pinned memory: with three segments only, the host copied no further ahead than
+# the kernels freeing device blocks, and 8192^2 float64 took 81 ms instead of 44.
+STAGE_RING_BYTES = 1536 << 20
 QUANTUM = 256  # tile edges are multiples of this: whole kernel block tiles inside
 MIN_EDGE = 256  # the smallest tile edge out of core; below it the problem cannot run
 BUDGET_FRACTION = 0.8  # of free device memory a call may plan to use
@@ -394,8 +398,10 @@ class _Run:
         # Pinned buffers stage any block on the way up, and C tiles on the way down, in
         # segments of at most STAGE_BYTES (or one line of the widest block).
         line = s * padded(max(plan.tm, plan.tn, plan.tk), s)
-        stage = max(min(STAGE_BYTES, max(a_bytes, b_bytes, c_bytes)), line)
-        self.stage_in = _Staging(3, stage)
+        largest = max(a_bytes, b_bytes, c_bytes)
+        stage = max(min(STAGE_BYTES, largest), line)
+        in_flight = 3 * -(-largest // stage)  # three blocks' segments
+        self.stage_in = _Staging(max(3, min(in_flight, STAGE_RING_BYTES // stage)), stage)
         self.stage_out = _Staging(0 if direct_out else 2, max(min(stage, c_bytes), line))
         self.allocate = cuda.allocate
         self.keep: list[Any] = []
