@@ -1,6 +1,7 @@
 """Beyond one GPU: host products on 1..N GPUs, and tunedgemm.dask against dask.array's own matmul.
 
 Usage: python benchmarks/bench_multigpu.py [--gpus N] [--quick] [--repeats 3] [--out DIR]
+           [--skip host|dask] [--sizes N ...] [--dtypes float32 float64]
        python benchmarks/bench_multigpu.py --dry-run      (prints the plan; needs no GPU)
 
 1. Host to host: sgemm/dgemm on square C-ordered NumPy arrays of 8192^2, 16384^2 and 32768^2
@@ -30,6 +31,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,12 +44,13 @@ DTYPES = ("float32", "float64")
 
 
 def plan(args: argparse.Namespace, gpus: int) -> list[str]:
-    sizes = HOST_SIZES_QUICK if args.quick else HOST_SIZES
+    sizes = args.sizes or (HOST_SIZES_QUICK if args.quick else HOST_SIZES)
     n, chunk = DASK_SHAPE_QUICK if args.quick else DASK_SHAPE
+    routines = ", ".join({"float32": "sgemm", "float64": "dgemm"}[d] for d in args.dtypes)
     steps = []
     for k in range(1, gpus + 1):
         peer = " and CuPy's plain path" if k == 1 else ""
-        steps.append(f"host: TUNEDGEMM_DEVICES={','.join(map(str, range(k)))}: sgemm, dgemm"
+        steps.append(f"host: TUNEDGEMM_DEVICES={','.join(map(str, range(k)))}: {routines}"
                      f"{peer} at {', '.join(f'{s}^2' for s in sizes)}; median of {args.repeats}")
     for k in range(1, gpus + 1):
         steps.append(f"dask: {k} GPU worker(s): tunedgemm.dask.matmul vs x @ y, {n}^2 "
@@ -59,9 +62,12 @@ def plan(args: argparse.Namespace, gpus: int) -> list[str]:
 # 1. Host to host, in a child process per GPU count -----------------------------------------
 
 
-def host_child(sizes: list[int], repeats: int, peer: bool) -> list[dict[str, Any]]:
-    """Time sgemm/dgemm (and CuPy's plain path when `peer`) in this process; rows as dicts."""
-    return [host_row(n, dtype, repeats, peer) for n in sizes for dtype in DTYPES]
+def host_child(sizes: list[int], dtypes: list[str], repeats: int, peer: bool) -> None:
+    """Time sgemm/dgemm (and CuPy's plain path when `peer`) in this process; prints each row
+    as a line "ROW {json}" as soon as it is measured (a run cut short keeps what it has)."""
+    for n in sizes:
+        for dtype in dtypes:
+            print("ROW " + json.dumps(host_row(n, dtype, repeats, peer)), flush=True)
 
 
 def host_row(n: int, dtype: str, repeats: int, peer: bool) -> dict[str, Any]:
@@ -85,35 +91,45 @@ def host_row(n: int, dtype: str, repeats: int, peer: bool) -> dict[str, Any]:
     return row
 
 
+def host_table_row(row: dict[str, Any], k: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A child's row on k GPUs, with its speed-up over one GPU (from `rows`), printed."""
+    row["gpus"] = k
+    one = row if k == 1 else next(
+        (r for r in rows if (r["gpus"], r.get("dtype"), r.get("n"))
+         == (1, row["dtype"], row["n"])), {})  # fmt: skip
+    nan = float("nan")
+    row["speedup_vs_1"] = one.get("tunedgemm_ms", nan) / row["tunedgemm_ms"]
+    n = row["n"]
+    cupy_ms = one.get("cupy_ms", nan)
+    print(f"{row['dtype']:8} {n:6d} {k:4d} {row['tunedgemm_ms']:10.1f} "
+          f"{2 * n**3 / row['tunedgemm_ms'] / 1e9:8.1f} {row['speedup_vs_1']:8.2f} "
+          f"{cupy_ms:9.1f} {row['tunedgemm_ms'] / cupy_ms:9.2f}", flush=True)  # fmt: skip
+    return row
+
+
 def host_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
-    sizes = HOST_SIZES_QUICK if args.quick else HOST_SIZES
+    sizes = args.sizes or (HOST_SIZES_QUICK if args.quick else HOST_SIZES)
     rows: list[dict[str, Any]] = []
     print(f"\n{'dtype':8} {'n':>6} {'GPUs':>4} {'ms':>10} {'TFLOP/s':>8} {'x 1 GPU':>8} "
           f"{'CuPy ms':>9} {'ours/CuPy':>9}")  # fmt: skip
     for k in range(1, gpus + 1):
         env = dict(os.environ, TUNEDGEMM_DEVICES=",".join(map(str, range(k))))
         command = [sys.executable, __file__, "--host-child", "--repeats", str(args.repeats),
-                   "--sizes", *map(str, sizes)] + (["--peer"] if k == 1 else [])  # fmt: skip
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-        found = [line for line in done.stdout.splitlines() if line.startswith("ROWS ")]
-        if done.returncode != 0 or not found:
-            print(f"host products on {k} GPU(s) failed (exit {done.returncode}):\n"
-                  f"{done.stderr[-3000:]}", file=sys.stderr)  # fmt: skip
-            rows.append({"gpus": k, "error": done.stderr[-3000:]})
-            continue
-        for row in json.loads(found[-1][5:]):
-            row["gpus"] = k
-            one = row if k == 1 else next(
-                (r for r in rows if (r["gpus"], r.get("dtype"), r.get("n"))
-                 == (1, row["dtype"], row["n"])), {})  # fmt: skip
-            nan = float("nan")
-            row["speedup_vs_1"] = one.get("tunedgemm_ms", nan) / row["tunedgemm_ms"]
-            rows.append(row)
-            n = row["n"]
-            cupy_ms = one.get("cupy_ms", nan)
-            print(f"{row['dtype']:8} {n:6d} {k:4d} {row['tunedgemm_ms']:10.1f} "
-                  f"{2 * n**3 / row['tunedgemm_ms'] / 1e9:8.1f} {row['speedup_vs_1']:8.2f} "
-                  f"{cupy_ms:9.1f} {row['tunedgemm_ms'] / cupy_ms:9.2f}", flush=True)  # fmt: skip
+                   "--sizes", *map(str, sizes), "--dtypes", *args.dtypes
+                   ] + (["--peer"] if k == 1 else [])  # fmt: skip
+        with tempfile.TemporaryFile("w+") as errors:  # (a pipe could fill and stall it)
+            child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=errors,
+                                     text=True)  # fmt: skip
+            assert child.stdout is not None
+            for line in child.stdout:  # each row as it comes: a run cut short keeps them
+                if line.startswith("ROW "):
+                    rows.append(host_table_row(json.loads(line[4:]), k, rows))
+            if child.wait() != 0:
+                errors.seek(0)
+                tail = errors.read()[-3000:]
+                print(f"host products on {k} GPU(s) failed (exit {child.returncode}):\n{tail}",
+                      file=sys.stderr)  # fmt: skip
+                rows.append({"gpus": k, "error": tail})
     return rows
 
 
@@ -239,10 +255,13 @@ def main() -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     parser.add_argument("--host-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--sizes", type=int, nargs="*", help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", type=int, nargs="*",
+                        help="host product edges (default 8192 16384 32768)")  # fmt: skip
+    parser.add_argument("--dtypes", nargs="*", choices=DTYPES, default=list(DTYPES),
+                        help="host product dtypes (default both)")  # fmt: skip
     args = parser.parse_args()
     if args.host_child:
-        print("ROWS " + json.dumps(host_child(args.sizes, args.repeats, args.peer)), flush=True)
+        host_child(args.sizes, args.dtypes, args.repeats, args.peer)
         return 0
     if args.dry_run:
         gpus = args.gpus or 2

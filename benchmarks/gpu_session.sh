@@ -8,7 +8,7 @@
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
-# multigpu (on a machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
+# multigpu-host (its host products only), multigpu (on a machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, host products and Dask, on 1..N GPUs). Each step has its own time
 # limit, so that a hang costs that step only; a whole session can outlast one 10-minute
 # call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
@@ -95,6 +95,11 @@ for step in $steps; do
         echo "bench_multigpu dask: exit $?"; grep -v "distributed\." "$OUT/bench_multigpu-dask.txt" | tail -20
         timeout ${MULTIGPU_HOST_LIMIT:-220} python3 benchmarks/bench_multigpu.py --skip dask \
             --out "$OUT/host" > "$OUT/bench_multigpu-host.txt" 2>&1
+        echo "bench_multigpu host: exit $?"; tail -16 "$OUT/bench_multigpu-host.txt" ;;
+    multigpu-host)  # host products only, on 1..N GPUs (MULTIGPU_HOST_DTYPES, default both)
+        timeout ${MULTIGPU_HOST_LIMIT:-300} python3 benchmarks/bench_multigpu.py --skip dask \
+            --dtypes ${MULTIGPU_HOST_DTYPES:-float32 float64} --out "$OUT/host" \
+            > "$OUT/bench_multigpu-host.txt" 2>&1
         echo "bench_multigpu host: exit $?"; tail -16 "$OUT/bench_multigpu-host.txt" ;;
     dask)
         timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
