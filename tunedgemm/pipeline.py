@@ -41,6 +41,10 @@ PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
 # for host memory with the DMA engines: at 8192^3 (float32, H100 machine, 2026-11-22) tiles
 # of 4096 took 58 ms, of 2048 83 ms, of 1024 80 ms (benchmarks/profile_calls.py).
 MAX_PANELS = 2
+# Several GPUs: panels per dimension per GPU. Each GPU's first product waits for its first A
+# and B panels; with 2 per GPU (8192-wide at 32768^2 float32, 2 GiB to stage) two H100s were
+# 1.76x one, 100 ms short of 2x, about that wait (2026-11-25). 4 halves it (unmeasured).
+PANELS_PER_GPU = 4
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
@@ -204,8 +208,15 @@ def _pool(name: str, workers: int) -> ThreadPoolExecutor:
         return _pools[name]
 
 
+def copy_threads(gpus: int) -> int:
+    """Copy threads per GPU of a host call: each GPU's worker copies on its own threads, the
+    machine's cores shared out (one shared pool of 16 served both GPUs of a 32-core machine)."""
+    return max(1, min(16, (os.cpu_count() or 1) // max(gpus, 1)))
+
+
 def host_copy(dst: np.ndarray, src: np.ndarray,
-              each: Callable[[int, int], None] | None = None) -> None:  # fmt: skip
+              each: Callable[[int, int], None] | None = None,
+              copies: ThreadPoolExecutor | None = None) -> None:  # fmt: skip
     """dst[...] = src, split across threads for large blocks (NumPy releases the GIL).
 
     The pieces are ranges lo:hi of dst's outer dimension (that of the larger stride, so each
@@ -223,7 +234,7 @@ def host_copy(dst: np.ndarray, src: np.ndarray,
     bounds = [int(x) for x in np.linspace(0, extent, parts + 1)]
     pieces = [(slice(lo, hi), slice(None)) if axis == 0 else (slice(None), slice(lo, hi))
               for lo, hi in itertools.pairwise(bounds)]  # fmt: skip
-    pool = _pool("copy", _WORKERS)
+    pool = copies or _pool("copy", _WORKERS)
     futures = [pool.submit(np.copyto, dst[p], src[p]) for p in pieces]
     for future, lo, hi in zip(futures, bounds[:-1], bounds[1:], strict=True):
         future.result()
@@ -237,7 +248,8 @@ def _order_of(arr: np.ndarray) -> str:
 
 
 def _stage_up(drv: Any, staged: np.ndarray, src: np.ndarray, buffer: np.ndarray,
-              device_ptr: int, ld: int, stream: Any) -> None:  # fmt: skip
+              device_ptr: int, ld: int, stream: Any,
+              copies: ThreadPoolExecutor | None = None) -> None:  # fmt: skip
     """Copy src into staged (its view in pinned `buffer`, leading dimension ld) on the copy
     threads, queueing each piece's upload to device_ptr on `stream` as soon as it is copied."""
     line = ld * staged.itemsize  # bytes per unit of the outer dimension
@@ -245,7 +257,7 @@ def _stage_up(drv: Any, staged: np.ndarray, src: np.ndarray, buffer: np.ndarray,
     def upload_piece(lo: int, hi: int) -> None:
         drv.memcpy_htod_async(device_ptr + lo * line, buffer[lo * line : hi * line], stream)
 
-    host_copy(staged, src, upload_piece)
+    host_copy(staged, src, upload_piece, copies)
 
 
 def _download_2d(drv: Any, tile: np.ndarray, c_mat: DeviceMatrix, stream: Any) -> None:
@@ -375,7 +387,8 @@ class _Run:
     """One host problem through the pipeline (see the module docstring)."""
 
     def __init__(self, problem: GemmProblem, plan: Plan, launch: Launch,
-                 direct_out: bool = False, copy_out: str = "copy-out"):  # fmt: skip
+                 direct_out: bool = False, copy_out: str = "copy-out",
+                 copies: ThreadPoolExecutor | None = None):  # fmt: skip
         import pycuda.driver as drv
 
         from . import cuda
@@ -384,6 +397,7 @@ class _Run:
         self.problem, self.plan, self.launch = problem, plan, launch
         self.rows, self.cols = ranges(plan.m, plan.tm), ranges(plan.n, plan.tn)
         self.copy_out = copy_out  # the name of the thread pool that copies C tiles out
+        self.copies = copies  # the threads that copy pieces of blocks (None: the shared ones)
         self.direct_out = direct_out  # out is pinned: tiles come down straight into it
         self.dtype = problem.dtype
         self.streams = _streams()
@@ -435,8 +449,8 @@ class _Run:
             buffer = self.stage_in.buffers[index]
             staged = pinned.view(buffer, part.shape, ld, self.dtype, order)
             address = target.ptr + lo * line
-            stage = lambda: _stage_up(self.drv, staged, part, buffer, address, ld, up)  # noqa: B023, E731
-            _traced(f"stage {part.shape}", stage)
+            piece = (self.drv, staged, part, buffer, address, ld, up, self.copies)
+            _traced(f"stage {part.shape}", lambda: _stage_up(*piece))  # noqa: B023
             event = self.drv.Event()
             event.record(up)
             self.stage_in.events[index] = event
@@ -545,7 +559,8 @@ class _Run:
             # freed in this thread, where its GPU's context is current.
             event = _driver.record(down.handle)
             copies = _pool(self.copy_out, 2)
-            self.stage_out.jobs[index] = copies.submit(_copy_out, event, part, staged)
+            self.stage_out.jobs[index] = copies.submit(_copy_out, event, part, staged,
+                                                       self.copies)  # fmt: skip
         c_slot.free = done
 
     def close(self) -> None:
@@ -570,12 +585,13 @@ def _segments(block: np.ndarray, order: str, line: int, most: int) -> list[tuple
     return [(lo, min(lo + step, extent)) for lo in range(0, max(extent, 1), step)]
 
 
-def _copy_out(event: int, tile: np.ndarray, staged: np.ndarray) -> None:
+def _copy_out(event: int, tile: np.ndarray, staged: np.ndarray,
+              copies: ThreadPoolExecutor | None) -> None:  # fmt: skip
     """On a copy thread: wait for a segment's download (a raw event of _driver's pool, given
     back here), then copy it out."""
     _traced("wait download", lambda: _driver.synchronize(event))
     _driver.events.give(event)
-    _traced(f"copy out {tile.shape}", lambda: host_copy(tile, staged))
+    _traced(f"copy out {tile.shape}", lambda: host_copy(tile, staged, None, copies))
 
 
 def _single_tile(problem: GemmProblem, launch: Launch,
@@ -646,15 +662,16 @@ def gemm(problem: GemmProblem, launch: Launch,
     home, gpus = _host_gpus()
     if gpus == (home,):  # one GPU, the process's own: the single-GPU pipeline, as it was
         return _on_one_gpu(problem, launch, budget, home)
-    chosen = _plan(m, n, k, itemsize, budget, gpus, MAX_PANELS * len(gpus))
+    chosen = _plan(m, n, k, itemsize, budget, gpus, PANELS_PER_GPU * len(gpus))
     with _host_calls:
         direct_out = _straight_down(problem)
         if chosen.tiles == 1 and not chosen.out_of_core and home in gpus:
             _single_tile(problem, launch, direct_out)
             _record({home: 1})
         else:
+            threads = copy_threads(len(gpus))
             spread(problem, chosen, gpus, lambda g: _GpuWorker(g, problem, chosen, launch,
-                                                               direct_out))  # fmt: skip
+                                                               direct_out, threads))  # fmt: skip
     return chosen
 
 
@@ -717,21 +734,24 @@ def last_spread() -> dict[int, int]:
 
 class _GpuWorker:
     """One GPU's share of a call (a TileWorker): in its own thread, bound to the GPU's primary
-    context, with its own streams, rings of device blocks, pinned staging and plans."""
+    context, with its own streams, rings of device blocks, pinned staging, plans and host
+    copy threads (`copy_threads` of them)."""
 
     def __init__(self, index: int, problem: GemmProblem, plan: Plan, launch: Launch,
-                 direct_out: bool) -> None:  # fmt: skip
+                 direct_out: bool, copy_threads: int = _WORKERS) -> None:  # fmt: skip
         self.name = f"gpu{index}"
         self.index, self.problem, self.plan = index, problem, plan
         self.launch, self.direct_out = launch, direct_out
+        self.copy_threads = copy_threads
         self.pipeline: _Run | None = None
 
     def open(self) -> None:
         from . import cuda
 
         cuda.bind(self.index)
+        copies = _pool(f"copy-{self.index}", self.copy_threads)
         self.pipeline = _Run(self.problem, self.plan, self.launch, self.direct_out,
-                             copy_out=f"copy-out-{self.index}")  # fmt: skip
+                             copy_out=f"copy-out-{self.index}", copies=copies)  # fmt: skip
         # Before any worker takes a tile (run_tiles waits until every worker has opened):
         # running out of memory on any GPU stops the call before a tile reaches c.
         self.pipeline._reserve()

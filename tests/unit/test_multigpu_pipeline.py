@@ -17,8 +17,9 @@ from tunedgemm import cuda, pipeline, plans, selection
 from tunedgemm._args import normalise
 from tunedgemm.tile_queue import Assignment
 
-# With 256-wide panels: 2 x 2 tiles on one GPU, 4 x 4 on two, 6 x 4 on three (the panels per
-# dimension grow with the GPUs, so that there are tiles to balance).
+# With 256-wide panels: 2 x 2 tiles on one GPU, 6 x 4 on two or three (the panels per
+# dimension grow with the GPUs, so that there are tiles to balance, up to whole 256-wide
+# quanta).
 SHAPE = (2900, 2000, 96)
 
 
@@ -30,7 +31,7 @@ class NumpyGpu:
     FAIL_AT: ClassVar[dict[int, int]] = {}  # index -> the tile number at which it raises
     made: ClassVar[list[NumpyGpu]] = []
 
-    def __init__(self, index, problem, plan, launch, direct_out):
+    def __init__(self, index, problem, plan, launch, direct_out, copy_threads=1):
         self.name, self.index, self.problem, self.plan = f"gpu{index}", index, problem, plan
         self.done: list[tuple[int, int]] = []
         self.thread = None
@@ -318,3 +319,19 @@ def test_a_thread_that_used_a_gpu_cannot_be_bound_to_another(stand_in_driver):
         return True
 
     assert in_thread(used_then_bound)
+
+
+def test_two_gpus_cut_large_squares_finer(monkeypatch):
+    """Each GPU's first product waits for its first panels: on two GPUs a 32768^2 float32
+    product is cut into 4096-wide tiles (1 GiB of panels before the first product, not 2)."""
+    budget = 70 << 30
+    one = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.MAX_PANELS)
+    two = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.PANELS_PER_GPU * 2)
+    assert (one.tm, one.tn) == (16384, 16384) and (two.tm, two.tn) == (4096, 4096)
+    assert not two.out_of_core and two.keep_b
+
+
+@pytest.mark.parametrize("cores,gpus,threads", [(32, 2, 16), (16, 2, 8), (64, 2, 16), (2, 4, 1)])
+def test_copy_threads_share_the_cores_between_gpus(monkeypatch, cores, gpus, threads):
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: cores)
+    assert pipeline.copy_threads(gpus) == threads
