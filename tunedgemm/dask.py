@@ -112,8 +112,8 @@ def _mode(precision: str | None, dtype: np.dtype) -> str | None:
 def _use_ipc(transfer: str, operands: Sequence[da.Array]) -> bool:
     """Whether this graph shares its blocks through CUDA IPC: transfer="ipc", or "auto"
     with CuPy blocks (the operands' meta) and an active distributed client whose workers
-    are two or more processes of one host, each with a GPU (dask_ipc.one_host_with_gpus);
-    never for "comm"."""
+    are two or more processes of one host, each with a GPU the others see
+    (dask_ipc.one_host_with_gpus); never for "comm"."""
     if transfer not in TRANSFERS:
         raise ValueError(f"transfer must be one of {', '.join(TRANSFERS)}; got {transfer!r}")
     if transfer != "auto":
@@ -125,22 +125,24 @@ def _use_ipc(transfer: str, operands: Sequence[da.Array]) -> bool:
 
 
 def _active_client() -> Any:
-    """The default distributed client, or None (no distributed, or no client)."""
+    """The client a compute would use (`Client.as_current`, else the latest), or None (no
+    distributed, or no client)."""
     try:
-        from distributed import default_client
+        from distributed import Client
     except ImportError:
         return None
     try:
-        return default_client()
+        return Client.current()
     except ValueError:  # no client
         return None
 
 
-_reports: dict[Any, list[tuple[str, str | None]]] = {}  # (client id, workers) -> reports
+_reports: dict[Any, list[dask_ipc.Report]] = {}  # (client id, workers) -> reports
 
 
-def _worker_reports(client: Any) -> list[tuple[str, str | None]]:
-    """Each worker's (host identity, GPU identity), asked once per client and worker set."""
+def _worker_reports(client: Any) -> list[dask_ipc.Report]:
+    """Each worker's host, GPU and visible GPUs (dask_ipc.identity), asked once per client
+    and set of workers."""
     key = (client.id, tuple(sorted(client.scheduler_info().get("workers", {}))))
     if key not in _reports:
         _reports[key] = list(client.run(dask_ipc.identity).values())

@@ -101,16 +101,24 @@ def gpu_identity(ordinal: int | None = None) -> str | None:
         return None
 
 
-def identity() -> tuple[str, str | None]:
-    """(host identity, GPU identity) of the process it runs in: what a worker reports."""
-    return host_identity(), gpu_identity()
+Report = tuple[str, str | None, tuple[str | None, ...]]
 
 
-def one_host_with_gpus(reports: list[tuple[str, str | None]]) -> bool:
+def identity() -> Report:
+    """(host, its GPU, every GPU it sees) of the process it runs in: what a worker reports."""
+    own = gpu_identity()
+    if own is None:
+        return host_identity(), None, ()
+    return host_identity(), own, tuple(sorted(gpu for gpu in _visible_gpus() if gpu))
+
+
+def one_host_with_gpus(reports: list[Report]) -> bool:
     """Whether workers reporting these identities can hand blocks over through CUDA IPC:
-    two or more (with one nothing moves), all on one host, each with a GPU."""
-    return len(reports) >= 2 and len({host for host, _ in reports}) == 1 and all(
-        gpu is not None for _, gpu in reports)  # fmt: skip
+    two or more (with one nothing moves), all on one host, each with a GPU that every other
+    sees (CUDA_VISIBLE_DEVICES of one GPU per worker hides the others)."""
+    gpus = {gpu for _, gpu, _ in reports}
+    return (len(reports) >= 2 and len({host for host, _, _ in reports}) == 1
+            and None not in gpus and all(gpus <= set(seen) for _, _, seen in reports))  # fmt: skip
 
 
 # The producer's side ----------------------------------------------------------------------
@@ -150,10 +158,17 @@ def _export(array: Any) -> dict[str, Any]:
 
     from . import _driver
 
-    ordinal = array.device.id
-    with cupy.cuda.Device(ordinal):  # the driver call needs this GPU's context current
+    runtime, ordinal = cupy.cuda.runtime, array.device.id
+    previous = runtime.getDevice()
+    # The driver call needs this GPU's context current in this thread (often distributed's
+    # event loop, where CUDA may not have run yet): cudaSetDevice makes it so (CUDA >= 12),
+    # where CuPy's Device() would skip the call for the device already selected.
+    runtime.setDevice(ordinal)
+    try:
         base, _ = _driver.allocation_of(array.data.ptr)
-        handle = cupy.cuda.runtime.ipcGetMemHandle(base)
+        handle = runtime.ipcGetMemHandle(base)
+    finally:
+        runtime.setDevice(previous)
     return {"handle": handle, "offset": array.data.ptr - base, "gpu": gpu_identity(ordinal)}
 
 

@@ -44,10 +44,12 @@ class Operand:
 
 def test_one_host_with_gpus():
     one = dask_ipc.one_host_with_gpus
-    assert one([("h/b", "gpu0"), ("h/b", "gpu1")])
-    assert not one([("h/b", "gpu0")])  # one worker: nothing moves
-    assert not one([("h/b", "gpu0"), ("g/b", "gpu1")])  # two hosts
-    assert not one([("h/b", "gpu0"), ("h/b", None)])  # a worker without a GPU
+    both = ("gpu0", "gpu1")
+    assert one([("h/b", "gpu0", both), ("h/b", "gpu1", both)])
+    assert not one([("h/b", "gpu0", both)])  # one worker: nothing moves
+    assert not one([("h/b", "gpu0", both), ("g/b", "gpu1", both)])  # two hosts
+    assert not one([("h/b", "gpu0", both), ("h/b", None, ())])  # a worker without a GPU
+    assert not one([("h/b", "gpu0", ("gpu0",)), ("h/b", "gpu1", ("gpu1",))])  # blind to peers
     assert not one([])
 
 
@@ -70,6 +72,7 @@ def test_auto_asks_the_workers(client, monkeypatch):
     numpy_like = [Operand(np.empty((0, 0))), Operand(FakeCupyArray())]
     monkeypatch.setattr(tgd, "_reports", {})
     monkeypatch.setattr(dask_ipc, "gpu_identity", lambda ordinal=None: "GPU-fake")
+    monkeypatch.setattr(dask_ipc, "_visible_gpus", lambda: frozenset({"GPU-fake"}))
     assert tgd._use_ipc("auto", cupy_like)
     assert not tgd._use_ipc("auto", numpy_like)
     monkeypatch.setattr(tgd, "_reports", {})
@@ -77,7 +80,7 @@ def test_auto_asks_the_workers(client, monkeypatch):
     assert not tgd._use_ipc("auto", cupy_like)
     monkeypatch.setattr(tgd, "_reports", {})
     def two_hosts(dask_worker):  # each worker its own host (client.run passes the worker)
-        return f"host-{dask_worker.name}/boot", "GPU-fake"
+        return f"host-{dask_worker.name}/boot", "GPU-fake", ("GPU-fake",)
 
     monkeypatch.setattr(dask_ipc, "identity", two_hosts)
     assert not tgd._use_ipc("auto", cupy_like)
@@ -120,6 +123,7 @@ def test_ipc_graph_reads_every_input_block_through_one_share_task(numpy_backend,
 def test_comm_never_shares(client, rng, monkeypatch):
     monkeypatch.setattr(tgd, "_reports", {})
     monkeypatch.setattr(dask_ipc, "gpu_identity", lambda ordinal=None: "GPU-fake")
+    monkeypatch.setattr(dask_ipc, "_visible_gpus", lambda: frozenset({"GPU-fake"}))
     x = da.from_array(uniform(rng, (40, 40), np.float32), chunks=20)
     product = tgd.matmul(x, x, transfer="comm")
     assert not any(k[0].startswith("tunedgemm-share-") for k in dict(product.dask))
