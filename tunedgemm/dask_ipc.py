@@ -175,7 +175,7 @@ def _export(array: Any) -> dict[str, Any]:
 # The receiver's side ----------------------------------------------------------------------
 
 _lock = threading.Lock()  # one open handle at a time: opening one allocation twice fails
-_streams: dict[int, Any] = {}
+_received = 0  # blocks copied in through a handle by this process (the GPU test reads it)
 
 
 def _receive(payload: dict[str, Any]) -> SharedBlock:
@@ -191,8 +191,11 @@ def _receive(payload: dict[str, Any]) -> SharedBlock:
         if mine is None:
             raise RuntimeError("tunedgemm.dask_ipc: a block pickled in this process is gone")
         return SharedBlock(mine.array, mine.ready)
+    global _received
     with _lock:
-        return SharedBlock(_open_copy(payload))
+        block = SharedBlock(_open_copy(payload))
+        _received += 1
+    return block
 
 
 def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
@@ -203,8 +206,8 @@ def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> 
 
 
 def _open_copy(payload: dict[str, Any]) -> Any:
-    """Open the handle, copy the block's bytes to this process's current GPU on a stream of
-    its own, wait for the copy, close the handle; the copy with the block's layout."""
+    """Open the handle, copy the block's bytes to this process's current GPU on the current
+    stream, wait for the copy, close the handle; the copy with the block's layout."""
     import cupy
 
     runtime = cupy.cuda.runtime
@@ -216,11 +219,13 @@ def _open_copy(payload: dict[str, Any]) -> Any:
         )
     dtype = cupy.dtype(payload["dtype"])
     low, span = _extent(payload["shape"], payload["strides"], dtype.itemsize)
-    stream = _copy_stream()
-    # Allocated on the copy stream: CuPy's pool reuses memory per stream, so no work of
-    # another stream can still be using these bytes.
-    with stream:
-        local = cupy.empty(span, dtype=cupy.uint8)
+    # The current stream (the legacy default stream, which the worker's products use too),
+    # not a stream of its own: CuPy's pool hands memory freed on a stream back to that
+    # stream only, trusting its order. A copy on another stream could overwrite memory
+    # just freed while a product queued on the default stream still reads it. The price:
+    # the copy waits behind the products already queued on this GPU.
+    stream = cupy.cuda.get_current_stream()
+    local = cupy.empty(span, dtype=cupy.uint8)
     remote = runtime.ipcOpenMemHandle(payload["handle"])  # lazy peer access (CuPy's default)
     try:
         source = remote + payload["offset"] + low
@@ -230,17 +235,6 @@ def _open_copy(payload: dict[str, Any]) -> Any:
         runtime.ipcCloseMemHandle(remote)
     return cupy.ndarray(payload["shape"], dtype, memptr=local.data + (-low),
                         strides=payload["strides"])  # fmt: skip
-
-
-def _copy_stream() -> Any:
-    """A non-blocking stream per GPU for the copies: the legacy default stream would
-    queue them behind the products this GPU is running."""
-    import cupy
-
-    ordinal = cupy.cuda.Device().id
-    if ordinal not in _streams:
-        _streams[ordinal] = cupy.cuda.Stream(non_blocking=True)
-    return _streams[ordinal]
 
 
 @functools.lru_cache(maxsize=1)

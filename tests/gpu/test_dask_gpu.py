@@ -81,11 +81,10 @@ def test_a_worker_process_per_gpu(rng):
 
 
 def _copied_in():
-    """On a worker: whether it has copied a block in through an IPC handle (its copy stream
-    exists only then)."""
+    """On a worker: how many blocks it has copied in through an IPC handle."""
     from tunedgemm import dask_ipc
 
-    return bool(dask_ipc._streams)
+    return dask_ipc._received
 
 
 def two_gpus():
@@ -116,8 +115,8 @@ def test_ipc_transfers_between_two_gpu_workers(two_gpu_client, rng, dtype):
         out = two_gpu_client.compute(product).result()
         assert isinstance(out, cupy.ndarray)
         assert_gemm(out.get(), 1.0, a, b, 0.0, None, dtype)
-    opened = two_gpu_client.run(_copied_in)
-    assert any(opened.values())  # some worker copied a block in through a handle
+    copied = two_gpu_client.run(_copied_in)
+    assert sum(copied.values()) > 0  # blocks did come in through handles
     c = uniform(rng, (2500, 2500), dtype)
     out = two_gpu_client.compute(tgd.gemm(0.5, x, on_device(a, 700), -2.0, on_device(c, 800),
                                           1, 0, transfer="ipc")).result()  # fmt: skip
@@ -126,9 +125,7 @@ def test_ipc_transfers_between_two_gpu_workers(two_gpu_client, rng, dtype):
 
 def test_a_shared_block_crosses_to_the_other_gpu(two_gpu_client):
     """A strided view inside a larger allocation (an offset from its base), shared on one
-    worker and unwrapped on the other: the same values, in a copy on the receiver's GPU.
-    (Run after the product test, the receiver may have copied blocks in before: the check
-    of the route is there.)"""
+    worker and unwrapped on the other: the same values, in a copy on the receiver's GPU."""
     first, second = sorted(two_gpu_client.scheduler_info()["workers"])
 
     def make():
@@ -143,12 +140,15 @@ def test_a_shared_block_crosses_to_the_other_gpu(two_gpu_client):
         from tunedgemm import dask_ipc
 
         block = dask_ipc.unwrap(shared)
-        return block.get(), block.device.id, block.strides, cupy.cuda.runtime.getDevice()
+        got = block.get(), block.device.id, block.strides, cupy.cuda.runtime.getDevice()
+        return (*got, dask_ipc._received)
 
     block = two_gpu_client.submit(make, workers=[first], pure=False)
     shared = two_gpu_client.submit(dask_ipc.share, block, workers=[first])
-    values, device, strides, current = two_gpu_client.submit(receive, shared,
-                                                             workers=[second]).result()  # fmt: skip
+    before = two_gpu_client.run(_copied_in, workers=[second])[second]
+    values, device, strides, current, after = two_gpu_client.submit(
+        receive, shared, workers=[second]).result()  # fmt: skip
+    assert after == before + 1  # it came through a handle
     expected = np.arange(4000 * 3000, dtype=np.float32).reshape(4000, 3000)[1000:3000:2, 64:1000].T
     np.testing.assert_array_equal(values, expected)
     assert device == current == 0  # the receiver's own GPU (its device 0)
