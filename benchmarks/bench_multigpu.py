@@ -12,7 +12,10 @@ Usage: python benchmarks/bench_multigpu.py [--gpus N] [--quick] [--repeats 3] [-
 2. Dask: 32768^2 float32 in chunks of 8192 (--quick: 16384^2 in chunks of 4096), CuPy blocks
    made on the workers, on a cluster of k = 1..N GPU workers (one process per GPU,
    tunedgemm.dask.local_gpu_cluster): tunedgemm.dask.matmul(x, y), in IEEE arithmetic and
-   with precision="3xtf32", against dask.array's own x @ y, each timed from graph submission
+   with precision="3xtf32", with transfer="auto" (CUDA IPC between the workers
+   where there are two or more: tunedgemm/dask_ipc.py) and, in IEEE arithmetic, with
+   transfer="comm" (blocks through distributed's TCP comm, as before IPC), against
+   dask.array's own x @ y (always the comm), each timed from graph submission
    until the result is persisted on the workers and their GPUs are idle (persist, wait, then
    a device synchronise on every worker; the next waits until the scheduler has forgotten
    the last); medians of --repeats runs, the order alternated. Each result is checked
@@ -53,9 +56,9 @@ def plan(args: argparse.Namespace, gpus: int) -> list[str]:
         steps.append(f"host: TUNEDGEMM_DEVICES={','.join(map(str, range(k)))}: {routines}"
                      f"{peer} at {', '.join(f'{s}^2' for s in sizes)}; median of {args.repeats}")
     for k in range(1, gpus + 1):
-        steps.append(f"dask: {k} GPU worker(s): tunedgemm.dask.matmul vs x @ y, {n}^2 "
-                     f"float32 in chunks of {chunk}; median of {args.repeats}, checked on "
-                     "sampled blocks")
+        steps.append(f"dask: {k} GPU worker(s): tunedgemm.dask.matmul (transfer auto and "
+                     f"comm) vs x @ y, {n}^2 float32 in chunks of {chunk}; median of "
+                     f"{args.repeats}, checked on sampled blocks")  # fmt: skip
     return steps
 
 
@@ -179,11 +182,14 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
     meta = cupy.empty((0, 0), np.float32)
     # 3xtf32: float32 accuracy on the tensor cores (docs/precision.md); IEEE float32 cannot
     # beat dask's own product by much on one GPU, which runs cuBLAS SGEMM near the FFMA ceiling.
-    methods = {"tunedgemm": tgd.matmul, "dask": lambda x, y: x @ y,
-               "tunedgemm 3xtf32": lambda x, y: tgd.matmul(x, y, precision="3xtf32")}
+    methods = {"tunedgemm": lambda x, y: tgd.matmul(x, y, transfer="auto"),
+               "dask": lambda x, y: x @ y,
+               "tunedgemm 3xtf32": lambda x, y: tgd.matmul(x, y, precision="3xtf32",
+                                                           transfer="auto"),
+               "tunedgemm comm": lambda x, y: tgd.matmul(x, y, transfer="comm")}
     rows = []
-    print(f"\n{'workers':>7} {'tunedgemm s':>11} {'dask s':>8} {'speedup':>8} {'3xtf32 s':>9} "
-          f"{'speedup':>8} {'check':>30}")  # fmt: skip
+    print(f"\n{'workers':>7} {'transfer':>8} {'tunedgemm s':>11} {'dask s':>8} {'speedup':>8} "
+          f"{'3xtf32 s':>9} {'speedup':>8} {'comm s':>8} {'check':>30}")  # fmt: skip
     for k in range(1, gpus + 1):
         started = time.perf_counter()
         with tgd.local_gpu_cluster(gpus=range(k)) as cluster, \
@@ -195,6 +201,7 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
             client.run(synchronize)
             print(f"  {k} worker(s): operands made after {time.perf_counter() - started:.1f} s",
                   flush=True)  # fmt: skip
+            transfer = "ipc" if tgd._use_ipc("auto", [x, y]) else "comm"  # what auto picks
             baseline = scheduler_tasks(client)
             seconds: dict[str, list[float]] = {name: [] for name in methods}
             checks: dict[str, tuple[bool, float, float]] = {}
@@ -212,17 +219,19 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
                         checks[name] = tgd.check_sample(x, y, product, blocks=2, seed=k)
                     del product
                     forgotten(client, baseline)
-        ours, theirs, fast = (statistics.median(seconds[name]) for name in methods)
+        ours, theirs, fast, comm = (statistics.median(seconds[name]) for name in methods)
         row = {"workers": k, "n": n, "chunk": chunk, "tunedgemm_s": ours, "dask_s": theirs,
                "speedup": theirs / ours, "tunedgemm_3xtf32_s": fast,
-               "speedup_3xtf32": theirs / fast, "samples": seconds,
+               "speedup_3xtf32": theirs / fast, "transfer": transfer,
+               "tunedgemm_comm_s": comm, "samples": seconds,
                "check": {name: {"passed": c[0], "error": c[1], "tolerance": c[2]}
                          for name, c in checks.items()}}  # fmt: skip
         rows.append(row)
         verdict = ", ".join(f"{name} {'ok' if c[0] else 'WRONG'} ({c[1]:.1e})"
                             for name, c in checks.items())  # fmt: skip
-        print(f"{k:7d} {ours:11.2f} {theirs:8.2f} {theirs / ours:8.2f} {fast:9.2f} "
-              f"{theirs / fast:8.2f} {verdict:>30}", flush=True)  # fmt: skip
+        print(f"{k:7d} {transfer:>8} {ours:11.2f} {theirs:8.2f} {theirs / ours:8.2f} "
+              f"{fast:9.2f} {theirs / fast:8.2f} {comm:8.2f} {verdict:>30}",
+              flush=True)  # fmt: skip
     return rows
 
 

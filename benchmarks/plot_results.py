@@ -256,6 +256,9 @@ def plot_multigpu(data: dict, out: Path) -> None:
         if all("tunedgemm_3xtf32_s" in r for r in rows):
             ax.plot(workers, [r["tunedgemm_3xtf32_s"] for r in rows], "^-",
                     label='tunedgemm.dask.matmul, precision="3xtf32"')  # fmt: skip
+        if all("tunedgemm_comm_s" in r for r in rows):  # runs since CUDA IPC transfers
+            ax.plot(workers, [r["tunedgemm_comm_s"] for r in rows], "v:",
+                    label='tunedgemm.dask.matmul, transfer="comm"')  # fmt: skip
         ax.set_title(f"dask: {rows[0]['n']}^2 float32, chunks of {rows[0]['chunk']}")
         ax.set_xlim(0.5, max(workers) + 0.5)
     ax.set_xlabel("GPU workers")

@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 _P, _U, _I = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
+_U64, _SIZE = ctypes.c_uint64, ctypes.c_size_t  # CUdeviceptr and size_t: 64-bit
 CU_EVENT_DISABLE_TIMING = 2
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CUDA_ERROR_NOT_READY = 600
@@ -41,6 +42,7 @@ def lib() -> Any:
         ("cuStreamWaitEvent", [_P, _P, _U]),
         ("cuGetErrorName", [_I, ctypes.POINTER(ctypes.c_char_p)]),
         ("cuPointerGetAttribute", [_P, _I, ctypes.c_uint64]),
+        ("cuMemGetAddressRange_v2", [ctypes.POINTER(_U64), ctypes.POINTER(_SIZE), _U64]),
     ):
         function = getattr(cuda, name)
         function.argtypes = args
@@ -143,6 +145,16 @@ def device_of(address: int) -> int | None:
     code = lib().cuPointerGetAttribute(ctypes.byref(ordinal), CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                        address)  # fmt: skip
     return ordinal.value if code == 0 else None
+
+
+def allocation_of(address: int) -> tuple[int, int]:
+    """(base, size) of the device allocation holding `address` (a pool hands out pieces of
+    larger allocations; CUDA IPC exports whole allocations). Needs the allocation's context
+    current in this thread."""
+    base, size = _U64(), _SIZE()
+    check(lib().cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), address),
+          "cuMemGetAddressRange")  # fmt: skip
+    return int(base.value), int(size.value)
 
 
 def stream_handle(stream: Any) -> int:

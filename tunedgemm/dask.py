@@ -17,6 +17,12 @@ with its transpose flag (a ``.T`` of a dask array works too: its blocks are tran
 views). ``beta * c`` is folded into the product of the first kk, so it costs no extra pass.
 Nothing here knows where the workers are: the same graph runs on the threaded scheduler, a
 ``distributed.LocalCluster`` or a cluster of machines (``distributed.Client("tcp://...")``).
+One choice depends on them, made when the graph is built (``transfer=``): where every
+worker of the active client is a process of one host with a GPU and the blocks are CuPy
+arrays, each input block first goes through a ``share`` task on its worker, and block
+products and partial sums are shared likewise, so that a block another worker needs moves
+through CUDA IPC, device to device (tunedgemm/dask_ipc.py), instead of through host memory
+and distributed's TCP comm.
 The graph builds a legacy ``dask.array.Array`` (the default collection of dask 2026; with
 ``array.query-planning`` switched on, tunedgemm.dask raises a clear error).
 """
@@ -43,35 +49,42 @@ except ImportError as exc:  # the optional extra is not installed
 
 import tunedgemm
 
-from . import checks
+from . import checks, dask_ipc
 from ._args import GEMM_DTYPES, as_scalar, as_trans, check_castable
 from .precision import check_mode, resolve
 
 __all__ = ["check_sample", "gemm", "local_gpu_cluster", "matmul"]
 
 SPLIT_EVERY = 4  # partial products summed per task: memory per sum is this many blocks
+TRANSFERS = ("auto", "ipc", "comm")  # how blocks move between workers (_use_ipc)
+# "comm" until a two-GPU run has checked and timed the CUDA IPC path (written 2026-11-25 with
+# no GPU time left): then "auto". bench_multigpu.py times transfer="auto" explicitly.
+DEFAULT_TRANSFER = "comm"
 
 
-def matmul(x: Any, y: Any, *, precision: str | None = None,
-           split_every: int = SPLIT_EVERY) -> da.Array:  # fmt: skip
+def matmul(x: Any, y: Any, *, precision: str | None = None, split_every: int = SPLIT_EVERY,
+           transfer: str = DEFAULT_TRANSFER) -> da.Array:  # fmt: skip
     """x @ y for 2-D arrays (dask arrays, or anything dask.array.asarray takes) as a dask
     array: np.matmul's dtype, each block product computed by tunedgemm.matmul. precision as
     tunedgemm.matmul's, decided here (a `tunedgemm.precision(...)` block around the call
-    holds for every worker)."""
+    holds for every worker). transfer: how blocks move between workers: "comm" through
+    distributed's comm, "ipc" through CUDA IPC (worker processes of one host whose GPUs see
+    each other), "auto" IPC where it applies (see _use_ipc), else comm (the default is
+    DEFAULT_TRANSFER)."""
     x, y = _as_dask(x, "x"), _as_dask(y, "y")
     dtype = np.result_type(x.dtype, y.dtype)
     mode = _mode(precision, dtype)
     return _product(_matmul_block, (mode,), x, y, None, False, False, dtype, split_every,
-                    "matmul")  # fmt: skip
+                    "matmul", transfer)  # fmt: skip
 
 
 def gemm(alpha: Any, x: Any, y: Any, beta: Any = 0.0, c: Any = None, trans_a: int = 0,
-         trans_b: int = 0, *, precision: str | None = None,
-         split_every: int = SPLIT_EVERY) -> da.Array:  # fmt: skip
+         trans_b: int = 0, *, precision: str | None = None, split_every: int = SPLIT_EVERY,
+         transfer: str = DEFAULT_TRANSFER) -> da.Array:  # fmt: skip
     """alpha * op(x) @ op(y) + beta * c as a dask array, with tunedgemm.gemm's semantics:
     float64 if x or y is float64 (or an integer type), else float32; trans flags 0, 1 or 2;
-    c ignored when beta is 0 and required otherwise; c is never written. precision as in
-    matmul."""
+    c ignored when beta is 0 and required otherwise; c is never written. precision and
+    transfer as in matmul."""
     alpha_f, beta_f = as_scalar(alpha, "alpha"), as_scalar(beta, "beta")
     ta, tb = as_trans(trans_a, "trans_a"), as_trans(trans_b, "trans_b")
     x, y = _as_dask(x, "x"), _as_dask(y, "y")
@@ -87,7 +100,7 @@ def gemm(alpha: Any, x: Any, y: Any, beta: Any = 0.0, c: Any = None, trans_a: in
         c = _as_dask(c, "c")
         check_castable(c.dtype, "c")
     return _product(_gemm_block, (alpha_f, beta_f, _mode(precision, dtype)), x, y, c, ta, tb,
-                    dtype, split_every, "gemm")  # fmt: skip
+                    dtype, split_every, "gemm", transfer)  # fmt: skip
 
 
 def _mode(precision: str | None, dtype: np.dtype) -> str | None:
@@ -100,10 +113,52 @@ def _mode(precision: str | None, dtype: np.dtype) -> str | None:
     return resolve(precision, np.dtype(dtype).name)
 
 
+def _use_ipc(transfer: str, operands: Sequence[da.Array]) -> bool:
+    """Whether this graph shares its blocks through CUDA IPC: transfer="ipc", or "auto"
+    with CuPy blocks (the operands' meta) and an active distributed client whose workers
+    are two or more processes of one host, each with a GPU the others see
+    (dask_ipc.one_host_with_gpus); never for "comm"."""
+    if transfer not in TRANSFERS:
+        raise ValueError(f"transfer must be one of {', '.join(TRANSFERS)}; got {transfer!r}")
+    if transfer != "auto":
+        return transfer == "ipc"
+    if not all(type(a._meta).__module__.split(".")[0] == "cupy" for a in operands):
+        return False
+    client = _active_client()
+    return client is not None and dask_ipc.one_host_with_gpus(_worker_reports(client))
+
+
+def _active_client() -> Any:
+    """The client a compute would use (`Client.as_current`, else the latest), or None (no
+    distributed, or no client)."""
+    try:
+        from distributed import Client
+    except ImportError:
+        return None
+    try:
+        return Client.current()
+    except ValueError:  # no client
+        return None
+
+
+_reports: dict[Any, list[dask_ipc.Report]] = {}  # (client id, workers) -> reports
+
+
+def _worker_reports(client: Any) -> list[dask_ipc.Report]:
+    """Each worker's host, GPU and visible GPUs (dask_ipc.identity), asked once per client
+    and set of workers."""
+    key = (client.id, tuple(sorted(client.scheduler_info().get("workers", {}))))
+    if key not in _reports:
+        _reports[key] = list(client.run(dask_ipc.identity).values())
+    return _reports[key]
+
+
 def local_gpu_cluster(gpus: Sequence[int] | None = None, threads_per_worker: int = 1,
                       memory_limit: int | str = 0, **scheduler_options: Any) -> Any:  # fmt: skip
-    """A distributed.SpecCluster on this machine with one worker process per GPU, each seeing
-    only its GPU (CUDA_VISIBLE_DEVICES set by its Nanny before CUDA starts there).
+    """A distributed.SpecCluster on this machine with one worker process per GPU. Each sees
+    its GPU as device 0 and the other workers' GPUs after it (CUDA_VISIBLE_DEVICES set by
+    its Nanny before CUDA starts there), since CUDA IPC between workers needs every GPU
+    visible; TUNEDGEMM_DEVICES=0 keeps tunedgemm's host calls in a worker on its own GPU.
 
     gpus: CUDA ordinals of this process (default: TUNEDGEMM_DEVICES, else every visible
     GPU). One thread per worker is enough for device blocks, whose products are queued on
@@ -124,9 +179,11 @@ def local_gpu_cluster(gpus: Sequence[int] | None = None, threads_per_worker: int
     # driver's own: translate through ours when it is set.
     ours = os.environ.get("CUDA_VISIBLE_DEVICES")
     names = [part.strip() for part in ours.split(",")] if ours else None
+    named = [names[index] if names else str(index) for index in chosen]
     workers = {}
-    for index in chosen:
-        env = {"CUDA_VISIBLE_DEVICES": names[index] if names else str(index)}
+    for place, index in enumerate(chosen):
+        rotated = named[place:] + named[:place]  # its own GPU first (dask-cuda does the same)
+        env = {"CUDA_VISIBLE_DEVICES": ",".join(rotated), "TUNEDGEMM_DEVICES": "0"}
         options = {"nthreads": threads_per_worker, "env": env, "memory_limit": memory_limit}
         workers[f"gpu{index}"] = {"cls": Nanny, "options": options}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": ":0", **scheduler_options}}
@@ -168,6 +225,7 @@ def _host(value: Any) -> np.ndarray:
 
 
 def _matmul_block(mode: str | None, a: Any, b: Any, c: Any = None) -> Any:
+    a, b = dask_ipc.unwrap(a), dask_ipc.unwrap(b)  # shared blocks (transfer="ipc")
     if mode is not None:
         return tunedgemm.matmul(a, b, precision=mode)
     return a @ b  # ints, float16, bool: the block library's own exact product
@@ -175,6 +233,7 @@ def _matmul_block(mode: str | None, a: Any, b: Any, c: Any = None) -> Any:
 
 def _gemm_block(alpha: float, beta: float, mode: str | None, a: Any, b: Any, c: Any, ta: bool,
                 tb: bool) -> Any:  # fmt: skip
+    a, b, c = dask_ipc.unwrap(a), dask_ipc.unwrap(b), dask_ipc.unwrap(c)
     return tunedgemm.gemm(alpha, a, b, beta if c is not None else 0.0, c, int(ta), int(tb),
                           precision=mode)  # fmt: skip
 
@@ -182,6 +241,7 @@ def _gemm_block(alpha: float, beta: float, mode: str | None, a: Any, b: Any, c: 
 def _sum_blocks(parts: list[Any]) -> Any:
     """The sum of partial products, in a new array (inputs are never written: a retried task
     must find them as they were)."""
+    parts = [dask_ipc.unwrap(part) for part in parts]
     total = parts[0] + parts[1]
     for part in parts[2:]:
         total += part
@@ -212,9 +272,12 @@ def _aligned(x: da.Array, y: da.Array, ta: bool, tb: bool) -> tuple[da.Array, da
 
 def _product(block: Callable[..., Any], head: tuple[Any, ...], x: da.Array, y: da.Array,
              c: da.Array | None, ta: bool, tb: bool, dtype: np.dtype, split_every: int,
-             what: str) -> da.Array:  # fmt: skip
+             what: str, transfer: str = "comm") -> da.Array:  # fmt: skip
     """The dask array of op(x) @ op(y) (+ c) whose block products are block(*head, a, b, c
-    [, ta, tb]) (see the module docstring)."""
+    [, ta, tb]) (see the module docstring). With IPC transfers every input block is read
+    through a share task (dask_ipc.share: it depends on that block alone, so it runs where
+    the block is), and every partial product or sum is returned shared; the output blocks
+    stay plain arrays."""
     if dask.config.get("array.query-planning", None):
         raise NotImplementedError(
             "tunedgemm.dask builds a legacy dask.array graph; switch off the "
@@ -239,10 +302,25 @@ def _product(block: Callable[..., Any], head: tuple[Any, ...], x: da.Array, y: d
             raise ValueError(f"c has shape {c.shape}, expected {(m, n)} for op(x) @ op(y)")
         c = c.rechunk((row_chunks, col_chunks))
         dependencies.append(c)
+    ipc = _use_ipc(transfer, [x, y])
     flags = (ta, tb) if block is _gemm_block else ()
-    token = tokenize(block, head, x, y, c, ta, tb, split_every)
+    token = tokenize(block, head, x, y, c, ta, tb, split_every, ipc)
     name, partial = f"tunedgemm-{what}-{token}", f"tunedgemm-{what}-partial-{token}"
     layer: dict[Any, Any] = {}
+
+    def source(key: Any) -> Any:
+        """The key a product reads input block `key` through: its share task with IPC."""
+        if key is None or not ipc:
+            return key
+        shared = (f"tunedgemm-share-{tokenize(key[0])}", *key[1:])
+        layer[shared] = (dask_ipc.share, key)
+        return shared
+
+    def task(key: Any, value: tuple[Any, ...]) -> None:
+        """A partial result is shared with IPC (a sum elsewhere may need it); an output
+        block never is."""
+        layer[key] = (dask_ipc.share, value) if ipc and key[0] == partial else value
+
     for i in range(len(row_chunks)):
         for j in range(len(col_chunks)):
             parts = []
@@ -251,7 +329,7 @@ def _product(block: Callable[..., Any], head: tuple[Any, ...], x: da.Array, y: d
                 y_key = (y.name, j, kk) if tb else (y.name, kk, j)
                 c_key = (c.name, i, j) if c is not None and kk == 0 else None
                 key = (name, i, j) if k_blocks == 1 else (partial, i, j, 0, kk)
-                layer[key] = (block, *head, x_key, y_key, c_key, *flags)
+                task(key, (block, *head, source(x_key), source(y_key), source(c_key), *flags))
                 parts.append(key)
             level = 0
             while len(parts) > 1:
@@ -263,7 +341,7 @@ def _product(block: Callable[..., Any], head: tuple[Any, ...], x: da.Array, y: d
                         parts.append(group[0])
                         continue
                     key = (name, i, j) if len(groups) == 1 else (partial, i, j, level, g)
-                    layer[key] = (_sum_blocks, group)
+                    task(key, (_sum_blocks, group))
                     parts.append(key)
     graph = HighLevelGraph.from_collections(name, layer, dependencies=dependencies)
     meta = meta_from_array(x._meta, ndim=2, dtype=dtype)

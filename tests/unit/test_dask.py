@@ -84,13 +84,52 @@ def test_process_workers(process_client, rng):
     assert_gemm(out, 0.5, a, b.T, 0.0, None, np.float32)
 
 
-def test_local_gpu_cluster_gives_each_worker_its_gpu(numpy_backend, monkeypatch):
-    """One worker process per GPU ordinal, seeing only that GPU (by the driver's numbering,
-    through this process's CUDA_VISIBLE_DEVICES); the GPUs need not exist for that."""
+def test_shared_blocks_between_worker_processes(process_client, rng):
+    """transfer="ipc" on NumPy blocks: the wrappers cross real process boundaries through
+    distributed's serialisation (as the bytes: NumPy blocks have no IPC handle)."""
+    a, x = blocks(rng, (70, 60), (30, 20), np.float64)
+    b, y = blocks(rng, (60, 50), (20, 25), np.float64)
+    c, cd = blocks(rng, (70, 50), 35, np.float64)
+    process_client.run(_count_shared_sends, True)
+    try:
+        out = process_client.compute(tgd.gemm(2.0, x, y, -1.0, cd, transfer="ipc")).result()
+    finally:
+        sent = process_client.run(_count_shared_sends, False)
+    assert isinstance(out, np.ndarray)
+    assert_gemm(out, 2.0, a, b, -1.0, c, np.float64)
+    assert sum(sent.values()) > 0  # some wrappers did go from one worker to the other
+
+
+def _count_shared_sends(start):
+    """On a worker: count SharedBlocks that distributed serialises (start), or stop counting
+    and say how many."""
+    from distributed.protocol import dask_serialize
+
+    from tunedgemm import dask_ipc
+
+    if start:
+        sent = dask_ipc.__dict__.setdefault("_test_sent", [])
+
+        def counting(block, context=None):
+            sent.append(1)
+            return dask_ipc._dumps(block, context=context)
+
+        dask_serialize.register(dask_ipc.SharedBlock)(counting)
+        return 0
+    dask_serialize.register(dask_ipc.SharedBlock)(dask_ipc._dumps)
+    return len(dask_ipc.__dict__.pop("_test_sent", []))
+
+
+def test_local_gpu_cluster_gives_each_worker_its_gpu_first(numpy_backend, monkeypatch):
+    """One worker process per GPU ordinal, seeing its GPU first and the other workers' GPUs
+    after it (by the driver's numbering, through this process's CUDA_VISIBLE_DEVICES: CUDA
+    IPC needs them visible), with tunedgemm's host calls on its own GPU only; the GPUs need
+    not exist for that."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")
     with tgd.local_gpu_cluster(gpus=[0, 1]) as cluster, distributed.Client(cluster) as client:
-        seen = client.run(lambda: os.environ["CUDA_VISIBLE_DEVICES"])
-    assert sorted(seen.values()) == ["5", "7"]
+        seen = client.run(lambda: (os.environ["CUDA_VISIBLE_DEVICES"],
+                                   os.environ["TUNEDGEMM_DEVICES"]))  # fmt: skip
+    assert sorted(seen.values()) == [("5,7", "0"), ("7,5", "0")]
     with pytest.raises(ValueError, match="no GPU"):
         tgd.local_gpu_cluster(gpus=[])
 

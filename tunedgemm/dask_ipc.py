@@ -1,0 +1,286 @@
+"""CuPy blocks handed between worker processes of one host through CUDA IPC: only a handle travels.
+
+`share(block)` wraps a block in a SharedBlock. Pickled for another process, a SharedBlock
+exports a CUDA IPC handle of the allocation holding its block (plus the offset, layout, host
+and GPU); unpickled, it opens the handle, copies the block device to device (over NVLink
+between two GPUs) into a fresh local array, closes the handle and wraps the copy. So nothing
+refers to the producer's memory once deserialisation has returned.
+
+Why that is safe with distributed: the producer's `Worker.get_data` handler keeps the
+values it sends in its local `data` dict until the requester replies "OK", and the
+requester (`get_data_from_worker`, distributed/worker.py, read in distributed 2026.8.0)
+writes "OK" only after `send_recv` returned, i.e. after the comm's `read` has deserialised
+the message (TCP.read -> from_frames, deserialize=True for a worker's rpc pool). The
+block is alive for the whole copy. When the Active Memory Manager later drops the
+producer's replica, the receiver's copy is its own: dropping it is harmless.
+
+Outside a comm (distributed spilling a SharedBlock to disk, which serialises it without a
+recipient), the block's bytes are written instead: a handle to memory that the spilled
+wrapper no longer keeps alive would dangle. A block that cannot be exported (NumPy, empty,
+memory CUDA IPC does not cover) is pickled as it is.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import os
+import pickle
+import socket
+import threading
+import weakref
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+class SharedBlock:
+    """A block (`array`) and the CUDA event after which its producer's work on it is done
+    (`ready`, None where there is nothing to wait for)."""
+
+    __slots__ = ("__weakref__", "array", "ready")
+
+    def __init__(self, array: Any, ready: Any = None) -> None:
+        self.array, self.ready = array, ready
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        array = self.array
+        if not _exportable(array):
+            return SharedBlock, (array,)
+        if self.ready is not None:  # another process reads it: the producer must be done
+            self.ready.synchronize()
+        try:
+            payload = _export(array)
+        except Exception as exc:  # e.g. managed or stream-ordered memory: no IPC handle
+            _warn_once(f"tunedgemm.dask_ipc: a block could not be exported ({exc}); "
+                       "sending its bytes instead")  # fmt: skip
+            return SharedBlock, (array,)
+        token = next(_tokens)
+        _exported[token] = self
+        payload.update(host=host_identity(), pid=os.getpid(), token=token, shape=array.shape,
+                       dtype=array.dtype.str, strides=array.strides)  # fmt: skip
+        return _receive, (payload,)
+
+
+def share(block: Any) -> SharedBlock:
+    """`block` wrapped, with an event recorded on the current stream (never waits: the
+    wait happens only if the block is sent to another process)."""
+    return SharedBlock(block, _record(block))
+
+
+def unwrap(value: Any) -> Any:
+    """The block a SharedBlock holds; anything else as it is."""
+    return value.array if isinstance(value, SharedBlock) else value
+
+
+@functools.lru_cache(maxsize=1)
+def host_identity() -> str:
+    """This machine, for as long as it runs: host name and boot id (an IPC handle is
+    only valid on the machine, and since the boot, that made it)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as file:
+            boot = file.read().strip()
+    except OSError:
+        boot = "unknown-boot"
+    return f"{socket.gethostname()}/{boot}"
+
+
+@functools.lru_cache(maxsize=64)
+def gpu_identity(ordinal: int | None = None) -> str | None:
+    """The UUID (else PCI bus id) of GPU `ordinal` of this process (default: the current
+    device); None without CuPy or without a usable GPU."""
+    try:
+        import cupy
+
+        runtime = cupy.cuda.runtime
+        ordinal = cupy.cuda.Device().id if ordinal is None else ordinal
+        uuid = runtime.getDeviceProperties(ordinal).get("uuid")
+        return bytes(uuid).hex() if uuid else cupy.cuda.Device(ordinal).pci_bus_id
+    except Exception:  # no CuPy, no driver, no device: this process has no GPU to share
+        return None
+
+
+Report = tuple[str, str | None, tuple[str | None, ...]]
+
+
+def identity() -> Report:
+    """(host, its GPU, every GPU it sees) of the process it runs in: what a worker reports."""
+    own = gpu_identity()
+    if own is None:
+        return host_identity(), None, ()
+    return host_identity(), own, tuple(sorted(gpu for gpu in _visible_gpus() if gpu))
+
+
+def one_host_with_gpus(reports: list[Report]) -> bool:
+    """Whether workers reporting these identities can hand blocks over through CUDA IPC:
+    two or more (with one nothing moves), all on one host, each with a GPU that every other
+    sees (CUDA_VISIBLE_DEVICES of one GPU per worker hides the others)."""
+    gpus = {gpu for _, gpu, _ in reports}
+    return (len(reports) >= 2 and len({host for host, _, _ in reports}) == 1
+            and None not in gpus and all(gpus <= set(seen) for _, _, seen in reports))  # fmt: skip
+
+
+# The producer's side ----------------------------------------------------------------------
+
+_tokens = itertools.count()
+# Exported wrappers by token, weakly: a handle unpickled in its own process (which CUDA
+# cannot open there) finds its block here while the wrapper lives.
+_exported: weakref.WeakValueDictionary[int, SharedBlock] = weakref.WeakValueDictionary()
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning(message)
+
+
+def _exportable(array: Any) -> bool:
+    return type(array).__module__.split(".")[0] == "cupy" and array.size > 0
+
+
+def _record(block: Any) -> Any:
+    if not _exportable(block):
+        return None
+    import cupy
+
+    event = cupy.cuda.Event(block=False, disable_timing=True)
+    event.record()  # on the current stream, where the block's producer queued its work
+    return event
+
+
+def _export(array: Any) -> dict[str, Any]:
+    """The IPC handle of the allocation holding `array`, the offset of its first element
+    there, and its GPU. CuPy's pool hands out pieces of larger allocations, and an IPC
+    handle opens at the allocation's base."""
+    import cupy
+
+    from . import _driver
+
+    runtime, ordinal = cupy.cuda.runtime, array.device.id
+    previous = runtime.getDevice()
+    # The driver call needs this GPU's context current in this thread (often distributed's
+    # event loop, where CUDA may not have run yet): cudaSetDevice makes it so (CUDA >= 12),
+    # where CuPy's Device() would skip the call for the device already selected.
+    runtime.setDevice(ordinal)
+    try:
+        base, _ = _driver.allocation_of(array.data.ptr)
+        handle = runtime.ipcGetMemHandle(base)
+    finally:
+        runtime.setDevice(previous)
+    return {"handle": handle, "offset": array.data.ptr - base, "gpu": gpu_identity(ordinal)}
+
+
+# The receiver's side ----------------------------------------------------------------------
+
+_lock = threading.Lock()  # one open handle at a time: opening one allocation twice fails
+_received = 0  # blocks copied in through a handle by this process (the GPU test reads it)
+
+
+def _receive(payload: dict[str, Any]) -> SharedBlock:
+    """A SharedBlock of a local copy of the exported block (the unpickling side)."""
+    if payload["host"] != host_identity():
+        raise RuntimeError(
+            f"tunedgemm.dask_ipc: a CUDA IPC handle from host {payload['host']} reached "
+            f"host {host_identity()}; IPC transfers work between processes of one host "
+            "only (use transfer='comm' on clusters of several machines)"
+        )
+    if payload["pid"] == os.getpid():
+        mine = _exported.get(payload["token"])
+        if mine is None:
+            raise RuntimeError("tunedgemm.dask_ipc: a block pickled in this process is gone")
+        return SharedBlock(mine.array, mine.ready)
+    global _received
+    with _lock:
+        block = SharedBlock(_open_copy(payload))
+        _received += 1
+    return block
+
+
+def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
+    """(lowest byte offset from the first element, bytes spanned) of a strided layout."""
+    low = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
+    return low, high - low + itemsize
+
+
+def _open_copy(payload: dict[str, Any]) -> Any:
+    """Open the handle, copy the block's bytes to this process's current GPU on the current
+    stream, wait for the copy, close the handle; the copy with the block's layout."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    if payload["gpu"] not in _visible_gpus():
+        raise RuntimeError(
+            "tunedgemm.dask_ipc: the producer's GPU is not visible in this process; every "
+            "worker must see every GPU (CUDA_VISIBLE_DEVICES: its own first, then the "
+            "others, as tunedgemm.dask.local_gpu_cluster sets it)"
+        )
+    dtype = cupy.dtype(payload["dtype"])
+    low, span = _extent(payload["shape"], payload["strides"], dtype.itemsize)
+    # The current stream (the legacy default stream, which the worker's products use too),
+    # not a stream of its own: CuPy's pool hands memory freed on a stream back to that
+    # stream only, trusting its order. A copy on another stream could overwrite memory
+    # just freed while a product queued on the default stream still reads it. The price:
+    # the copy waits behind the products already queued on this GPU.
+    stream = cupy.cuda.get_current_stream()
+    local = cupy.empty(span, dtype=cupy.uint8)
+    remote = runtime.ipcOpenMemHandle(payload["handle"])  # lazy peer access (CuPy's default)
+    try:
+        source = remote + payload["offset"] + low
+        runtime.memcpyAsync(local.data.ptr, source, span, runtime.memcpyDefault, stream.ptr)
+        stream.synchronize()  # the handle closes next: the copy must be done
+    finally:
+        runtime.ipcCloseMemHandle(remote)
+    return cupy.ndarray(payload["shape"], dtype, memptr=local.data + (-low),
+                        strides=payload["strides"])  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _visible_gpus() -> frozenset[str | None]:
+    import cupy
+
+    return frozenset(gpu_identity(i) for i in range(cupy.cuda.runtime.getDeviceCount()))
+
+
+# distributed's serialisation --------------------------------------------------------------
+
+
+def _dumps(block: SharedBlock, context: dict[str, Any] | None = None) -> tuple[dict, list]:
+    """A handle for a comm between two processes of this host; the bytes otherwise (a
+    spill to disk has no recipient; a peer on another host could not open a handle)."""
+    if context and _same_host(context):
+        return {"ipc": True}, [pickle.dumps(block, protocol=5)]
+    return {"ipc": False}, [pickle.dumps(block.array, protocol=5)]
+
+
+def _loads(header: dict[str, Any], frames: list[Any]) -> SharedBlock:
+    value = pickle.loads(frames[0])
+    return value if header["ipc"] else SharedBlock(value)
+
+
+def _same_host(context: dict[str, Any]) -> bool:
+    from distributed.comm import get_address_host
+
+    try:
+        ends = context["sender"]["address"], context["recipient"]["address"]
+        return bool(get_address_host(ends[0]) == get_address_host(ends[1]))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _register() -> None:
+    """Teach distributed (where installed) to send SharedBlocks by _dumps, and dask to
+    size them as their block (a received one holds a real copy)."""
+    try:
+        from dask.sizeof import sizeof
+        from distributed.protocol import dask_deserialize, dask_serialize
+    except ImportError:
+        return
+    dask_serialize.register(SharedBlock)(_dumps)
+    dask_deserialize.register(SharedBlock)(_loads)
+    sizeof.register(SharedBlock)(lambda block: sizeof(block.array))
+
+
+_register()
