@@ -60,6 +60,16 @@ def assert_gemm(out, alpha, a, b, beta, c, dtype) -> None:
     assert ok, f"scaled error {error:.3e} > tolerance {tol:.3e}"
 
 
+def numpy_backend_for_module():
+    """TUNEDGEMM_BACKEND=numpy for a module's tests, set before any cluster starts so that
+    process workers inherit it (a module-scoped fixture yields from this)."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TUNEDGEMM_BACKEND", "numpy")
+        yield
+
+
 def dask_client(n_workers: int, processes: bool):
     """Yields a distributed Client on a LocalCluster of one-thread workers, closed after (the
     dashboard on any free port, so that two clusters at once do not compete for one)."""

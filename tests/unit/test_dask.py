@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import assert_gemm, dask_client, uniform
+from helpers import assert_gemm, dask_client, numpy_backend_for_module, uniform
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -18,10 +18,7 @@ tgd = pytest.importorskip("tunedgemm.dask")
 
 @pytest.fixture(scope="module")
 def numpy_backend():
-    """TUNEDGEMM_BACKEND=numpy, set before any cluster starts so process workers inherit it."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TUNEDGEMM_BACKEND", "numpy")
-        yield
+    yield from numpy_backend_for_module()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
-from helpers import assert_gemm, dask_client, uniform
+from helpers import assert_gemm, dask_client, numpy_backend_for_module, uniform
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -17,9 +17,7 @@ from tunedgemm import dask_ipc  # noqa: E402  (after the skip: it needs dask)
 
 @pytest.fixture(scope="module")
 def numpy_backend():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TUNEDGEMM_BACKEND", "numpy")
-        yield
+    yield from numpy_backend_for_module()
 
 
 @pytest.fixture
