@@ -3,6 +3,11 @@
 Usage: python benchmarks/bench_kernels.py [--dtype float32 float64] [--sweep N] [--out DIR]
 Each row times every family's default config (and, with --sweep N, N more configs from
 its space, keeping the fastest) and cuBLAS on the same operands in the same process.
+
+    python benchmarks/bench_kernels.py --stream-k [--out DIR]
+
+times instead the simt default config against itself with STREAM_K = 1, 2 (issue 15, item 1:
+shapes whose tiles fill the SMs badly) and cuBLAS, into bench_stream_k.json.
 """
 
 from __future__ import annotations
@@ -20,6 +25,11 @@ from typing import Any
 SQUARES = [(s, s, s) for s in (1024, 2048, 4096, 8192)]
 IRREGULAR = [(8192, 8192, 128), (16384, 64, 16384), (64, 16384, 16384), (4096, 4096, 256),
              (1000, 1000, 1000), (3000, 3000, 3000)]  # fmt: skip
+
+
+# Tile counts (128 x 128) that fill 132 SMs badly: 24, 47, 189, 4 (short k), 1056 (8 waves).
+WAVE_SHAPES = [(3072, 96, 3072), (96, 6000, 2000), (777, 3333, 1555), (256, 256, 8192),
+               (1000, 1000, 1000), (4096, 4096, 512), (3000, 3000, 3000)]  # fmt: skip
 
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:
@@ -75,6 +85,61 @@ def time_shape(shape: tuple[int, int, int], dtype: str, sweep: int) -> dict[str,
             "ratio": ours / theirs, "with_cublas_ratio": max(ours, theirs) / theirs}  # fmt: skip
 
 
+def stream_k_row(shape: tuple[int, int, int]) -> dict[str, Any]:
+    """simt's default config with STREAM_K 0, 1, 2 (their workspace allocated once, outside
+    the timing, as a plan keeps one) and cuBLAS, CUDA-event medians on the same operands."""
+    from tunedgemm import cuda, gpu_backend, launch, reference
+    from tunedgemm.families import FAMILIES, simt
+    from tunedgemm.params import KernelConfig
+    from tunedgemm.timing import gpu_median_ms
+    from tunedgemm.tuning import problems
+
+    m, n, k = shape
+    problem = problems.make(m, n, k, "float32", padded=True)
+    base = FAMILIES["simt"].default_config("float32").as_dict()
+    row: dict[str, Any] = {"m": m, "n": n, "k": k}
+    for stream_k in (0, *simt.STREAM_K_TO_VERIFY):
+        config = KernelConfig.make("simt", {**base, "STREAM_K": stream_k})
+        nbytes = launch.workspace_bytes(config, problem.dtype, problem.form)
+        workspace = cuda.allocate(nbytes) if nbytes else None
+        ms = gpu_median_ms(lambda c=config, w=int(workspace or 0): gpu_backend.run(
+            problem.form, problem.dtype, 1.0, 0.0, c, workspace=w), warmup=3, reps=15)  # fmt: skip
+        row[f"stream_k{stream_k}_ms"] = ms
+        row[f"stream_k{stream_k}_workspace_bytes"] = nbytes
+    row["cublas_ms"] = math.nan
+    if reference.status()[0]:
+        row["cublas_ms"] = gpu_median_ms(
+            lambda: reference.gemm(problem.form, problem.dtype, 1.0, 0.0), warmup=3, reps=15)
+    return row
+
+
+def stream_k_main(out: Path) -> None:
+    from tunedgemm import cuda, reference
+    from tunedgemm.families import simt
+
+    device = cuda.device().name()
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"# {device}, {cuda.sm_count()} SMs, {stamp}, {reference.status()[1]}")
+    print("# ms (CUDA-event medians); ratio = cuBLAS ms / ours")
+    names = [f"SK={v}" for v in (0, *simt.STREAM_K_TO_VERIFY)]
+    print(f"{'m x n x k':>18} " + " ".join(f"{x:>9} {'ratio':>6}" for x in names) +
+          f" {'cuBLAS':>9}")  # fmt: skip
+    rows = []
+    for shape in WAVE_SHAPES:
+        row = stream_k_row(shape)
+        rows.append(row)
+        cells = [(row[f"stream_k{v}_ms"], row["cublas_ms"] / row[f"stream_k{v}_ms"])
+                 for v in (0, *simt.STREAM_K_TO_VERIFY)]  # fmt: skip
+        print(f"{'x'.join(map(str, shape)):>18} " +
+              " ".join(f"{ms:9.4f} {r:6.2f}" for ms, r in cells) +
+              f" {row['cublas_ms']:9.4f}", flush=True)  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    record = {"device": device, "sms": cuda.sm_count(), "date": stamp,
+              "reference": reference.status()[1],
+              "command": " ".join(["python", *sys.argv]), "rows": rows}  # fmt: skip
+    (out / "bench_stream_k.json").write_text(json.dumps(record, indent=1))
+
+
 def geometric_mean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
@@ -85,6 +150,8 @@ def main() -> int:
     parser.add_argument("--sweep", type=int, default=0, help="extra random configs per family")
     parser.add_argument("--shapes", default="all", choices=["all", "squares", "irregular"])
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--stream-k", action="store_true",
+                        help="simt STREAM_K 0/1/2 vs cuBLAS on wave-quantised shapes")  # fmt: skip
     args = parser.parse_args()
 
     from tunedgemm import cuda, reference
@@ -93,6 +160,9 @@ def main() -> int:
     if not ok:
         print(f"bench_kernels: needs a GPU ({why})")
         return 1
+    if args.stream_k:
+        stream_k_main(Path(args.out))
+        return 0
     shapes = {"all": SQUARES + IRREGULAR, "squares": SQUARES, "irregular": IRREGULAR}
     device = cuda.device().name()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

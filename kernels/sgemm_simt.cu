@@ -68,6 +68,9 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 2   // __launch_bounds__ minimum resident blocks per SM
 #endif
+#ifndef STREAM_K
+#define STREAM_K 0     // persistent stream-K blocks per SM (0: one block per tile, data-parallel)
+#endif
 // Derived (passed by tunedgemm/families/simt.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -230,18 +233,107 @@ struct KMajor {
     }
 };
 
+#if STREAM_K
+// Stream-K (after Osama et al., PPoPP 2023), deterministic: two kernels, no atomics, no block
+// waiting on another. The work is T tiles x IPT "iterations" (k-tiles) each, tile-major, with
+// IPT = max(1, ceil(k / BK)) (an empty k still visits every tile once, applying beta). The
+// launcher starts G = min(SMs * STREAM_K, T * IPT) blocks; block b walks the iterations
+// [begin(b), begin(b + 1)), begin(b) = floor(b * T * IPT / G), a tile at a time. A tile whose
+// k range lies wholly in one block is finished there by the usual epilogue (the same fmas in
+// the same k order as the data-parallel kernel: the same bits). The blocks sharing a split
+// tile each store their raw partial sum in a workspace slot, and streamk_fixup adds a tile's
+// slots in k order and applies the epilogue. Block b owns slots 2b (its first tile) and
+// 2b + 1 (its last tile, where that is another): 2G slots of BM x BN floats, column-major
+// with leading dimension BM. tunedgemm/streamk.py mirrors this arithmetic (and tests it).
+static_assert(SPLIT_K == 1, "stream-K replaces split-K: SPLIT_K must be 1");
+#define FIXUP_THREADS 256   // per block of streamk_fixup (tunedgemm/streamk.py says the same)
+
+// The schedule's arithmetic, in int: the launcher keeps T * IPT below 2^31.
+struct SkSchedule {
+    int ipt;      // iterations (k-tiles) per tile
+    int iters;    // of all tiles: T * IPT
+    int ctas;     // G
+    __device__ SkSchedule(int tiles, int k, int ctas_)
+        : ipt(max(1, (k + BK - 1) / BK)), iters(tiles * ipt), ctas(ctas_) {}
+    // First iteration of block b (b = G: the end of the last block's range).
+    __device__ int begin(int b) const { return (int)((long long)b * iters / ctas); }
+    // The block whose range holds iteration i: the largest b with begin(b) <= i.
+    __device__ int owner(int i) const { return (int)(((long long)(i + 1) * ctas - 1) / iters); }
+    // Workspace slot of block b's partial sum of tile t: 2b for b's first tile, 2b + 1 after.
+    __device__ int slot(int b, int t) const { return 2 * b + (begin(b) < t * ipt ? 1 : 0); }
+};
+
+// Block b's step from iteration `it` (a tile boundary or b's first iteration): tile t, its
+// k-tiles [kt_begin, kt_begin + nkt), where the next step starts, whether the step is the
+// whole tile, and b's slot for it otherwise.
+struct SkStep {
+    int t, kt_begin, nkt, next, end, slot;
+    bool whole;
+    __device__ SkStep(const SkSchedule& sk, int b, int it)
+    {
+        const int begin = sk.begin(b);
+        end = sk.begin(b + 1);
+        t = it / sk.ipt;
+        kt_begin = it - t * sk.ipt;
+        next = min(end, (t + 1) * sk.ipt);
+        nkt = next - it;
+        whole = kt_begin == 0 && nkt == sk.ipt;
+        slot = 2 * b + (begin < t * sk.ipt ? 1 : 0);   // SkSchedule::slot
+    }
+};
+
+// A split tile's raw partial sums into its slot, the whole BM x BN tile (rows and columns past
+// m and n hold zeros: the loads zero-fill them) with 16-byte stores; lane (lm, ln) of warp
+// (wm, wn) owns the elements the epilogue below gives it.
+__device__ __forceinline__ void store_partial(float* slot, const float (&acc)[TM][TN], int wm, int wn,
+                                              int lm, int ln)
+{
+#pragma unroll
+    for (int u = 0; u < TN / 4; ++u)
+#pragma unroll
+        for (int cb = 0; cb < 4; ++cb) {
+            const int j = wn * WN + u * 4 * WTN + ln * 4 + cb;
+#pragma unroll
+            for (int v = 0; v < TM / 4; ++v) {
+                const int i = wm * WM + v * 4 * WTM + lm * 4, c = u * 4 + cb;
+                *reinterpret_cast<float4*>(slot + i + j * BM) =
+                    make_float4(acc[v * 4 + 0][c], acc[v * 4 + 1][c], acc[v * 4 + 2][c], acc[v * 4 + 3][c]);
+            }
+        }
+}
+#endif
+
+// The data-parallel kernel (one block per tile of C, or per tile and k-slice) and, with
+// STREAM_K > 0, the stream-K one: the same body with the walk over tiles around it (the
+// STREAM_K blocks below), so that STREAM_K = 0 compiles to the very same code as before.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+#if STREAM_K
+streamk_gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
+             const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc,
+             REAL* __restrict__ W)
+#else
 gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
      const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc)
+#endif
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     float* As = reinterpret_cast<float*>(smem_raw);    // [STAGES][BK][LDA_S]
     float* Bs = As + STAGES * A_STAGE;                   // [STAGES][BK][LDB_S]
 
-    // Group-M rasterisation: consecutive linear block ids sweep GROUP_M block rows
-    // down one block column before moving right, so A and B panels are reused in L2.
+#if STREAM_K
+    // This block's iterations [begin, end) (streamk.cuh), walked a tile at a time.
+    const int grid_m = (m + BM - 1) / BM, grid_n = (n + BN - 1) / BN;
+    int it = SkSchedule(grid_m * grid_n, k, gridDim.x).begin(blockIdx.x);
+    for (bool first = true;; first = false) {   // (a block's range is never empty)
+    const SkStep step(SkSchedule(grid_m * grid_n, k, gridDim.x), blockIdx.x, it);
+    if (!first) __syncthreads();   // every thread is done with the last tile's ring
+    const int pid = step.t;
+#else
     const int grid_m = gridDim.x, grid_n = gridDim.y;
     const int pid = blockIdx.x + blockIdx.y * grid_m;
+#endif
+    // Group-M rasterisation: consecutive linear tile ids sweep GROUP_M block rows
+    // down one block column before moving right, so A and B panels are reused in L2.
     const int per_group = GROUP_M * grid_n;
     const int first_m = (pid / per_group) * GROUP_M;
     const int group_rows = min(grid_m - first_m, GROUP_M);
@@ -251,8 +343,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     const int col0 = pid_n * BN;
 
     // k-tiles of this block (a contiguous range per k-slice when SPLIT_K > 1).
+#if STREAM_K
+    const int kt_begin = step.kt_begin;
+    const int nkt = step.nkt;
+#else
     const int ktiles = (k + BK - 1) / BK;
-#if SPLIT_K > 1
+#endif
+#if STREAM_K
+#elif SPLIT_K > 1
     C = SPLIT_SLICE(C, ldc, n);
     const int per_slice = (ktiles + SPLIT_K - 1) / SPLIT_K;
     const int kt_begin = blockIdx.z * per_slice;
@@ -378,6 +476,18 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     }
     cp_async_wait<0>();   // only empty groups can remain; drain for tidiness
 
+#if STREAM_K
+    // The step worked out again from opaque copies rather than kept in registers through
+    // the k loop (which makes the register-staged variants spill).
+    const SkStep done(SkSchedule(grid_m * grid_n, opaque(k), opaque(gridDim.x)), blockIdx.x,
+                      opaque(it));
+    if (!done.whole) {   // a split tile: raw partial sums to this block's slot
+        store_partial(W + (size_t)done.slot * (BM * BN), acc, wm, wn, lm, ln);
+        if (done.next == done.end) break;
+        it = done.next;
+        continue;
+    }
+#endif
     // Epilogue: lane (lm, ln) owns rows  row0 + wm*WM + v*4*WTM + lm*4 + {0..3}
     //                         and columns col0 + wn*WN + u*4*WTN + ln*4 + {0..3}.
 #pragma unroll
@@ -405,4 +515,57 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             }
         }
     }
+#if STREAM_K
+    if (done.next == done.end) break;
+    it = done.next;
+    }   // the walk over tiles
+#endif
 }
+
+#if STREAM_K
+// Fixes up the split tiles of streamk_gemm's G = ctas blocks: a block per interior boundary
+// j = blockIdx.x + 1 between them. Every split tile holds at least one boundary strictly
+// inside; the first such boundary's block sums the tile's slots, those of blocks j-1, j, ...
+// in that order (k order), and applies the epilogue; the others return at once. Never reads
+// C when beta == 0.
+extern "C" __global__ void __launch_bounds__(FIXUP_THREADS)
+streamk_fixup(int m, int n, int k, REAL alpha, const REAL* __restrict__ W, REAL beta,
+              REAL* __restrict__ C, int ldc, int ctas)
+{
+    const int grid_m = (m + BM - 1) / BM, grid_n = (n + BN - 1) / BN;
+    const SkSchedule sk(grid_m * grid_n, k, ctas);
+    const int j = blockIdx.x + 1;
+    const int s = sk.begin(j), t = s / sk.ipt;
+    if (s == t * sk.ipt || sk.owner(t * sk.ipt) != j - 1) return;
+    const int first = j - 1, last = sk.owner((t + 1) * sk.ipt - 1);
+
+    // The tile's origin, group-M rasterised as in streamk_gemm.
+    const int pid = t;
+    const int per_group = GROUP_M * grid_n;
+    const int first_m = (pid / per_group) * GROUP_M;
+    const int group_rows = min(grid_m - first_m, GROUP_M);
+    const int row0 = (first_m + (pid % per_group) % group_rows) * BM;
+    const int col0 = ((pid % per_group) / group_rows) * BN;
+
+    // Four rows of a column per thread, 16-byte loads from the slots (16-byte aligned).
+    for (int e = threadIdx.x; e < BM * BN / 4; e += FIXUP_THREADS) {
+        const int i = (e % (BM / 4)) * 4, jj = e / (BM / 4);
+        const int gi = row0 + i, gj = col0 + jj;
+        if (gi >= m || gj >= n) continue;
+        const float* w = W + (size_t)i + (size_t)jj * BM;
+        float4 sum = *reinterpret_cast<const float4*>(w + (size_t)sk.slot(first, t) * (BM * BN));
+        for (int b = first + 1; b <= last; ++b) {
+            const float4 part = *reinterpret_cast<const float4*>(w + (size_t)sk.slot(b, t) * (BM * BN));
+            sum.x += part.x, sum.y += part.y, sum.z += part.z, sum.w += part.w;
+        }
+        REAL* c = C + (size_t)gi + (size_t)gj * ldc;
+#if ALIGNED
+        if (gi + 3 < m) {
+            store4(c, sum, alpha, beta);
+            continue;
+        }
+#endif
+        for (int r = 0; r < 4 && gi + r < m; ++r) c[r] = blas_epilogue(comp(sum, r), alpha, beta, c + r);
+    }
+}
+#endif  // STREAM_K

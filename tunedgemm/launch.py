@@ -1,4 +1,4 @@
-"""Launch a compiled GEMM (with its split-K reduction) or a strided copy on the device."""
+"""Launch a compiled GEMM (with its split-K reduction or stream-K fixup) or a strided copy."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import compiler, cuda
+from . import compiler, cuda, streamk
 from ._args import dtype_name
 from ._layout import BlasForm, DeviceMatrix
 from .families import family_of
@@ -49,6 +49,7 @@ class Plan:
     split_k: int
     smem_bytes: int
     reduce_vector: int = 1  # elements per thread of the split-K reduction (ALIGNED: 16 bytes)
+    stream_k: int = 0  # persistent stream-K blocks per SM (0: the data-parallel grid)
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         """The grid of an m x n call, as KernelFamily.geometry computes it."""
@@ -64,11 +65,22 @@ class Plan:
     def itemsize(self) -> int:
         return 4 if self.scalar == "f" else 8
 
-    def workspace_bytes(self, m: int, n: int) -> int:
-        """Device memory one m x n call needs for its split-K partial sums (0: no split)."""
+    def workspace_bytes(self, m: int, n: int, k: int = 0, sms: int = 0) -> int:
+        """Device memory one m x n (x k) call needs for its split-K or stream-K partial sums
+        (0: none); stream-K's depends on k and on the GPU's `sms` too."""
+        if self.stream_k:
+            slots = self.schedule(m, n, k, sms).slots
+            return slots * self.tile[0] * self.tile[1] * self.itemsize
         if self.split_k == 1:
             return 0
         return self.split_k * self.workspace_ld(m) * n * self.itemsize
+
+    def schedule(self, m: int, n: int, k: int, sms: int) -> streamk.Schedule:
+        """The stream-K schedule of an m x n x k call on a GPU of `sms` multiprocessors."""
+        if sms < 1:
+            raise ValueError("a stream-K plan needs the GPU's SM count")
+        bk = dict(self.defines)["BK"]
+        return streamk.schedule(m, n, k, self.tile[0], self.tile[1], bk, sms * self.stream_k)
 
     def reduce_grid(self, m: int, n: int) -> tuple[int, int, int]:
         """The grid of the split-K reduction: a thread per reduce_vector rows of a column."""
@@ -85,7 +97,7 @@ def plan(config: KernelConfig, dtype: str, trans_a: bool, trans_b: bool, aligned
     vector = 16 // ITEMSIZE[dtype] if aligned else 1  # REDUCE_VEC in common.cuh
     return Plan(family.source, tuple(sorted(defines.items())), _SCALAR_CODE[dtype],
                 geometry.block, family.block_tile(config.as_dict()), geometry.split_k,
-                geometry.smem_bytes, vector)  # fmt: skip
+                geometry.smem_bytes, vector, family.stream_k(config.as_dict()))  # fmt: skip
 
 
 class GemmLauncher:
@@ -94,9 +106,11 @@ class GemmLauncher:
 
     Split-K is deterministic: the k-slices write their partial sums to a workspace that the
     caller passes (Plan.workspace_bytes; never one that a launch on another stream may be
-    using), and splitk_reduce adds them in a fixed order into C with the epilogue."""
+    using), and splitk_reduce adds them in a fixed order into C with the epilogue. Stream-K
+    (Plan.stream_k) is too: streamk_gemm's blocks leave the partial sums of split tiles in
+    the workspace and streamk_fixup adds them in k order (tunedgemm/streamk.py)."""
 
-    __slots__ = ("gemm", "plan", "reduce")
+    __slots__ = ("fixup", "gemm", "plan", "reduce", "sms")
 
     def __init__(self, p: Plan) -> None:
         from . import _driver
@@ -104,10 +118,20 @@ class GemmLauncher:
         defines = dict(p.defines)
         real = p.scalar  # "f" or "d", as struct codes too
         self.plan = p
+        self.reduce = self.fixup = None
+        self.sms = 0
+        if p.stream_k:
+            self.sms = cuda.sm_count()
+            self.gemm = _driver.Launcher(
+                compiler.raw_function(p.source, defines, "streamk_gemm", p.smem_bytes),
+                f"iii{real}PiPi{real}PiP", p.block, p.smem_bytes)  # fmt: skip
+            self.fixup = _driver.Launcher(
+                compiler.raw_function(p.source, defines, "streamk_fixup"),
+                f"iii{real}P{real}Pii", (streamk.FIXUP_THREADS, 1, 1), 0)  # fmt: skip
+            return
         self.gemm = _driver.Launcher(
             compiler.raw_function(p.source, defines, "gemm", p.smem_bytes),
             f"iii{real}PiPi{real}Pi", p.block, p.smem_bytes)  # fmt: skip
-        self.reduce = None
         if p.split_k > 1:
             self.reduce = _driver.Launcher(
                 compiler.raw_function(p.source, defines, "splitk_reduce"),
@@ -116,6 +140,9 @@ class GemmLauncher:
     def __call__(self, form: BlasForm, alpha: float, beta: float, stream: int,
                  workspace: int = 0) -> None:  # fmt: skip
         m, n, p = form.m, form.n, self.plan
+        if self.fixup is not None:
+            self._stream_k(form, alpha, beta, stream, workspace)
+            return
         if self.reduce is None:
             self.gemm.launch(p.grid(m, n), stream, (m, n, form.k, alpha, form.a, form.lda,
                              form.b, form.ldb, beta, form.c, form.ldc))  # fmt: skip
@@ -127,6 +154,25 @@ class GemmLauncher:
                          form.b, form.ldb, beta, workspace, ldw))  # fmt: skip
         self.reduce.launch(p.reduce_grid(m, n), stream,
                            (m, n, alpha, workspace, ldw, beta, form.c, form.ldc))  # fmt: skip
+
+    def workspace_bytes(self, m: int, n: int, k: int) -> int:
+        """The workspace one m x n x k call of this launcher needs (0: none)."""
+        return self.plan.workspace_bytes(m, n, k, self.sms)
+
+    def _stream_k(self, form: BlasForm, alpha: float, beta: float, stream: int,
+                  workspace: int) -> None:  # fmt: skip
+        """streamk_gemm over the schedule's blocks, then streamk_fixup (where more than one
+        block shares the work) for the split tiles."""
+        if not workspace:
+            raise ValueError("a stream-K launch needs a workspace (Plan.workspace_bytes)")
+        assert self.fixup is not None
+        m, n, k = form.m, form.n, form.k
+        sched = self.plan.schedule(m, n, k, self.sms)
+        self.gemm.launch((sched.ctas, 1, 1), stream, (m, n, k, alpha, form.a, form.lda, form.b,
+                         form.ldb, beta, form.c, form.ldc, workspace))  # fmt: skip
+        if sched.fixup_blocks:
+            self.fixup.launch((sched.fixup_blocks, 1, 1), stream,
+                              (m, n, k, alpha, workspace, beta, form.c, form.ldc, sched.ctas))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -147,8 +193,8 @@ def gemm(
 ) -> None:
     """C = alpha op(A) op(B) + beta C for one column-major call, with one kernel config, on
     `stream` (None: the legacy default stream; a PyCUDA stream; or a raw handle). A split-K
-    config uses `workspace` (at least workspace_bytes; used only on this stream until these
-    launches have run), or else one of its own from the pool."""
+    config (or a stream-K one) uses `workspace` (at least workspace_bytes; used only on this
+    stream until these launches have run), or else one of its own from the pool."""
     if form.m == 0 or form.n == 0:
         return
     from ._driver import stream_handle
@@ -156,12 +202,12 @@ def gemm(
     run = launcher(config, np.dtype(dtype), form.trans_a, form.trans_b, form.aligned(),
                    id(cuda.context()))  # fmt: skip
     handle = stream_handle(stream)
-    if run.reduce is None or workspace:
+    if (run.reduce is None and run.fixup is None) or workspace:
         run(form, alpha, beta, handle, workspace)
         return
     # A workspace of this call's own from the pool, back to it once the launches have run:
     # calls on other streams never get it while they may still use it.
-    buffer = cuda.allocate(run.plan.workspace_bytes(form.m, form.n))
+    buffer = cuda.allocate(run.workspace_bytes(form.m, form.n, form.k))
     try:
         run(form, alpha, beta, handle, int(buffer))
     finally:  # (the kernel may be queued even where the reduction's launch failed)
@@ -185,9 +231,9 @@ _C_TYPES = {
 
 
 def workspace_bytes(config: KernelConfig, dtype: np.dtype, form: BlasForm) -> int:
-    """The split-K workspace one call of `config` on `form` needs (0: none)."""
+    """The split-K or stream-K workspace one call of `config` on `form` needs (0: none)."""
     p = plan(config, dtype_name(dtype), form.trans_a, form.trans_b, form.aligned())
-    return p.workspace_bytes(form.m, form.n)
+    return p.workspace_bytes(form.m, form.n, form.k, cuda.sm_count() if p.stream_k else 0)
 
 
 def copy(src: DeviceMatrix, dst: DeviceMatrix, stream: Any = None) -> None:

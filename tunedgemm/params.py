@@ -100,6 +100,8 @@ class KernelFamily:
     block_tile: Callable[[Params], tuple[int, int]] = field(default=lambda p: (p["BM"], p["BN"]))
     derived: Callable[[Params, int], Params] = field(default=lambda p, s: {})
     split_k: Callable[[Params], int] = field(default=lambda p: p.get("SPLIT_K", 1))
+    # Persistent stream-K blocks per SM (0: the data-parallel grid; tunedgemm/streamk.py).
+    stream_k: Callable[[Params], int] = field(default=lambda p: p.get("STREAM_K", 0))
     description: str = ""
     precisions: tuple[str, ...] = (IEEE,)
     precision_of: Callable[[Params], str] = field(default=lambda p: IEEE)

@@ -388,6 +388,8 @@ def _runner(key: GemmKey, config: Any) -> Any:
     own = launch.GemmLauncher(launch.plan(config, key.dtype, ta, tb, key.aligned))
     if key.batch > 1:
         return _OwnLaunches(own, key)
+    if own.fixup is not None:  # stream-K: through the launcher, a workspace per stream
+        return _OwnLaunches(own, key)
     if own.reduce is not None:
         return _SplitK(own, key)
     # One launch of one kernel: the grid worked out once, the arguments packed per call.
@@ -429,14 +431,15 @@ class _SplitK:
 
 class _OwnLaunches:
     """run(a, b, c, alpha, beta, stream) of an own kernel over a batch: a launch per product
-    (split-K ones with their reduction, through a workspace of the plan's per stream: the
-    products of a batch, queued on one stream in turn, share it)."""
+    (split-K ones with their reduction, stream-K ones with their fixup, through a workspace
+    of the plan's per stream: the products of a batch, queued on one stream in turn, share
+    it). Also a single stream-K product's runner."""
 
     __slots__ = ("key", "own", "workspaces")
 
     def __init__(self, own: Any, key: GemmKey) -> None:
         self.own, self.key = own, key
-        nbytes = own.plan.workspace_bytes(key.m, key.n)
+        nbytes = own.workspace_bytes(key.m, key.n, key.k)
         self.workspaces = cuda.StreamWorkspaces(nbytes) if nbytes else None
 
     def reserve(self, stream: int) -> None:

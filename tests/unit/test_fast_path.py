@@ -262,8 +262,10 @@ class FakeDriver:
         _, defines, name, _ = self.functions[function]
         real = ctypes.c_double if dict(defines)["DTYPE"] == 1 else ctypes.c_float
         i, p = self._INT, self._PTR
-        types_ = ((i, i, i, real, p, i, p, i, real, p, i) if name == "gemm"
-                  else (i, i, real, p, i, real, p, i))  # splitk_reduce  # fmt: skip
+        types_ = {"gemm": (i, i, i, real, p, i, p, i, real, p, i),
+                  "streamk_gemm": (i, i, i, real, p, i, p, i, real, p, i, p),
+                  "streamk_fixup": (i, i, i, real, p, real, p, i, i),
+                  "splitk_reduce": (i, i, real, p, i, real, p, i)}[name]
         values = tuple(ctypes.cast(params[j], ctypes.POINTER(t)).contents.value
                        for j, t in enumerate(types_))  # fmt: skip
         self.launches.append((name, function, (gx, gy, gz), (bx, by, bz), smem, stream, values))
@@ -1047,3 +1049,35 @@ def test_a_recycled_batched_matmul_result_is_right(fake_gpu, rng):
     assert again.ptr == ptr and again.shape == (3, 24, 20)
     want = np.matmul(a2.get(), b.get())
     np.testing.assert_allclose(again.get(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_stream_k_launches_its_kernel_and_fixup(fake_driver, fake_pool, monkeypatch):
+    """A STREAM_K config: streamk_gemm over min(SMs x STREAM_K, iterations) blocks with C and
+    a workspace of 2 slots per block, then streamk_fixup over a block per boundary between
+    them; one block (a single iteration) needs no fixup."""
+    from tunedgemm import streamk
+
+    monkeypatch.setattr(cuda, "sm_count", lambda: 132)
+    family = FAMILIES["simt"]
+    config = type(family.default_config("float32")).make(
+        "simt", {**family.default_config("float32").as_dict(), "STREAM_K": 2})
+    for (m, n, k), ldc in itertools.product(((3072, 96, 3072), (5, 7, 3)), (None, 4096)):
+        ldc = ldc or m
+        form = BlasForm(False, False, m, n, k, 4096, m, 8192, k, 12288, ldc, 4)
+        del fake_driver.launches[:], fake_pool.taken[:], fake_pool.released[:]
+        launch.gemm(form, np.dtype(np.float32), 1.5, 0.5, config, stream=0x99)
+        sched = streamk.schedule(m, n, k, 128, 128, 8, 264)
+        ((workspace, nbytes),) = fake_pool.taken
+        assert nbytes == 2 * sched.ctas * 128 * 128 * 4
+        gemm, *fixup = fake_driver.launches
+        assert gemm[0] == "streamk_gemm" and gemm[2] == (sched.ctas, 1, 1)
+        assert gemm[6] == (m, n, k, 1.5, 4096, m, 8192, k, 0.5, 12288, ldc, workspace)
+        if sched.ctas == 1:
+            assert fixup == []
+        else:
+            ((name, _, grid, block, smem, stream, values),) = fixup
+            assert (name, grid, block, smem, stream) == (
+                "streamk_fixup", (sched.ctas - 1, 1, 1), (streamk.FIXUP_THREADS, 1, 1), 0, 0x99)
+            assert values == (m, n, k, 1.5, workspace, 0.5, 12288, ldc, sched.ctas)
+        assert fake_pool.released == [(workspace, 0x99)]
+        assert launch.workspace_bytes(config, np.dtype(np.float32), form) == nbytes

@@ -2,7 +2,9 @@
 
 Block tile BM x BN split into WM x WN warp tiles of 32 TM x TN thread tiles (4x4 sub-blocks,
 LDS.128 fragments), a STAGES-deep cp.async shared ring of BK-deep k-tiles stored k-outer,
-group-M rasterisation and optional split-K (deterministic: a workspace and splitk_reduce).
+group-M rasterisation and optional split-K (deterministic: a workspace and splitk_reduce) or
+stream-K (deterministic: split tiles' partial sums in a workspace, streamk_fixup; see
+tunedgemm/streamk.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ from ..params import (
 )
 
 PAD = 4  # floats of padding per shared row, as in kernels/sgemm_simt.cu
+
+# STREAM_K values to put in the search space once tests/gpu/test_stream_k_gpu.py has passed
+# on a GPU and benchmarks/bench_kernels.py --stream-k has timed them (issue 15, item 1).
+# Until then the space holds 0 alone: compiled and launchable when named explicitly
+# (KernelConfig.make), never chosen by the tuner or a table.
+STREAM_K_TO_VERIFY = (1, 2)
 
 
 def _threads(p: Params) -> int:
@@ -69,6 +77,9 @@ FAMILY = KernelFamily(
         Tunable("GROUP_M", (1, 8, 16), "block rows per group of the L2-friendly rasterisation"),
         Tunable("SPLIT_K", (1, 2, 4), "k slices (partial sums reduced in a fixed order)"),
         Tunable("MIN_BLOCKS", (1, 2), "__launch_bounds__ minimum resident blocks per SM"),
+        # Configs recorded before STREAM_K existed (the shipped table's) ran the
+        # data-parallel grid, which STREAM_K=0 compiles to unchanged (the same SASS).
+        Tunable("STREAM_K", (0,), "persistent stream-K blocks per SM (0: data-parallel)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -97,6 +108,11 @@ FAMILY = KernelFamily(
             lambda p, s: p["BK"] * (p["BM"] + p["BN"]) // _threads(p) <= 32,
         ),
         Constraint("STAGES >= 2", lambda p, s: p["STAGES"] >= 2),
+        Constraint("STREAM_K is 0 to 8", lambda p, s: 0 <= p["STREAM_K"] <= 8),
+        Constraint(
+            "stream-K replaces split-K (STREAM_K > 0 needs SPLIT_K = 1)",
+            lambda p, s: p["STREAM_K"] == 0 or p["SPLIT_K"] == 1,
+        ),
         Constraint(
             "registers fit __launch_bounds__(THREADS, MIN_BLOCKS) without spills",
             lambda p, s: _reg_estimate(p) <= register_cap(_threads(p), p["MIN_BLOCKS"]),
@@ -118,6 +134,7 @@ FAMILY = KernelFamily(
             "GROUP_M": 16,
             "SPLIT_K": 1,
             "MIN_BLOCKS": 2,
+            "STREAM_K": 0,
         },
     },
     threads=_threads,

@@ -1,0 +1,161 @@
+"""The simt family's stream-K schedule (issue 15, item 1) on the CPU: tunedgemm/streamk.py's
+arithmetic, which kernels/sgemm_simt.cu mirrors, covers every (tile, k-tile) once, gives split
+tiles contiguous workspace slots in k order and one fixup block each; the tunable stays out of
+the space until a GPU run verifies it; launches, workspaces and compiles are right."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import random
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from helpers import assert_no_spills, compile_report
+
+from tunedgemm import launch, streamk, table
+from tunedgemm.families import FAMILIES, simt
+from tunedgemm.params import KernelConfig
+
+FAMILY = FAMILIES["simt"]
+
+
+def _with(**change: int) -> KernelConfig:
+    return KernelConfig.make("simt", {**FAMILY.default_config("float32").as_dict(), **change})
+
+
+def _shapes(count=400):
+    rng = random.Random(15)
+    fixed = [(1, 1, 1, 128, 128, 8, 132), (5, 7, 3, 128, 128, 8, 264),
+             (3072, 96, 3072, 128, 128, 8, 132), (96, 6000, 2000, 128, 128, 8, 264),
+             (777, 3333, 1555, 128, 128, 8, 132), (129, 129, 1000, 128, 128, 8, 264),
+             (128, 128, 0, 128, 128, 8, 132), (4096, 4096, 4096, 128, 128, 8, 264),
+             (64, 64, 7, 64, 64, 32, 1), (300, 300, 9, 64, 64, 8, 1000)]  # fmt: skip
+    yield from fixed
+    for _ in range(count):
+        bm, bn, bk = rng.choice((64, 128, 256)), rng.choice((64, 128, 256)), rng.choice((8, 16, 32))
+        m, n = rng.randint(1, 6 * bm), rng.randint(1, 6 * bn)
+        k = rng.choice((rng.randint(0, bk - 1), rng.randint(1, 40 * bk)))
+        yield m, n, k, bm, bn, bk, rng.choice((1, 2, 3, 7, 132, 264, 528))
+
+
+@pytest.mark.parametrize("shape", list(_shapes()))
+def test_schedule_covers_every_iteration_once(shape):
+    m, n, k, bm, bn, bk, ctas = shape
+    s = streamk.schedule(m, n, k, bm, bn, bk, ctas)
+    assert s.tiles == -(-m // bm) * -(-n // bn) and s.ipt == max(1, -(-k // bk))
+    assert s.ctas == min(ctas, s.iters) >= 1
+    seen = collections.Counter()
+    partial = collections.defaultdict(list)  # tile -> [(block, k-tiles, slot)] in walk order
+    for b in range(s.ctas):
+        steps = s.steps(b)
+        assert steps, "no block's range is empty"
+        for t, kt, nkt, whole, slot in steps:
+            assert 0 <= t < s.tiles and nkt >= 1 and kt + nkt <= s.ipt
+            seen.update((t, x) for x in range(kt, kt + nkt))
+            assert whole == (nkt == s.ipt)
+            if not whole:
+                partial[t].append((b, kt, nkt, slot))
+    assert len(seen) == s.iters and set(seen.values()) == {1}
+    # Slots: unique across the grid, inside the workspace, each tile's in k order.
+    slots = [slot for pieces in partial.values() for *_, slot in pieces]
+    assert len(set(slots)) == len(slots) and all(0 <= x < s.slots for x in slots)
+    assert sorted(partial) == s.split_tiles()
+    for t, pieces in partial.items():
+        assert len(pieces) >= 2 and len(pieces) <= -(-s.ctas // s.tiles) + 1
+        assert [kt for _, kt, _, _ in pieces] == sorted(kt for _, kt, _, _ in pieces)
+        assert [(b, kt, kt + nkt) for b, kt, nkt, _ in pieces] == s.pieces(t)
+        tile_slots = [slot for *_, slot in pieces]
+        assert tile_slots == sorted(tile_slots)
+        if s.ctas <= s.tiles:  # a block's range spans a tile or more: contiguous slots
+            assert tile_slots == list(range(tile_slots[0], tile_slots[0] + len(tile_slots)))
+        # streamk_fixup sums from block `first` to `last`, slot(b, t) each, in that order.
+        assert [s.slot(b, t) for b, *_ in s.pieces(t)] == tile_slots
+    # Exactly one fixup block per split tile.
+    fixed = [s.fixed_tile(j) for j in range(1, s.ctas)]
+    assert sorted(t for t in fixed if t is not None) == sorted(partial)
+    assert s.fixup_blocks == s.ctas - 1
+
+
+def test_schedule_refuses_more_iterations_than_int():
+    with pytest.raises(ValueError, match="int range"):
+        streamk.schedule(2**16, 2**16, 2**20, 64, 64, 8, 132)
+
+
+@pytest.mark.parametrize("stream_k", simt.STREAM_K_TO_VERIFY)
+def test_plan_workspace_and_grids(stream_k):
+    config = _with(STREAM_K=stream_k)
+    assert FAMILY.violations(config, "float32") == []
+    for aligned in (False, True):
+        p = launch.plan(config, "float32", False, True, aligned)
+        assert p.stream_k == stream_k and p.split_k == 1
+        for m, n, k in ((3072, 96, 3072), (96, 6000, 2000), (1, 1, 1), (5, 7, 0)):
+            s = p.schedule(m, n, k, 132)
+            assert s.ctas == min(132 * stream_k, s.iters)
+            assert p.workspace_bytes(m, n, k, 132) == 2 * s.ctas * 128 * 128 * 4
+        with pytest.raises(ValueError, match="SM count"):
+            p.workspace_bytes(10, 10, 10)
+    assert launch.plan(_with(), "float32", False, False, True).workspace_bytes(99, 99, 99) == 0
+
+
+def test_stream_k_is_declared_but_out_of_the_space():
+    """STREAM_K=0 alone is searched; configs recorded without it (the shipped table's) read
+    as 0; STREAM_K > 0 is valid when named, but never with SPLIT_K > 1."""
+    assert {c["STREAM_K"] for c in FAMILY.space("float32")} == {0}
+    params = {k: v for k, v in _with().as_dict().items() if k != "STREAM_K"}
+    assert (
+        table.recorded_config("simt", params)
+        == _with(STREAM_K=0)
+        == FAMILY.default_config("float32")
+    )
+    assert FAMILY.violations(_with(STREAM_K=1, SPLIT_K=2), "float32") == [
+        "stream-K replaces split-K (STREAM_K > 0 needs SPLIT_K = 1)"
+    ]
+    loaded = table.load(table.shipped_path())
+    configs = [
+        config
+        for device in loaded.devices
+        for entries in device.entries.values()
+        for entry in entries
+        for config, _ in entry.top
+        if config.family == "simt"
+    ]
+    assert configs and all(c["STREAM_K"] == 0 for c in configs)
+
+
+def _compile(stream_k, variants, tmp_path):
+    config = _with(STREAM_K=stream_k)
+    jobs = []
+    for index, (ta, tb, aligned) in enumerate(variants):
+        defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
+                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
+        (tmp_path / str(index)).mkdir()
+        jobs.append((defines, tmp_path / str(index)))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reports = list(pool.map(lambda job: compile_report(FAMILY.source, *job), jobs))
+    for (defines, _), report in zip(jobs, reports, strict=True):
+        assert "Compiling entry function 'streamk_gemm'" in report, report
+        assert "Compiling entry function 'streamk_fixup'" in report, report
+        assert "Compiling entry function 'gemm'" not in report, report
+        assert_no_spills(report, f"{config} {defines}")
+    if shutil.which("cuobjdump") is None:
+        return
+    for _, work in jobs:
+        sass = subprocess.run(["cuobjdump", "-sass", str(work / "kernel.cubin")],
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+        assert "RED." not in sass and "ATOM" not in sass  # deterministic: no atomics
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_stream_k_compiles_without_spills(tmp_path):
+    """The register-staged variants (NN and TT aligned), the tightest on registers."""
+    _compile(1, [(0, 0, 1), (1, 1, 1)], tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("stream_k", simt.STREAM_K_TO_VERIFY)
+def test_stream_k_all_variants_compile_without_spills(stream_k, tmp_path):
+    _compile(stream_k, list(itertools.product((0, 1), (0, 1), (0, 1))), tmp_path)
