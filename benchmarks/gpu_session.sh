@@ -8,8 +8,9 @@
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
-# multigpu-host (its host products only), multigpu (on a machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
-# bench_multigpu, host products and Dask, on 1..N GPUs). Each step has its own time
+# unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
+# machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
+# bench_multigpu, Dask and host products, on 1..N GPUs), multigpu-host (its host products). Each step has its own time
 # limit, so that a hang costs that step only; a whole session can outlast one 10-minute
 # call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
 set -uo pipefail
@@ -101,6 +102,15 @@ for step in $steps; do
             --dtypes ${MULTIGPU_HOST_DTYPES:-float32 float64} --out "$OUT/host" \
             > "$OUT/bench_multigpu-host.txt" 2>&1
         echo "bench_multigpu host: exit $?"; tail -16 "$OUT/bench_multigpu-host.txt" ;;
+    unverified)  # what was written with no GPU to run on (2026-11-25): stream-K, the staged
+        # dmma epilogue's diagnostics; then stream-K's speed against the default and cuBLAS
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${UNVERIFIED_LIMIT:-240} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_stream_k_gpu.py tests/gpu/test_dmma_epilogue_gpu.py \
+            -rxf > "$OUT/gpu-unverified.txt" 2>&1
+        echo "unverified GPU tests: exit $?"; grep -E "passed|failed|XFAIL|FAILED" "$OUT/gpu-unverified.txt" | tail -30
+        timeout 200 python3 benchmarks/bench_kernels.py --stream-k --out "$OUT" \
+            > "$OUT/bench_stream_k.txt" 2>&1
+        echo "bench_kernels --stream-k: exit $?"; tail -20 "$OUT/bench_stream_k.txt" ;;
     dask)
         timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
             > "$OUT/bench_multigpu.txt" 2>&1
