@@ -124,10 +124,10 @@ class GemmLauncher:
             self.sms = cuda.sm_count()
             self.gemm = _driver.Launcher(
                 compiler.raw_function(p.source, defines, "streamk_gemm", p.smem_bytes),
-                f"iii{real}PiPi{real}PiP", p.block, p.smem_bytes)  # fmt: skip
+                f"iii{real}PiPi{real}PiPiii", p.block, p.smem_bytes)  # fmt: skip
             self.fixup = _driver.Launcher(
                 compiler.raw_function(p.source, defines, "streamk_fixup"),
-                f"iii{real}P{real}Pii", (streamk.FIXUP_THREADS, 1, 1), 0)  # fmt: skip
+                f"iii{real}P{real}Piiiii", (streamk.FIXUP_THREADS, 1, 1), 0)  # fmt: skip
             return
         self.gemm = _driver.Launcher(
             compiler.raw_function(p.source, defines, "gemm", p.smem_bytes),
@@ -169,10 +169,10 @@ class GemmLauncher:
         m, n, k = form.m, form.n, form.k
         sched = self.plan.schedule(m, n, k, self.sms)
         self.gemm.launch((sched.ctas, 1, 1), stream, (m, n, k, alpha, form.a, form.lda, form.b,
-                         form.ldb, beta, form.c, form.ldc, workspace))  # fmt: skip
+                         form.ldb, beta, form.c, form.ldc, workspace, *sched.args))  # fmt: skip
         if sched.fixup_blocks:
-            self.fixup.launch((sched.fixup_blocks, 1, 1), stream,
-                              (m, n, k, alpha, workspace, beta, form.c, form.ldc, sched.ctas))
+            self.fixup.launch((sched.fixup_blocks, 1, 1), stream, (m, n, k, alpha, workspace,
+                              beta, form.c, form.ldc, sched.ctas, *sched.args))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1024)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import streamk
 from .families import FAMILIES, family_of
 from .params import ITEMSIZE, SMEM_PER_SM, SMEM_RESERVED_PER_BLOCK, KernelConfig
 
@@ -69,9 +70,29 @@ def k_steps(config: KernelConfig, shape: MNK) -> int:
     return max(1, -(-slice_k // params.get("BK", 1)))
 
 
+def stream_k_units(config: KernelConfig, dtype: str, shape: MNK,
+                   num_sms: int = DEFAULT_NUM_SMS) -> int:  # fmt: skip
+    """work_units of a STREAM_K config (tunedgemm/streamk.py): rounds of its G persistent
+    blocks, each doing its data-parallel tiles whole, then about S / G stream-K iterations
+    with two blocks' fixed cost (two partial tiles) and a split-K slice's (the fix-up). Not
+    fitted on a GPU; STREAM_K below the resident blocks leaves SMs' block slots empty,
+    which the model (resident blocks not slowing each other) counts as whole idle waves."""
+    family, params = family_of(config), config.as_dict()
+    bm, bn = family.block_tile(params)
+    ctas = num_sms * family.stream_k(params)
+    s = streamk.schedule(*shape, bm, bn, params.get("BK", 1), ctas)
+    rounds = -(-s.ctas // (num_sms * resident_blocks(config, dtype)))
+    per_block = s.dp // s.ctas * (s.ipt + BLOCK_OVERHEAD_STEPS)
+    if s.sk_iters:
+        per_block += -(-s.sk_iters // s.ctas) + 2 * BLOCK_OVERHEAD_STEPS + SPLIT_STEPS
+    return rounds * per_block
+
+
 def work_units(config: KernelConfig, dtype: str, shape: MNK, num_sms: int = DEFAULT_NUM_SMS) -> int:
     """Waves times (k-steps + a block's fixed cost), plus the split-K slices' cost: the quantity
-    the model takes a kernel's time to be proportional to."""
+    the model takes a kernel's time to be proportional to (stream_k_units for stream-K)."""
+    if family_of(config).stream_k(config.as_dict()):
+        return stream_k_units(config, dtype, shape, num_sms)
     split = family_of(config).split_k(config.as_dict())
     per_block = k_steps(config, shape) + BLOCK_OVERHEAD_STEPS
     return waves(config, dtype, shape, num_sms) * per_block + (

@@ -1,6 +1,7 @@
 """Stream-K in the simt family (issue 15, item 1): STREAM_K configs (named explicitly: the
-values are out of the search space until this passes) are accurate against float64 with C
-poisoned by NaN beforehand, for the wave-quantisation shapes and odd edges, all four
+values are out of the search space until this passes; the schedule is the data-parallel +
+stream-K hybrid) are accurate against float64 with C poisoned by NaN beforehand, for the
+wave-quantisation shapes (pure stream-K, hybrid, all data-parallel) and odd edges, all four
 transposes, aligned and not, beta 0 and not, and bit-equal from run to run (the fixup adds a
 split tile's partial sums in k order). Bit-equality with the data-parallel kernel is not
 expected (split tiles group k differently), so it is not tested:
@@ -21,8 +22,11 @@ from tunedgemm.params import KernelConfig
 
 pytestmark = pytest.mark.gpu
 
+# The last three with 128 x 128 tiles on 132 SMs: 576 tiles (STREAM_K=1: 396 data-parallel,
+# 180 stream-K), 132 (STREAM_K=1: all data-parallel; 2: pure stream-K), 133 (T = G + 1).
 SHAPES = [(3072, 96, 3072), (96, 6000, 2000), (777, 3333, 1555), (1, 1, 1), (5, 7, 3),
-          (129, 129, 1000), (128, 128, 5)]  # fmt: skip
+          (129, 129, 1000), (128, 128, 5), (3000, 3000, 600), (1536, 1408, 300),
+          (17024, 128, 200)]  # fmt: skip
 
 
 def _config(stream_k: int) -> KernelConfig:
@@ -75,3 +79,26 @@ def test_stream_k_schedule_really_splits_tiles():
     problem = problems.make(3072, 96, 3072, np.float32, padded=True)
     assert launch.workspace_bytes(_config(1), problem.dtype, problem.form) == \
         2 * sched.ctas * 128 * 128 * 4  # fmt: skip
+    hybrid = p.schedule(3000, 3000, 600, cuda.sm_count())  # data-parallel waves, then split
+    assert 0 < hybrid.dp < hybrid.tiles and hybrid.split_tiles(), hybrid
+
+
+def test_whole_tiles_match_the_data_parallel_kernel_bit_for_bit():
+    """Where G divides the tile count the schedule is all data-parallel, and everywhere a
+    whole tile runs the data-parallel kernel's fmas in its k order: the same bits as
+    STREAM_K=0 (1536 x 1408: 132 tiles of 128 x 128; G = SMs)."""
+    from tunedgemm import cuda
+    from tunedgemm.tuning import problems
+
+    m, n, k = 1536, 1408, 300
+    sched = launch.plan(_config(1), "float32", False, False, True).schedule(m, n, k,
+                                                                            cuda.sm_count())
+    if sched.dp != sched.tiles:
+        pytest.skip(f"{cuda.sm_count()} SMs: {sched.tiles} tiles are not whole waves")
+    problem = problems.make(m, n, k, np.float32, padded=True)
+    outs = []
+    for stream_k in (0, 1):
+        problem.poison_c()
+        gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, _config(stream_k))
+        outs.append(problem.c())
+    assert np.isfinite(outs[0]).all() and outs[0].tobytes() == outs[1].tobytes()

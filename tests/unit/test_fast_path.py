@@ -263,8 +263,8 @@ class FakeDriver:
         real = ctypes.c_double if dict(defines)["DTYPE"] == 1 else ctypes.c_float
         i, p = self._INT, self._PTR
         types_ = {"gemm": (i, i, i, real, p, i, p, i, real, p, i),
-                  "streamk_gemm": (i, i, i, real, p, i, p, i, real, p, i, p),
-                  "streamk_fixup": (i, i, i, real, p, real, p, i, i),
+                  "streamk_gemm": (i, i, i, real, p, i, p, i, real, p, i, p, i, i, i),
+                  "streamk_fixup": (i, i, i, real, p, real, p, i, i, i, i, i),
                   "splitk_reduce": (i, i, real, p, i, real, p, i)}[name]
         values = tuple(ctypes.cast(params[j], ctypes.POINTER(t)).contents.value
                        for j, t in enumerate(types_))  # fmt: skip
@@ -1052,16 +1052,18 @@ def test_a_recycled_batched_matmul_result_is_right(fake_gpu, rng):
 
 
 def test_stream_k_launches_its_kernel_and_fixup(fake_driver, fake_pool, monkeypatch):
-    """A STREAM_K config: streamk_gemm over min(SMs x STREAM_K, iterations) blocks with C and
-    a workspace of 2 slots per block, then streamk_fixup over a block per boundary between
-    them; one block (a single iteration) needs no fixup."""
+    """A STREAM_K config: streamk_gemm over min(SMs x STREAM_K, iterations) blocks with C, a
+    workspace of 2 slots per block and the schedule's (DP, S / G, S % G), then streamk_fixup
+    over a block per boundary between their stream-K ranges; one block (a single iteration)
+    or an all data-parallel schedule (tiles a multiple of the blocks) needs no fixup."""
     from tunedgemm import streamk
 
     monkeypatch.setattr(cuda, "sm_count", lambda: 132)
     family = FAMILIES["simt"]
     config = type(family.default_config("float32")).make(
         "simt", {**family.default_config("float32").as_dict(), "STREAM_K": 2})
-    for (m, n, k), ldc in itertools.product(((3072, 96, 3072), (5, 7, 3)), (None, 4096)):
+    shapes = ((3072, 96, 3072), (5, 7, 3), (128 * 24, 128 * 11, 100), (128 * 53, 128 * 25, 64))
+    for (m, n, k), ldc in itertools.product(shapes, (None, 4096)):
         ldc = ldc or m
         form = BlasForm(False, False, m, n, k, 4096, m, 8192, k, 12288, ldc, 4)
         del fake_driver.launches[:], fake_pool.taken[:], fake_pool.released[:]
@@ -1071,13 +1073,15 @@ def test_stream_k_launches_its_kernel_and_fixup(fake_driver, fake_pool, monkeypa
         assert nbytes == 2 * sched.ctas * 128 * 128 * 4
         gemm, *fixup = fake_driver.launches
         assert gemm[0] == "streamk_gemm" and gemm[2] == (sched.ctas, 1, 1)
-        assert gemm[6] == (m, n, k, 1.5, 4096, m, 8192, k, 0.5, 12288, ldc, workspace)
-        if sched.ctas == 1:
+        assert gemm[6] == (m, n, k, 1.5, 4096, m, 8192, k, 0.5, 12288, ldc, workspace,
+                           *sched.args)  # fmt: skip
+        if sched.ctas == 1 or sched.dp == sched.tiles:
+            assert sched.fixup_blocks == 0
             assert fixup == []
         else:
             ((name, _, grid, block, smem, stream, values),) = fixup
             assert (name, grid, block, smem, stream) == (
                 "streamk_fixup", (sched.ctas - 1, 1, 1), (streamk.FIXUP_THREADS, 1, 1), 0, 0x99)
-            assert values == (m, n, k, 1.5, workspace, 0.5, 12288, ldc, sched.ctas)
+            assert values == (m, n, k, 1.5, workspace, 0.5, 12288, ldc, sched.ctas, *sched.args)
         assert fake_pool.released == [(workspace, 0x99)]
         assert launch.workspace_bytes(config, np.dtype(np.float32), form) == nbytes

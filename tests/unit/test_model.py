@@ -58,6 +58,27 @@ def test_split_k_reduces_k_steps_and_adds_tiles():
     assert model.waves(split, "float32", many_tiles) == 4
 
 
+def test_stream_k_fills_the_sms_where_tiles_do_not():
+    """24 tiles of 384 k-steps: the data-parallel grid is one wave of 390 steps; stream-K's
+    264 blocks (STREAM_K = MIN_BLOCKS = 2) share the 9216 iterations, 35 each plus two
+    blocks' and one slice's fixed costs. Whole waves cost what the data-parallel grid does."""
+    sk = simt(STREAM_K=2)
+    few_tiles = (3072, 96, 3072)
+    assert model.work_units(SIMT, "float32", few_tiles) == 384 + model.BLOCK_OVERHEAD_STEPS
+    assert model.work_units(sk, "float32", few_tiles) == (
+        35 + 2 * model.BLOCK_OVERHEAD_STEPS + model.SPLIT_STEPS
+    )
+    full = (128 * 12, 128 * 22, 1024)  # 264 tiles = G: all data-parallel, one round
+    assert model.work_units(sk, "float32", full) == model.work_units(SIMT, "float32", full)
+    # 2G + 1 tiles: one data-parallel wave, then G + 1 tiles' iterations over G blocks.
+    one_more = (128 * 23, 128 * 23, 1024)  # 529 tiles
+    s_units = model.work_units(sk, "float32", one_more)
+    assert s_units == 128 + 6 + (265 * 128 + 263) // 264 + 12 + model.SPLIT_STEPS
+    assert s_units < model.work_units(SIMT, "float32", one_more) == 3 * (128 + 6)
+    # STREAM_K=1 with two resident blocks per SM: the model's half-empty SMs, a round each.
+    assert model.work_units(simt(STREAM_K=1), "float32", full) == 2 * (128 + 6)
+
+
 @pytest.mark.parametrize("measured_ms", [0.0, 0.001, 0.004, 0.05])
 def test_never_below_the_launch_floor(measured_ms):
     tiny = model.predicted_ms(SIMT, "float32", (64, 64, 8), (8192, 8192, 8192), measured_ms)

@@ -1,6 +1,7 @@
 """The simt family's stream-K schedule (issue 15, item 1) on the CPU: tunedgemm/streamk.py's
-arithmetic, which kernels/sgemm_simt.cu mirrors, covers every (tile, k-tile) once, gives split
-tiles contiguous workspace slots in k order and one fixup block each; the tunable stays out of
+arithmetic, which kernels/sgemm_simt.cu mirrors, runs whole waves data-parallel and the rest
+stream-K, covers every (tile, k-tile) once, gives split tiles contiguous workspace slots in k
+order and one fixup block each; the tunable stays out of
 the space until a GPU run verifies it; launches, workspaces and compiles are right."""
 
 from __future__ import annotations
@@ -32,13 +33,23 @@ def _shapes(count=400):
              (3072, 96, 3072, 128, 128, 8, 132), (96, 6000, 2000, 128, 128, 8, 264),
              (777, 3333, 1555, 128, 128, 8, 132), (129, 129, 1000, 128, 128, 8, 264),
              (128, 128, 0, 128, 128, 8, 132), (4096, 4096, 4096, 128, 128, 8, 264),
-             (64, 64, 7, 64, 64, 32, 1), (300, 300, 9, 64, 64, 8, 1000)]  # fmt: skip
+             (64, 64, 7, 64, 64, 32, 1), (300, 300, 9, 64, 64, 8, 1000),
+             # T tiles against G blocks: T < G, T = G, T = G + 1, T = 2G - 1, 2G, 5G + 3,
+             # and k < BK (one iteration a tile)
+             (1536, 1408, 1000, 128, 128, 8, 264), (3072, 1408, 1000, 128, 128, 8, 264),
+             (128 * 133, 128, 999, 128, 128, 8, 132), (128 * 263, 128, 64, 128, 128, 8, 132),
+             (128 * 132, 256, 77, 128, 128, 8, 132), (128 * 663, 128, 4096, 128, 128, 8, 132),
+             (84864, 128, 5, 128, 128, 8, 132), (17024, 128, 7, 128, 128, 8, 132)]  # fmt: skip
     yield from fixed
     for _ in range(count):
         bm, bn, bk = rng.choice((64, 128, 256)), rng.choice((64, 128, 256)), rng.choice((8, 16, 32))
         m, n = rng.randint(1, 6 * bm), rng.randint(1, 6 * bn)
         k = rng.choice((rng.randint(0, bk - 1), rng.randint(1, 40 * bk)))
-        yield m, n, k, bm, bn, bk, rng.choice((1, 2, 3, 7, 132, 264, 528))
+        tiles = -(-m // bm) * -(-n // bn)
+        ctas = rng.choice((1, 2, 3, 7, 132, 264, 528, tiles, tiles + 1, max(1, tiles - 1),
+                           max(1, (tiles - 3) // 5), max(1, (tiles - 1) // 2),
+                           max(1, (tiles - 2) // 3), max(1, (tiles - 1) // 4)))  # fmt: skip
+        yield m, n, k, bm, bn, bk, ctas
 
 
 @pytest.mark.parametrize("shape", list(_shapes()))
@@ -47,11 +58,32 @@ def test_schedule_covers_every_iteration_once(shape):
     s = streamk.schedule(m, n, k, bm, bn, bk, ctas)
     assert s.tiles == -(-m // bm) * -(-n // bn) and s.ipt == max(1, -(-k // bk))
     assert s.ctas == min(ctas, s.iters) >= 1
+    # The data-parallel / stream-K split: whole waves data-parallel, the last one to two
+    # waves' tiles (all, when T < G) stream-K, none when G divides T.
+    waves, rest = divmod(s.tiles, s.ctas)
+    assert s.dp == (s.tiles if rest == 0 else max(waves - 1, 0) * s.ctas)
+    assert s.dp % s.ctas == 0 and s.sk_iters == (s.tiles - s.dp) * s.ipt
+    assert s.sk_iters == 0 or s.sk_iters >= s.ctas  # no stream-K range is empty
+    dp_q, q, r = s.args
+    assert dp_q == s.dp and 0 <= r < s.ctas and q * s.ctas + r == s.sk_iters
+    for b in range(s.ctas + 1):  # the kernels' int form of begin is the floor of b S / G
+        assert s.begin(b) == s.dp * s.ipt + b * s.sk_iters // s.ctas
+        if b < s.ctas:  # SkStep's end from begin's remainder
+            assert s.begin(b + 1) == s.begin(b) + q + (b * r % s.ctas + r >= s.ctas)
     seen = collections.Counter()
     partial = collections.defaultdict(list)  # tile -> [(block, k-tiles, slot)] in walk order
     for b in range(s.ctas):
         steps = s.steps(b)
-        assert steps, "no block's range is empty"
+        assert steps, "no block's walk is empty"
+        # Data-parallel first: tiles b, b + G, ... < DP, each whole, then the range.
+        dp_steps = [step for step in steps if step[0] < s.dp]
+        assert dp_steps == steps[: len(dp_steps)]
+        assert [t for t, *_ in dp_steps] == list(range(b, s.dp, s.ctas))
+        assert all(kt == 0 and nkt == s.ipt and whole for _, kt, nkt, whole, _ in dp_steps)
+        sk_len = sum(nkt for t, _, nkt, *_ in steps if t >= s.dp)
+        assert sk_len == s.begin(b + 1) - s.begin(b)
+        if s.sk_iters and s.tiles >= s.ctas:  # one to two tiles' worth of stream-K each
+            assert s.ipt <= sk_len <= 2 * s.ipt
         for t, kt, nkt, whole, slot in steps:
             assert 0 <= t < s.tiles and nkt >= 1 and kt + nkt <= s.ipt
             seen.update((t, x) for x in range(kt, kt + nkt))
@@ -62,26 +94,47 @@ def test_schedule_covers_every_iteration_once(shape):
     # Slots: unique across the grid, inside the workspace, each tile's in k order.
     slots = [slot for pieces in partial.values() for *_, slot in pieces]
     assert len(set(slots)) == len(slots) and all(0 <= x < s.slots for x in slots)
-    assert sorted(partial) == s.split_tiles()
+    assert s.slots == 2 * s.ctas
+    assert sorted(partial) == s.split_tiles() and all(t >= s.dp for t in partial)
+    sk_tiles = s.tiles - s.dp
     for t, pieces in partial.items():
-        assert len(pieces) >= 2 and len(pieces) <= -(-s.ctas // s.tiles) + 1
+        assert 2 <= len(pieces) <= -(-s.ctas // sk_tiles) + 1
+        if s.tiles >= s.ctas:
+            assert len(pieces) == 2
         assert [kt for _, kt, _, _ in pieces] == sorted(kt for _, kt, _, _ in pieces)
         assert [(b, kt, kt + nkt) for b, kt, nkt, _ in pieces] == s.pieces(t)
         tile_slots = [slot for *_, slot in pieces]
         assert tile_slots == sorted(tile_slots)
-        if s.ctas <= s.tiles:  # a block's range spans a tile or more: contiguous slots
+        if s.ctas <= sk_tiles:  # a block's range spans a tile or more: contiguous slots
             assert tile_slots == list(range(tile_slots[0], tile_slots[0] + len(tile_slots)))
-        # streamk_fixup sums from block `first` to `last`, slot(b, t) each, in that order.
         assert [s.slot(b, t) for b, *_ in s.pieces(t)] == tile_slots
-    # Exactly one fixup block per split tile.
-    fixed = [s.fixed_tile(j) for j in range(1, s.ctas)]
-    assert sorted(t for t in fixed if t is not None) == sorted(partial)
-    assert s.fixup_blocks == s.ctas - 1
+    # Exactly one fixup block per split tile, adding its slots in k order (as the kernel
+    # finds them), and none launched without a stream-K part.
+    fixed = {j: s.fixed_tile(j) for j in range(1, s.ctas)}
+    assert sorted(t for t in fixed.values() if t is not None) == sorted(partial)
+    for j, t in fixed.items():
+        assert s.fixup_slots(j) == ([] if t is None else [x for *_, x in partial[t]])
+    assert s.fixup_blocks == (s.ctas - 1 if s.sk_iters else 0)
+
+
+def test_schedule_named_cases():
+    """The DP/SK rule at T < G, T = G, T = G + 1, 2G - 1, 2G and 5G + 3 (G = 132, k = 1000)."""
+    def sched(tiles):
+        return streamk.schedule(128 * tiles, 128, 1000, 128, 128, 8, 132)
+
+    cases = {60: (0, 60), 132: (132, 0), 133: (0, 133), 263: (0, 263), 264: (264, 0),
+             663: (4 * 132, 135)}  # fmt: skip
+    for tiles, (dp, sk_tiles) in cases.items():
+        s = sched(tiles)
+        assert (s.dp, s.sk_iters) == (dp, sk_tiles * s.ipt), tiles
+    assert sched(60).fixup_blocks == 131 and sched(132).fixup_blocks == 0
 
 
 def test_schedule_refuses_more_iterations_than_int():
     with pytest.raises(ValueError, match="int range"):
         streamk.schedule(2**16, 2**16, 2**20, 64, 64, 8, 132)
+    with pytest.raises(ValueError, match="int range"):
+        streamk.schedule(2**16, 2**16, 2**10, 64, 64, 8, 2**16)
 
 
 @pytest.mark.parametrize("stream_k", simt.STREAM_K_TO_VERIFY)
