@@ -229,3 +229,20 @@ def assert_no_spills(report: str, label: str = "") -> None:
     )
     assert spills, report
     assert all(v == ("0", "0", "0") for v in spills), f"{label}\n{report}"
+
+
+def run_twice(problem, config, alpha: float, beta: float, c0):
+    """Two launches of `config` on a tuner fixture problem (tunedgemm.tuning.problems), C
+    poisoned with NaN (beta == 0) or reset to c0 before each: the two results, for
+    run-to-run bit-equality."""
+    from tunedgemm import gpu_backend
+
+    outs = []
+    for _ in range(2):
+        if c0 is None:
+            problem.poison_c()
+        else:
+            problem.set_c(c0)
+        gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
+        outs.append(problem.c())
+    return outs

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import table_configs
+from helpers import run_twice, table_configs
 
 from tunedgemm import checks, gpu_backend, plans
 from tunedgemm.families import FAMILIES
@@ -45,18 +45,6 @@ def _tolerance(config: KernelConfig, k: int, dtype: np.dtype) -> float:
     return checks.tolerance(k, dtype)
 
 
-def _run_twice(problem, config, alpha: float, beta: float, c0: np.ndarray | None):
-    outs = []
-    for _ in range(2):
-        if c0 is None:
-            problem.poison_c()
-        else:
-            problem.set_c(c0)
-        gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
-        outs.append(problem.c())
-    return outs
-
-
 @pytest.mark.parametrize("dtype,config", CONFIGS, ids=str)
 def test_split_k_is_bit_equal_run_to_run_and_accurate(dtype, config):
     from tunedgemm.tuning import problems
@@ -68,7 +56,7 @@ def test_split_k_is_bit_equal_run_to_run_and_accurate(dtype, config):
         problem = problems.make(m, n, k, dtype, ta, tb, rng, padded=padded)
         for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
             c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(dtype)
-            first, second = _run_twice(problem, config, alpha, beta, c0)
+            first, second = run_twice(problem, config, alpha, beta, c0)
             where = f"{(m, n, k, ta, tb, padded, alpha, beta)}"
             assert np.isfinite(first).all(), f"unwritten elements at {where}"
             assert first.tobytes() == second.tobytes(), f"not bit-equal at {where}"

@@ -15,6 +15,7 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import run_twice
 
 from tunedgemm import checks, gpu_backend, launch
 from tunedgemm.families import FAMILIES, simt
@@ -34,18 +35,6 @@ def _config(stream_k: int) -> KernelConfig:
     return KernelConfig.make("simt", {**base, "STREAM_K": stream_k})
 
 
-def _run_twice(problem, config, alpha, beta, c0):
-    outs = []
-    for _ in range(2):
-        if c0 is None:
-            problem.poison_c()
-        else:
-            problem.set_c(c0)
-        gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
-        outs.append(problem.c())
-    return outs
-
-
 @pytest.mark.parametrize("stream_k", simt.STREAM_K_TO_VERIFY)
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_stream_k_is_accurate_and_bit_equal_run_to_run(stream_k, m, n, k):
@@ -58,7 +47,7 @@ def test_stream_k_is_accurate_and_bit_equal_run_to_run(stream_k, m, n, k):
         problem = problems.make(m, n, k, np.float32, ta, tb, rng, padded=padded)
         for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
             c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(np.float32)
-            first, second = _run_twice(problem, config, alpha, beta, c0)
+            first, second = run_twice(problem, config, alpha, beta, c0)
             where = f"{(m, n, k, ta, tb, padded, problem.form.aligned(), alpha, beta)}"
             assert np.isfinite(first).all(), f"unwritten elements at {where}"
             assert first.tobytes() == second.tobytes(), f"not bit-equal at {where}"
