@@ -170,8 +170,9 @@ def current_in_this_thread(ctx: Any) -> Any:
     allocation, pinned buffer) only where the context it was made in is current, or in the
     thread that retained that context; elsewhere it warns and leaks the object (the two-H100
     run of 2026-11-25: every multi-GPU host call did so). So frees that may run anywhere go
-    through this."""
-    if getattr(_thread, "pushed", None) is ctx:
+    through this. ctx None (a context never retained, so no object of it exists): nothing
+    to make current."""
+    if ctx is None or getattr(_thread, "pushed", None) is ctx:
         yield ctx
         return
     import pycuda.driver as drv
@@ -192,8 +193,7 @@ def own_context() -> Any:
 def in_context_of(index: int) -> Any:
     """`current_in_this_thread` for another GPU's primary context, where this process has
     retained it (else nothing to make current: no object of that GPU exists)."""
-    ctx = _primaries.get(index)
-    return contextlib.nullcontext() if ctx is None else current_in_this_thread(ctx)
+    return current_in_this_thread(_primaries.get(index))
 
 
 _releases: list[Callable[[int], None]] = []  # what to drop per other GPU before exit
@@ -403,9 +403,8 @@ class _ScratchPool:
             held, self.held = self.held, {}
         if not held:
             return
-        ctx = _context[0] if self.index is None else _primaries.get(self.index)
-        # (no context retained: no real allocation can be held, nothing to make current)
-        with contextlib.nullcontext() if ctx is None else current_in_this_thread(ctx):
+        with current_in_this_thread(_context[0] if self.index is None
+                                    else _primaries.get(self.index)):  # fmt: skip
             for allocations in held.values():
                 for allocation in allocations:
                     allocation.free()

@@ -386,9 +386,7 @@ def _runner(key: GemmKey, config: Any) -> Any:
 
         return run_cublas
     own = launch.GemmLauncher(launch.plan(config, key.dtype, ta, tb, key.aligned))
-    if key.batch > 1:
-        return _OwnLaunches(own, key)
-    if own.fixup is not None:  # stream-K: through the launcher, a workspace per stream
+    if key.batch > 1 or own.fixup is not None:  # (stream-K: a workspace per stream)
         return _OwnLaunches(own, key)
     if own.reduce is not None:
         return _SplitK(own, key)

@@ -18,6 +18,7 @@ Block b first does the data-parallel tiles b, b + G, ... whole, then its stream-
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 FIXUP_THREADS = 256  # per block of streamk_fixup (its __launch_bounds__ in sgemm_simt.cu)
@@ -149,6 +150,7 @@ class Schedule:
         return self.ctas - 1 if self.sk_iters else 0
 
 
+@functools.lru_cache(maxsize=1024)  # every stream-K launch asks: a call shape's is made once
 def schedule(m: int, n: int, k: int, bm: int, bn: int, bk: int, ctas: int) -> Schedule:
     """The stream-K schedule of an m x n x k call with BM x BN tiles of BK-deep k-tiles over
     at most `ctas` blocks (SMs x STREAM_K).
