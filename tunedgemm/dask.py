@@ -22,7 +22,8 @@ worker of the active client is a process of one host with a GPU and the blocks a
 arrays, each input block first goes through a ``share`` task on its worker, and block
 products and partial sums are shared likewise, so that a block another worker needs moves
 through CUDA IPC, device to device (tunedgemm/dask_ipc.py), instead of through host memory
-and distributed's TCP comm.
+and distributed's TCP comm. Such a graph also deals its output blocks to the workers in turn
+(tunedgemm/dask_placement.py): where blocks move that cheaply, an even split beats locality.
 The graph builds a legacy ``dask.array.Array`` (the default collection of dask 2026; with
 ``array.query-planning`` switched on, tunedgemm.dask raises a clear error).
 """
@@ -49,7 +50,7 @@ except ImportError as exc:  # the optional extra is not installed
 
 import tunedgemm
 
-from . import checks, dask_ipc
+from . import checks, dask_ipc, dask_placement
 from ._args import GEMM_DTYPES, as_scalar, as_trans, check_castable
 from .precision import check_mode, resolve
 
@@ -306,6 +307,11 @@ def _product(block: Callable[..., Any], head: tuple[Any, ...], x: da.Array, y: d
     flags = (ta, tb) if block is _gemm_block else ()
     token = tokenize(block, head, x, y, c, ta, tb, split_every, ipc)
     name, partial = f"tunedgemm-{what}-{token}", f"tunedgemm-{what}-partial-{token}"
+    if ipc and (client := _active_client()) is not None:  # blocks move cheaply: deal them out
+        dask_placement.deal(client)
+        columns = len(col_chunks)
+        name = dask_placement.dealt_name(name, columns)
+        partial = dask_placement.dealt_name(partial, columns)
     layer: dict[Any, Any] = {}
 
     def source(key: Any) -> Any:

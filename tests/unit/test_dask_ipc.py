@@ -12,7 +12,7 @@ from helpers import assert_gemm, dask_client, numpy_backend_for_module, uniform
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 tgd = pytest.importorskip("tunedgemm.dask")
-from tunedgemm import dask_ipc  # noqa: E402  (after the skip: it needs dask)
+from tunedgemm import dask_ipc, dask_placement  # noqa: E402  (after the skip: it needs dask)
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +139,45 @@ def test_ipc_on_a_cluster(client, rng):
     assert_gemm(out, 1.0, a, b, 0.0, None, np.float32)
     gram = client.compute(tgd.matmul(x.T, x, transfer="ipc")).result()  # transposed views
     assert_gemm(gram, 1.0, a.T, a, 0.0, None, np.float32)
+
+
+def test_ipc_deals_output_blocks_to_workers_in_turn(client, rng):
+    """With IPC, every product and partial sum of output block (i, j) runs on worker
+    (i * columns + j) mod workers (sorted addresses), so each worker gets as many; the
+    share tasks stay where their blocks are."""
+    a, b = uniform(rng, (80, 60), np.float32), uniform(rng, (60, 80), np.float32)
+    x, y = da.from_array(a, chunks=20), da.from_array(b, chunks=20)
+    product = tgd.matmul(x, y, transfer="ipc", split_every=2)
+    workers = sorted(client.scheduler_info()["workers"])
+    with distributed.get_task_stream(client) as stream:
+        out = client.compute(product).result()
+    assert_gemm(out, 1.0, a, b, 0.0, None, np.float32)
+    ran = {}
+    for record in stream.data:
+        key = record["key"]
+        if isinstance(key, tuple) and key[0].startswith("tunedgemm-matmul-"):
+            ran[key] = record["worker"]
+    assert len(ran) == 16 * (3 + 2)  # per output block: 3 products (k in 3 blocks), 2 sums
+    for key, worker in ran.items():
+        assert worker == workers[(key[1] * 4 + key[2]) % 2], key
+    counts = [list(ran.values()).count(w) for w in workers]
+    assert counts[0] == counts[1]
+
+
+def test_comm_leaves_placement_to_the_scheduler(client, rng):
+    x = da.from_array(uniform(rng, (40, 40), np.float32), chunks=20)
+    assert "dealt" not in tgd.matmul(x, x, transfer="comm").name
+
+
+def test_owner_of_dealt_keys():
+    name = dask_placement.dealt_name("tunedgemm-gemm-partial-0a1b", 3)
+    workers = ["tcp://a", "tcp://b"]
+    assert [dask_placement.owner((name, i, j, 1, 0), workers) for i in range(2)
+            for j in range(3)] == ["tcp://a", "tcp://b", "tcp://a", "tcp://b", "tcp://a",
+                                   "tcp://b"]  # fmt: skip
+    assert dask_placement.owner(("tunedgemm-share-0a1b", 0, 1), workers) is None
+    assert dask_placement.owner((name, 0, 1), []) is None
+    assert dask_placement.owner(name, workers) is None
 
 
 # The wrapper ------------------------------------------------------------------------------
