@@ -170,6 +170,18 @@ def forgotten(client: Any, baseline: int, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def products_per_worker(records: list[dict[str, Any]]) -> dict[str, int]:
+    """How many block products (tunedgemm's, or dask's own) each worker ran, from a task
+    stream: the balance between GPUs."""
+    counts: dict[str, int] = {}
+    for record in records:
+        key = record.get("key")
+        name = key[0] if isinstance(key, tuple) else str(key)
+        if "partial" in name or name.startswith(("matmul", "dot")):
+            counts[record["worker"]] = counts.get(record["worker"], 0) + 1
+    return counts
+
+
 def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
     import cupy
     import dask.array as da
@@ -205,13 +217,17 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
             baseline = scheduler_tasks(client)
             seconds: dict[str, list[float]] = {name: [] for name in methods}
             checks: dict[str, tuple[bool, float, float]] = {}
+            spread: dict[str, dict[str, int]] = {}
             for run in range(args.repeats + 1):  # the first of each is a warm-up
                 for name in list(methods)[:: 1 if run % 2 else -1]:
                     start = time.perf_counter()
-                    product = methods[name](x, y).persist()
-                    distributed.wait(product)
-                    client.run(synchronize)
+                    with distributed.get_task_stream(client) as stream:
+                        product = methods[name](x, y).persist()
+                        distributed.wait(product)
+                        client.run(synchronize)
                     elapsed = time.perf_counter() - start
+                    if run == 1:
+                        spread[name] = products_per_worker(stream.data)
                     print(f"  {k} worker(s) run {run} {name}: {elapsed:.2f} s", flush=True)
                     if run:
                         seconds[name].append(elapsed)
@@ -223,10 +239,11 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
         row = {"workers": k, "n": n, "chunk": chunk, "tunedgemm_s": ours, "dask_s": theirs,
                "speedup": theirs / ours, "tunedgemm_3xtf32_s": fast,
                "speedup_3xtf32": theirs / fast, "transfer": transfer,
-               "tunedgemm_comm_s": comm, "samples": seconds,
+               "tunedgemm_comm_s": comm, "samples": seconds, "products_per_worker": spread,
                "check": {name: {"passed": c[0], "error": c[1], "tolerance": c[2]}
                          for name, c in checks.items()}}  # fmt: skip
         rows.append(row)
+        print(f"  block products per worker (run 1): {spread}", flush=True)
         verdict = ", ".join(f"{name} {'ok' if c[0] else 'WRONG'} ({c[1]:.1e})"
                             for name, c in checks.items())  # fmt: skip
         print(f"{k:7d} {transfer:>8} {ours:11.2f} {theirs:8.2f} {theirs / ours:8.2f} "
