@@ -65,12 +65,20 @@ def plan(args: argparse.Namespace, gpus: int) -> list[str]:
 # 1. Host to host, in a child process per GPU count -----------------------------------------
 
 
-def host_child(sizes: list[int], dtypes: list[str], repeats: int, peer: bool) -> None:
+def host_child(sizes: list[int], dtypes: list[str], repeats: int, peer: bool,
+               panels: int | None) -> None:  # fmt: skip
     """Time sgemm/dgemm (and CuPy's plain path when `peer`) in this process; prints each row
-    as a line "ROW {json}" as soon as it is measured (a run cut short keeps what it has)."""
+    as a line "ROW {json}" as soon as it is measured (a run cut short keeps what it has).
+    panels: tunedgemm.pipeline.PANELS_PER_GPU for this process (None: as shipped)."""
+    from tunedgemm import pipeline
+
+    if panels is not None:
+        pipeline.PANELS_PER_GPU = panels
     for n in sizes:
         for dtype in dtypes:
-            print("ROW " + json.dumps(host_row(n, dtype, repeats, peer)), flush=True)
+            row = host_row(n, dtype, repeats, peer)
+            row["panels_per_gpu"] = pipeline.PANELS_PER_GPU
+            print("ROW " + json.dumps(row), flush=True)
 
 
 def host_row(n: int, dtype: str, repeats: int, peer: bool) -> dict[str, Any]:
@@ -104,7 +112,8 @@ def host_table_row(row: dict[str, Any], k: int, rows: list[dict[str, Any]]) -> d
     row["speedup_vs_1"] = one.get("tunedgemm_ms", nan) / row["tunedgemm_ms"]
     n = row["n"]
     cupy_ms = one.get("cupy_ms", nan)
-    print(f"{row['dtype']:8} {n:6d} {k:4d} {row['tunedgemm_ms']:10.1f} "
+    print(f"{row['dtype']:8} {n:6d} {k:4d} {row.get('panels_per_gpu', 0):6d} "
+          f"{row['tunedgemm_ms']:10.1f} "
           f"{2 * n**3 / row['tunedgemm_ms'] / 1e9:8.1f} {row['speedup_vs_1']:8.2f} "
           f"{cupy_ms:9.1f} {row['tunedgemm_ms'] / cupy_ms:9.2f}", flush=True)  # fmt: skip
     return row
@@ -113,13 +122,19 @@ def host_table_row(row: dict[str, Any], k: int, rows: list[dict[str, Any]]) -> d
 def host_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
     sizes = args.sizes or (HOST_SIZES_QUICK if args.quick else HOST_SIZES)
     rows: list[dict[str, Any]] = []
-    print(f"\n{'dtype':8} {'n':>6} {'GPUs':>4} {'ms':>10} {'TFLOP/s':>8} {'x 1 GPU':>8} "
+    print(f"\n{'dtype':8} {'n':>6} {'GPUs':>4} {'panels':>6} {'ms':>10} {'TFLOP/s':>8} "
+          f"{'x 1 GPU':>8} "
           f"{'CuPy ms':>9} {'ours/CuPy':>9}")  # fmt: skip
-    for k in range(1, gpus + 1):
+    # One GPU once; on several, a child per PANELS_PER_GPU asked for (--panels-per-gpu).
+    runs = [(k, panels) for k in range(1, gpus + 1)
+            for panels in ([None] if k == 1 else args.panels_per_gpu or [None])]  # fmt: skip
+    for k, panels in runs:
         env = dict(os.environ, TUNEDGEMM_DEVICES=",".join(map(str, range(k))))
         command = [sys.executable, __file__, "--host-child", "--repeats", str(args.repeats),
                    "--sizes", *map(str, sizes), "--dtypes", *args.dtypes
                    ] + (["--peer"] if k == 1 else [])  # fmt: skip
+        if panels is not None:
+            command += ["--panels-per-gpu", str(panels)]
         with tempfile.TemporaryFile("w+") as errors:  # (a pipe could fill and stall it)
             child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=errors,
                                      text=True)  # fmt: skip
@@ -285,9 +300,13 @@ def main() -> int:
                         help="host product edges (default 8192 16384 32768)")  # fmt: skip
     parser.add_argument("--dtypes", nargs="*", choices=DTYPES, default=list(DTYPES),
                         help="host product dtypes (default both)")  # fmt: skip
+    parser.add_argument("--panels-per-gpu", type=int, nargs="*", default=None,
+                        help="host products on several GPUs: one run per value of "
+                             "tunedgemm.pipeline.PANELS_PER_GPU (default: as shipped)")  # fmt: skip
     args = parser.parse_args()
     if args.host_child:
-        host_child(args.sizes, args.dtypes, args.repeats, args.peer)
+        panels = args.panels_per_gpu[0] if args.panels_per_gpu else None
+        host_child(args.sizes, args.dtypes, args.repeats, args.peer, panels)
         return 0
     if args.dry_run:
         gpus = args.gpus or 2

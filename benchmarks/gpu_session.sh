@@ -10,7 +10,8 @@
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
-# bench_multigpu, Dask and host products, on 1..N GPUs), multigpu-host (its host products). Each step has its own time
+# bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
+# PANELS_PER_GPU values to try), multigpu-host (its host products). Each step has its own time
 # limit, so that a hang costs that step only; a whole session can outlast one 10-minute
 # call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
 set -uo pipefail
@@ -95,11 +96,14 @@ for step in $steps; do
             --out "$OUT/dask" > "$OUT/bench_multigpu-dask.txt" 2>&1
         echo "bench_multigpu dask: exit $?"; grep -v "distributed\." "$OUT/bench_multigpu-dask.txt" | tail -20
         timeout ${MULTIGPU_HOST_LIMIT:-220} python3 benchmarks/bench_multigpu.py --skip dask \
+            --dtypes ${MULTIGPU_HOST_DTYPES:-float32 float64} \
+            ${MULTIGPU_PANELS:+--panels-per-gpu $MULTIGPU_PANELS} \
             --out "$OUT/host" > "$OUT/bench_multigpu-host.txt" 2>&1
         echo "bench_multigpu host: exit $?"; tail -16 "$OUT/bench_multigpu-host.txt" ;;
     multigpu-host)  # host products only, on 1..N GPUs (MULTIGPU_HOST_DTYPES, default both)
         timeout ${MULTIGPU_HOST_LIMIT:-300} python3 benchmarks/bench_multigpu.py --skip dask \
             --dtypes ${MULTIGPU_HOST_DTYPES:-float32 float64} --out "$OUT/host" \
+            ${MULTIGPU_PANELS:+--panels-per-gpu $MULTIGPU_PANELS} \
             > "$OUT/bench_multigpu-host.txt" 2>&1
         echo "bench_multigpu host: exit $?"; tail -16 "$OUT/bench_multigpu-host.txt" ;;
     unverified)  # what was written with no GPU to run on (2026-11-25): stream-K, the staged

@@ -19,6 +19,7 @@ _U64, _SIZE = ctypes.c_uint64, ctypes.c_size_t  # CUdeviceptr and size_t: 64-bit
 CU_EVENT_DISABLE_TIMING = 2
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CUDA_ERROR_NOT_READY = 600
+CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 
 
 class DriverError(RuntimeError):
@@ -43,6 +44,11 @@ def lib() -> Any:
         ("cuGetErrorName", [_I, ctypes.POINTER(ctypes.c_char_p)]),
         ("cuPointerGetAttribute", [_P, _I, ctypes.c_uint64]),
         ("cuMemGetAddressRange_v2", [ctypes.POINTER(_U64), ctypes.POINTER(_SIZE), _U64]),
+        ("cuMemcpyDtoDAsync_v2", [_U64, _U64, _SIZE, _P]),
+        ("cuCtxGetCurrent", [ctypes.POINTER(_P)]),
+        ("cuCtxEnablePeerAccess", [_P, _U]),
+        ("cuDeviceGet", [ctypes.POINTER(_I), _I]),
+        ("cuDeviceCanAccessPeer", [ctypes.POINTER(_I), _I, _I]),
     ):
         function = getattr(cuda, name)
         function.argtypes = args
@@ -237,3 +243,46 @@ def wait(waiter: int, producer: int) -> None:
     finally:
         # cuStreamWaitEvent captured the event's state: it may be recorded again at once.
         events.give(event)
+
+
+def wait_event(stream: int, event: int) -> None:
+    """Stream `stream` waits for `event`, which may belong to another GPU's context."""
+    check(lib().cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
+
+
+def copy_device(dst: int, src: int, nbytes: int, stream: int) -> None:
+    """Queue a copy between device addresses on `stream`; between two GPUs (unified
+    addressing) it goes over their link once peer access is on (enable_peer_access)."""
+    check(lib().cuMemcpyDtoDAsync_v2(dst, src, nbytes, stream), "cuMemcpyDtoDAsync")
+
+
+def current_context() -> int:
+    """The handle of this thread's current context (0: none)."""
+    handle = _P()
+    check(lib().cuCtxGetCurrent(ctypes.byref(handle)), "cuCtxGetCurrent")
+    return int(handle.value or 0)
+
+
+_peers: set[tuple[int, int]] = set()  # (context, peer context) with access on
+_peers_lock = threading.Lock()
+
+
+def enable_peer_access(ordinal: int, peer_ordinal: int, peer_context: int) -> bool:
+    """Let the current context (GPU `ordinal`'s) read GPU `peer_ordinal`'s memory directly
+    (once per pair: it lasts as long as the contexts); False where the GPUs cannot."""
+    own = current_context()
+    with _peers_lock:
+        if (own, peer_context) in _peers:
+            return True
+    cuda, device, peer, can = lib(), _I(), _I(), _I()
+    check(cuda.cuDeviceGet(ctypes.byref(device), ordinal), "cuDeviceGet")
+    check(cuda.cuDeviceGet(ctypes.byref(peer), peer_ordinal), "cuDeviceGet")
+    check(cuda.cuDeviceCanAccessPeer(ctypes.byref(can), device, peer), "cuDeviceCanAccessPeer")
+    if not can.value:
+        return False
+    code = cuda.cuCtxEnablePeerAccess(peer_context, 0)
+    if code != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED:
+        check(code, "cuCtxEnablePeerAccess")
+    with _peers_lock:
+        _peers.add((own, peer_context))
+    return True

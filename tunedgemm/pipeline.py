@@ -33,6 +33,7 @@ import numpy as np
 from . import _driver, settings
 from ._args import GemmProblem
 from ._layout import BlasForm, DeviceMatrix, blas_form
+from .panel_exchange import PanelExchange, Published
 from .tile_queue import Assignment, Tile, TileWorker, WorkerStats, run_tiles
 
 SINGLE_TILE_BYTES = 48 << 20  # below this, one tile: overlap would not repay its extra steps
@@ -388,7 +389,8 @@ class _Run:
 
     def __init__(self, problem: GemmProblem, plan: Plan, launch: Launch,
                  direct_out: bool = False, copy_out: str = "copy-out",
-                 copies: ThreadPoolExecutor | None = None):  # fmt: skip
+                 copies: ThreadPoolExecutor | None = None,
+                 exchange: tuple[PanelExchange, int] | None = None):  # fmt: skip
         import pycuda.driver as drv
 
         from . import cuda
@@ -398,6 +400,8 @@ class _Run:
         self.rows, self.cols = ranges(plan.m, plan.tm), ranges(plan.n, plan.tn)
         self.copy_out = copy_out  # the name of the thread pool that copies C tiles out
         self.copies = copies  # the threads that copy pieces of blocks (None: the shared ones)
+        # (the B panels this call's GPUs share, and this GPU's ordinal), for plans keeping B
+        self.exchange = exchange if plan.keep_b else None
         self.direct_out = direct_out  # out is pinned: tiles come down straight into it
         self.dtype = problem.dtype
         self.streams = _streams()
@@ -464,9 +468,52 @@ class _Run:
             return slot.matrix
         slot = ring.next()
         view = src()
-        slot.matrix = self._upload(view, ring, slot, _order_of(view))
+        if ring is self.ring_b and self.exchange is not None:
+            slot.matrix = self._shared_panel(key, view, slot)
+        else:
+            slot.matrix = self._upload(view, ring, slot, _order_of(view))
         slot.key = key
         return slot.matrix
+
+    def _shared_panel(self, key: tuple[int, ...], view: np.ndarray, slot: _Slot) -> DeviceMatrix:
+        """A B panel through the exchange (tunedgemm/panel_exchange.py): copied from the GPU
+        that uploaded it, over the GPUs' link, or uploaded here and published."""
+        assert self.exchange is not None
+        exchange, ordinal = self.exchange
+        order = _order_of(view)
+        found = exchange.take(key, ordinal)
+        if found is not None:
+            context = exchange.context_of(found.ordinal)
+            if context and _driver.enable_peer_access(ordinal, found.ordinal, context):
+                exchange.copied(ordinal)
+                return self._copy_panel(found, view.shape, order, slot)
+            return self._upload(view, self.ring_b, slot, order)  # no link: an own copy
+        try:
+            target = self._upload(view, self.ring_b, slot, order)
+        except BaseException:
+            exchange.abandon(key, ordinal)
+            raise
+        nbytes = _extent_bytes(target)
+        exchange.publish(key, Published(ordinal, target.ptr, nbytes,
+                                        _driver.record(self.streams.up.handle)))  # fmt: skip
+        return target
+
+    def _copy_panel(self, found: Published, shape: tuple[int, int], order: str, slot: _Slot
+                    ) -> DeviceMatrix:  # fmt: skip
+        """Queue the copy of a published panel into slot's block on the upload stream, after
+        the publisher's upload; the panel has this block's layout (one plan, one shape)."""
+        target = self._device_block(self.ring_b, slot, shape, order)
+        up = self.streams.up
+        if slot.free is not None:
+            up.wait_for_event(slot.free)
+        handle = int(up.handle)
+        _driver.wait_event(handle, found.event)
+        _driver.copy_device(target.ptr, found.ptr, min(found.nbytes, _extent_bytes(target)),
+                            handle)  # fmt: skip
+        copied = self.drv.Event()
+        copied.record(up)
+        self.streams.compute.wait_for_event(copied)
+        return target
 
     def _reserve(self) -> None:
         """Allocate every device block, and what the launches of every tile shape need
@@ -563,18 +610,29 @@ class _Run:
                                                        self.copies)  # fmt: skip
         c_slot.free = done
 
-    def close(self) -> None:
-        """Wait for every transfer and copy, then hand the buffers back (also when a wait
-        fails: the first error is raised after)."""
+    def close(self, before_free: Callable[[], None] | None = None) -> None:
+        """Wait for every transfer and copy, then (after `before_free`) hand the buffers
+        back, also when a wait fails: the first error is raised after."""
         try:
             for stream in (self.streams.up, self.streams.compute, self.streams.down):
                 stream.synchronize()
         finally:
             try:
-                self.stage_out.release()
+                if before_free is not None:
+                    before_free()
             finally:
-                self.stage_in.release()
-                self.keep.clear()
+                try:
+                    self.stage_out.release()
+                finally:
+                    self.stage_in.release()
+                    self.keep.clear()
+
+
+def _extent_bytes(block: DeviceMatrix) -> int:
+    """Bytes from a device block's first element to the end of its last line."""
+    rows, cols = block.shape
+    outer = cols if block.strides[0] == 1 else rows
+    return max(block.strides) * outer * block.dtype.itemsize
 
 
 def _segments(block: np.ndarray, order: str, line: int, most: int) -> list[tuple[int, int]]:
@@ -670,8 +728,10 @@ def gemm(problem: GemmProblem, launch: Launch,
             _record({home: 1})
         else:
             threads = copy_threads(len(gpus))
-            spread(problem, chosen, gpus, lambda g: _GpuWorker(g, problem, chosen, launch,
-                                                               direct_out, threads))  # fmt: skip
+            exchange = PanelExchange(gpus) if chosen.keep_b else None
+            _last_exchange[0] = exchange
+            spread(problem, chosen, gpus, lambda g: _GpuWorker(
+                g, problem, chosen, launch, direct_out, threads, exchange))  # fmt: skip
     return chosen
 
 
@@ -726,6 +786,18 @@ def _record(tiles: dict[int, int]) -> None:
     _last[0] = tiles
 
 
+_last_exchange: list[PanelExchange | None] = [None]
+
+
+def last_panel_traffic() -> dict[str, dict[int, int]]:
+    """Of the last multi-GPU host call of this process that shared B panels: per GPU, the
+    panels it uploaded from the host and those it copied from another GPU (empty: none)."""
+    exchange = _last_exchange[0]
+    if exchange is None:
+        return {}
+    return {"uploads": dict(exchange.uploads), "copies": dict(exchange.copies)}
+
+
 def last_spread() -> dict[int, int]:
     """The tiles of C each GPU (by ordinal) computed in the last host call through the GPU
     pipeline of this process (host calls run one at a time)."""
@@ -738,23 +810,34 @@ class _GpuWorker:
     copy threads (`copy_threads` of them)."""
 
     def __init__(self, index: int, problem: GemmProblem, plan: Plan, launch: Launch,
-                 direct_out: bool, copy_threads: int = _WORKERS) -> None:  # fmt: skip
+                 direct_out: bool, copy_threads: int = _WORKERS,
+                 exchange: PanelExchange | None = None) -> None:  # fmt: skip
         self.name = f"gpu{index}"
         self.index, self.problem, self.plan = index, problem, plan
         self.launch, self.direct_out = launch, direct_out
         self.copy_threads = copy_threads
+        self.exchange = exchange  # the B panels the call's GPUs share (None: each uploads B)
         self.pipeline: _Run | None = None
 
     def open(self) -> None:
         from . import cuda
 
-        cuda.bind(self.index)
-        copies = _pool(f"copy-{self.index}", self.copy_threads)
-        self.pipeline = _Run(self.problem, self.plan, self.launch, self.direct_out,
-                             copy_out=f"copy-out-{self.index}", copies=copies)  # fmt: skip
-        # Before any worker takes a tile (run_tiles waits until every worker has opened):
-        # running out of memory on any GPU stops the call before a tile reaches c.
-        self.pipeline._reserve()
+        try:
+            cuda.bind(self.index)
+            if self.exchange is not None:
+                self.exchange.join(self.index, _driver.current_context())
+            copies = _pool(f"copy-{self.index}", self.copy_threads)
+            shared = None if self.exchange is None else (self.exchange, self.index)
+            self.pipeline = _Run(self.problem, self.plan, self.launch, self.direct_out,
+                                 copy_out=f"copy-out-{self.index}", copies=copies,
+                                 exchange=shared)  # fmt: skip
+            # Before any worker takes a tile (run_tiles waits until every worker has opened):
+            # running out of memory on any GPU stops the call before a tile reaches c.
+            self.pipeline._reserve()
+        except BaseException:
+            if self.exchange is not None:  # (close is not called after a failed open)
+                self.exchange.leave(self.index)
+            raise
 
     def run(self, assignment: Assignment) -> None:
         assert self.pipeline is not None
@@ -764,8 +847,22 @@ class _GpuWorker:
         """In the worker's thread: waits for its work, then drops its streams, events and
         blocks here, where its GPU's context is current (PyCUDA cannot free them elsewhere)."""
         pipeline, self.pipeline = self.pipeline, None
-        if pipeline is not None:
+        exchange = self.exchange
+        if pipeline is None:
+            if exchange is not None:
+                exchange.leave(self.index)
+            return
+        if exchange is None:
             pipeline.close()
+            return
+
+        def after_the_others() -> None:
+            # Other GPUs may still be copying panels out of this one's blocks.
+            exchange.leave(self.index)
+            exchange.wait_all()
+            exchange.give_events(self.index)
+
+        pipeline.close(after_the_others)
 
 
 def spread(problem: GemmProblem, chosen: Plan, gpus: tuple[int, ...],

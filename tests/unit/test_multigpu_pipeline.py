@@ -15,6 +15,7 @@ from helpers import FakeContext, assert_gemm, uniform
 
 from tunedgemm import cuda, pipeline, plans, selection
 from tunedgemm._args import normalise
+from tunedgemm.panel_exchange import Published
 from tunedgemm.tile_queue import Assignment
 
 # With 256-wide panels: 2 x 2 tiles on one GPU, 6 x 4 on two or three (the panels per
@@ -31,8 +32,12 @@ class NumpyGpu:
     FAIL_AT: ClassVar[dict[int, int]] = {}  # index -> the tile number at which it raises
     made: ClassVar[list[NumpyGpu]] = []
 
-    def __init__(self, index, problem, plan, launch, direct_out, copy_threads=1):
+    def __init__(self, index, problem, plan, launch, direct_out, copy_threads=1,
+                 exchange=None):  # fmt: skip
         self.name, self.index, self.problem, self.plan = f"gpu{index}", index, problem, plan
+        self.exchange = exchange
+        self.uploaded: list[int] = []  # B panels this stand-in "uploaded" (not copied)
+        self.copied: list[int] = []
         self.done: list[tuple[int, int]] = []
         self.thread = None
         self.closed = False
@@ -40,11 +45,20 @@ class NumpyGpu:
 
     def open(self):
         self.thread = threading.current_thread()
+        if self.exchange is not None:
+            self.exchange.join(self.index, context=1 + self.index)
 
     def run(self, assignment: Assignment):
         assert threading.current_thread() is self.thread
         if len(self.done) == self.FAIL_AT.get(self.index):
             raise RuntimeError(f"{self.name}: launch failed")
+        col = assignment.tile.col
+        if self.exchange is not None and assignment.upload_col:  # as _Run._shared_panel
+            if self.exchange.take(col, self.index) is None:
+                self.uploaded.append(col)
+                self.exchange.publish(col, Published(self.index, 0, 0, event=0))
+            else:
+                self.copied.append(col)
         p, problem = self.plan, self.problem
         (i0, i1) = pipeline.ranges(p.m, p.tm)[assignment.tile.row]
         (j0, j1) = pipeline.ranges(p.n, p.tn)[assignment.tile.col]
@@ -60,6 +74,9 @@ class NumpyGpu:
     def close(self):
         assert threading.current_thread() is self.thread
         self.closed = True
+        if self.exchange is not None:
+            self.exchange.leave(self.index)
+            self.exchange.wait_all()
 
 
 @pytest.fixture
@@ -105,6 +122,23 @@ def test_every_tile_once_over_stand_in_gpus(stand_in_gpus, rng, dtype, beta):
     spread = pipeline.last_spread()
     assert sorted(spread) == [0, 1, 2] and sum(spread.values()) == plan.tiles
     assert all(gpu.closed and gpu.thread is not threading.main_thread() for gpu in NumpyGpu.made)
+
+
+def test_each_b_panel_goes_up_from_the_host_once_over_all_gpus(stand_in_gpus, rng):
+    """With B kept on the devices, the GPUs share its panels: one uploads each, the others
+    copy it; at the start they need different panels (their own starting columns)."""
+    stand_in_gpus(2, seconds={0: 0.002, 1: 0.002})
+    problem, a, b, c, c0 = problem_of(rng, np.float32, 1.0)
+    plan = pipeline.gemm(problem, launch=None, budget=1 << 40)  # type: ignore[arg-type]
+    assert plan.keep_b
+    assert_gemm(c, 0.5, a, b, 1.0, c0, np.float32)
+    gpus = NumpyGpu.made
+    uploaded = [col for gpu in gpus for col in gpu.uploaded]
+    columns = len(pipeline.ranges(plan.n, plan.tn))
+    assert sorted(uploaded) == list(range(columns))
+    assert all(sorted(gpu.uploaded + gpu.copied) == list(range(columns)) for gpu in gpus
+               if gpu.done)  # fmt: skip
+    assert gpus[0].done[0][1] == 0 and gpus[1].done[0][1] == columns // 2
 
 
 def test_out_of_core_tiles_over_stand_in_gpus(stand_in_gpus, rng):

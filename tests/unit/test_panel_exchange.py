@@ -1,0 +1,70 @@
+"""The B-panel exchange of multi-GPU host calls: who uploads, who waits, who copies, and
+that no GPU frees its panels while another may still read them."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tunedgemm.panel_exchange import PanelExchange, Published
+
+
+def later(work, *args):
+    """work(*args) in a thread; returns (thread, box holding its result)."""
+    box: list = []
+    thread = threading.Thread(target=lambda: box.append(work(*args)), daemon=True)
+    thread.start()
+    return thread, box
+
+
+def test_the_first_claims_the_others_wait_for_its_upload():
+    exchange = PanelExchange((0, 1))
+    assert exchange.take("B0", 0) is None  # GPU 0 claims it: it uploads
+    thread, box = later(exchange.take, "B0", 1)
+    time.sleep(0.05)
+    assert thread.is_alive()  # GPU 1 waits for the upload to be queued
+    panel = Published(0, ptr=4096, nbytes=64, event=7)
+    exchange.publish("B0", panel)
+    thread.join(5)
+    assert box == [panel]
+    assert exchange.take("B1", 1) is None  # another panel: GPU 1's to upload
+
+
+def test_an_abandoned_claim_passes_to_a_waiter():
+    exchange = PanelExchange((0, 1))
+    assert exchange.take("B0", 0) is None
+    thread, box = later(exchange.take, "B0", 1)
+    time.sleep(0.05)
+    exchange.abandon("B0", 0)  # GPU 0's upload failed
+    thread.join(5)
+    assert box == [None]  # GPU 1 claimed it
+
+
+def test_a_gpu_that_leaves_drops_its_claims():
+    exchange = PanelExchange((0, 1))
+    assert exchange.take("B0", 0) is None
+    thread, box = later(exchange.take, "B0", 1)
+    time.sleep(0.05)
+    exchange.leave(0)
+    thread.join(5)
+    assert box == [None]
+
+
+def test_panels_are_freed_only_when_every_gpu_has_left():
+    exchange = PanelExchange((0, 1, 2))
+    exchange.leave(0)
+    thread, _ = later(exchange.wait_all)
+    time.sleep(0.05)
+    exchange.leave(1)
+    time.sleep(0.05)
+    assert thread.is_alive()
+    exchange.leave(2)
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_a_gpu_never_copies_its_own_panel():
+    exchange = PanelExchange((0, 1))
+    assert exchange.take("B0", 0) is None
+    exchange.publish("B0", Published(0, 1, 1, 1))
+    assert exchange.take("B0", 0) is None  # (its ring lost it: it uploads it again)
