@@ -98,7 +98,7 @@ def stream_k_row(shape: tuple[int, int, int]) -> dict[str, Any]:
     problem = problems.make(m, n, k, "float32", padded=True)
     base = FAMILIES["simt"].default_config("float32").as_dict()
     row: dict[str, Any] = {"m": m, "n": n, "k": k}
-    for stream_k in (0, *simt.STREAM_K_TO_VERIFY):
+    for stream_k in (0, *simt.STREAM_K_ON):
         config = KernelConfig.make("simt", {**base, "STREAM_K": stream_k})
         nbytes = launch.workspace_bytes(config, problem.dtype, problem.form)
         workspace = cuda.allocate(nbytes) if nbytes else None
@@ -121,7 +121,7 @@ def stream_k_main(out: Path) -> None:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# {device}, {cuda.sm_count()} SMs, {stamp}, {reference.status()[1]}")
     print("# ms (CUDA-event medians); ratio = cuBLAS ms / ours")
-    names = [f"SK={v}" for v in (0, *simt.STREAM_K_TO_VERIFY)]
+    names = [f"SK={v}" for v in (0, *simt.STREAM_K_ON)]
     print(f"{'m x n x k':>18} " + " ".join(f"{x:>9} {'ratio':>6}" for x in names) +
           f" {'cuBLAS':>9}")  # fmt: skip
     rows = []
@@ -129,7 +129,7 @@ def stream_k_main(out: Path) -> None:
         row = stream_k_row(shape)
         rows.append(row)
         cells = [(row[f"stream_k{v}_ms"], row["cublas_ms"] / row[f"stream_k{v}_ms"])
-                 for v in (0, *simt.STREAM_K_TO_VERIFY)]  # fmt: skip
+                 for v in (0, *simt.STREAM_K_ON)]  # fmt: skip
         print(f"{'x'.join(map(str, shape)):>18} " +
               " ".join(f"{ms:9.4f} {r:6.2f}" for ms, r in cells) +
               f" {row['cublas_ms']:9.4f}", flush=True)  # fmt: skip

@@ -21,11 +21,12 @@ from ..params import (
 
 PAD = 4  # floats of padding per shared row, as in kernels/sgemm_simt.cu
 
-# STREAM_K values to put in the search space once tests/gpu/test_stream_k_gpu.py has passed
-# on a GPU and benchmarks/bench_kernels.py --stream-k has timed them (issue 15, item 1).
-# Until then the space holds 0 alone: compiled and launchable when named explicitly
-# (KernelConfig.make), never chosen by the tuner or a table.
-STREAM_K_TO_VERIFY = (1, 2)
+# Stream-K blocks per SM in the search space beside 0 (data-parallel). Verified on the H100
+# (2026-11-25: tests/gpu/test_stream_k_gpu.py passed, bit-equal from run to run), and timed by
+# benchmarks/bench_kernels.py --stream-k: 1 per SM cut 3072x96x3072 from 0.31 to 0.093 ms
+# and 256x256x8192 from 0.84 to 0.12 ms, but slowed 4096x4096x512 (0.39 to 0.46 ms), so the
+# tuner decides per shape.
+STREAM_K_ON = (1, 2)
 
 
 def _threads(p: Params) -> int:
@@ -79,7 +80,8 @@ FAMILY = KernelFamily(
         Tunable("MIN_BLOCKS", (1, 2), "__launch_bounds__ minimum resident blocks per SM"),
         # Configs recorded before STREAM_K existed (the shipped table's) ran the
         # data-parallel grid, which STREAM_K=0 compiles to unchanged (the same SASS).
-        Tunable("STREAM_K", (0,), "persistent stream-K blocks per SM (0: data-parallel)", 0),
+        Tunable("STREAM_K", (0, *STREAM_K_ON),
+                "persistent stream-K blocks per SM (0: data-parallel)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
