@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -42,14 +42,10 @@ PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
 # for host memory with the DMA engines: at 8192^3 (float32, H100 machine, 2026-11-22) tiles
 # of 4096 took 58 ms, of 2048 83 ms, of 1024 80 ms (benchmarks/profile_calls.py).
 MAX_PANELS = 2
-# Several GPUs: panels per dimension per GPU. Two H100s (2026-11-25, B panels shared):
-# 16384^2 float32 ran 1.55x one GPU with 2, 1.39x with 4 (its first row of thinner tiles
-# computes for less time than its share of B takes to stage); 32768^2 1.85x with either.
-PANELS_PER_GPU = 2
-# Several GPUs: slices of k per tile, held in core (multi_gpu_plan), so that products start
-# after a slice of the first panels is up, not the whole panels (unmeasured: written
-# 2026-11-25 after the run that showed the wait).
-K_SLICES = 4
+# Several GPUs: panels per dimension per GPU. Each GPU's first product waits for its first A
+# and B panels; with 2 per GPU (8192-wide at 32768^2 float32, 2 GiB to stage) two H100s were
+# 1.76x one, 100 ms short of 2x, about that wait (2026-11-25). 4 halves it (unmeasured).
+PANELS_PER_GPU = 4
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
@@ -98,17 +94,10 @@ class Plan:
     tk: int
     keep_b: bool
     itemsize: int
-    # k is cut into slices of tk only so that products start sooner; every slice of a held A
-    # row stays on the device (as a whole A panel would), so nothing is uploaded twice.
-    k_sliced_in_core: bool = False
 
     @property
     def out_of_core(self) -> bool:
-        return self.tk < self.k and not self.k_sliced_in_core
-
-    @property
-    def k_slices(self) -> int:
-        return len(ranges(self.k, self.tk))
+        return self.tk < self.k
 
     @property
     def tiles(self) -> int:
@@ -116,9 +105,6 @@ class Plan:
 
     @property
     def device_bytes(self) -> int:
-        if self.k_sliced_in_core:  # two whole A rows in slices: as many bytes as unsliced
-            return device_bytes(self.m, self.n, self.k, self.tm, self.tn, self.k, self.keep_b,
-                                self.itemsize)  # fmt: skip
         return device_bytes(self.m, self.n, self.k, self.tm, self.tn, self.tk, self.keep_b,
                             self.itemsize)  # fmt: skip
 
@@ -424,8 +410,7 @@ class _Run:
         b_bytes = s * block_elements(plan.tk, plan.tn, s)
         c_bytes = s * block_elements(plan.tm, plan.tn, s)
         b_slots = len(ranges(plan.n, plan.tn)) * len(ranges(plan.k, plan.tk))
-        # Two A rows: two blocks, or two rows of k slices when k is sliced in core.
-        self.ring_a = _Ring(2 * plan.k_slices if plan.k_sliced_in_core else 2, a_bytes)
+        self.ring_a = _Ring(2, a_bytes)
         self.ring_b = _Ring(b_slots if plan.keep_b else 2, b_bytes)
         self.ring_c = _Ring(2, c_bytes)
         # Pinned buffers stage any block on the way up, and C tiles on the way down, in
@@ -735,7 +720,7 @@ def gemm(problem: GemmProblem, launch: Launch,
     home, gpus = _host_gpus()
     if gpus == (home,):  # one GPU, the process's own: the single-GPU pipeline, as it was
         return _on_one_gpu(problem, launch, budget, home)
-    chosen = multi_gpu_plan(m, n, k, itemsize, budget, gpus)
+    chosen = _plan(m, n, k, itemsize, budget, gpus, PANELS_PER_GPU * len(gpus))
     with _host_calls:
         direct_out = _straight_down(problem)
         if chosen.tiles == 1 and not chosen.out_of_core and home in gpus:
@@ -748,25 +733,6 @@ def gemm(problem: GemmProblem, launch: Launch,
             spread(problem, chosen, gpus, lambda g: _GpuWorker(
                 g, problem, chosen, launch, direct_out, threads, exchange))  # fmt: skip
     return chosen
-
-
-def multi_gpu_plan(m: int, n: int, k: int, itemsize: int, budget: int | None,
-                   gpus: tuple[int, ...]) -> Plan:  # fmt: skip
-    """The plan of a host call over several GPUs: PANELS_PER_GPU panels per dimension per
-    GPU, and, where B stays on the devices, k in K_SLICES slices held in core.
-
-    Slicing k lets each GPU start multiplying once the first slices of its first A and B
-    panels are up, instead of whole panels. On two H100s at 16384^2 float32 (2026-11-25) the
-    unsliced call ran 132 ms where each GPU computes for about 88: the first 512 MiB of
-    panels took about 30 ms to stage before anything ran, with both GPUs' copies sharing
-    host memory bandwidth."""
-    chosen = _plan(m, n, k, itemsize, budget, gpus, PANELS_PER_GPU * len(gpus))
-    if chosen.out_of_core or not chosen.keep_b or chosen.tiles == 1 or K_SLICES < 2:
-        return chosen
-    tk = max(QUANTUM, _round_up(-(-k // K_SLICES), QUANTUM))
-    if tk >= k:
-        return chosen
-    return replace(chosen, tk=tk, k_sliced_in_core=True)
 
 
 def _on_one_gpu(problem: GemmProblem, launch: Launch, budget: int | None, home: int) -> Plan:

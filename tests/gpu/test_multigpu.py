@@ -58,7 +58,8 @@ def test_tiled_host_calls_on_every_gpu(small_tiles, all_gpus, rng, dtype, shape,
         # B stays on the GPUs at these sizes: each panel went up from the host once, and the
         # GPUs that needed it too copied it over their link (tunedgemm/panel_exchange.py).
         traffic = pipeline.last_panel_traffic()
-        plan = pipeline.multi_gpu_plan(*shape, np.dtype(dtype).itemsize, None, gpus())
+        plan = pipeline._plan(*shape, np.dtype(dtype).itemsize, None, gpus(),
+                              pipeline.PANELS_PER_GPU * len(gpus()))  # fmt: skip
         panels = len(pipeline.ranges(plan.n, plan.tn)) * len(pipeline.ranges(plan.k, plan.tk))
         assert sum(traffic["uploads"].values()) == panels, (traffic, panels)
         assert sum(traffic["copies"].values()) > 0, traffic

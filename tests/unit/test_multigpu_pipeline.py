@@ -355,37 +355,14 @@ def test_a_thread_that_used_a_gpu_cannot_be_bound_to_another(stand_in_driver):
     assert in_thread(used_then_bound)
 
 
-def test_two_gpus_slice_k_in_core(monkeypatch):
+def test_two_gpus_cut_large_squares_finer(monkeypatch):
     """Each GPU's first product waits for its first panels: on two GPUs a 32768^2 float32
-    product has 8192-wide tiles whose k is cut in K_SLICES slices, all held on the device
-    (not out of core: nothing goes up twice), so that products start after a slice."""
-    monkeypatch.setattr(pipeline, "PANELS_PER_GPU", 2)
-    monkeypatch.setattr(pipeline, "K_SLICES", 4)
+    product is cut into 4096-wide tiles (1 GiB of panels before the first product, not 2)."""
     budget = 70 << 30
-    two = pipeline.multi_gpu_plan(32768, 32768, 32768, 4, budget, (0, 1))
-    assert (two.tm, two.tn, two.tk) == (8192, 8192, 8192) and two.k_slices == 4
-    assert two.k_sliced_in_core and not two.out_of_core and two.keep_b
-    unsliced = pipeline.plan(32768, 32768, 32768, 4, budget, 4)
-    assert two.device_bytes == unsliced.device_bytes
-    # B does not stay (a tight budget): k is not sliced, and out of core means out of core
-    tight = pipeline.multi_gpu_plan(32768, 32768, 32768, 4, 6 << 30, (0, 1))
-    assert not tight.k_sliced_in_core
-    small = pipeline.multi_gpu_plan(512, 512, 512, 4, budget, (0, 1))  # one tile: as it was
-    assert small.tiles == 1 and small.tk == 512 and not small.k_sliced_in_core
-
-
-def test_k_sliced_in_core_holds_two_whole_a_rows(monkeypatch):
-    plan = pipeline.Plan(4096, 4096, 4096, 1024, 1024, 1024, True, 4, k_sliced_in_core=True)
-    run = object.__new__(pipeline._Run)  # only the ring sizing is looked at
-    monkeypatch.setattr(pipeline, "_streams", lambda: None)
-    monkeypatch.setattr(pipeline, "_Staging", lambda count, nbytes: None)
-    problem = type("P", (), {"dtype": np.dtype(np.float32)})()
-    monkeypatch.setitem(sys.modules, "pycuda", types.ModuleType("pycuda"))
-    driver = types.ModuleType("pycuda.driver")
-    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
-    sys.modules["pycuda"].driver = driver  # type: ignore[attr-defined]
-    pipeline._Run.__init__(run, problem, plan, launch=None)  # type: ignore[arg-type]
-    assert len(run.ring_a.slots) == 2 * 4 and len(run.ring_b.slots) == 4 * 4
+    one = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.MAX_PANELS)
+    two = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.PANELS_PER_GPU * 2)
+    assert (one.tm, one.tn) == (16384, 16384) and (two.tm, two.tn) == (4096, 4096)
+    assert not two.out_of_core and two.keep_b
 
 
 @pytest.mark.parametrize("cores,gpus,threads", [(32, 2, 16), (16, 2, 8), (64, 2, 16), (2, 4, 1)])
