@@ -42,10 +42,12 @@ PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
 # for host memory with the DMA engines: at 8192^3 (float32, H100 machine, 2026-11-22) tiles
 # of 4096 took 58 ms, of 2048 83 ms, of 1024 80 ms (benchmarks/profile_calls.py).
 MAX_PANELS = 2
-# Several GPUs: panels per dimension per GPU. Each GPU's first product waits for its first A
-# and B panels; with 2 per GPU (8192-wide at 32768^2 float32, 2 GiB to stage) two H100s were
-# 1.76x one, 100 ms short of 2x, about that wait (2026-11-25). 4 halves it (unmeasured).
-PANELS_PER_GPU = 4
+# Several GPUs: panels per dimension per GPU. Two H100s (2026-11-25 22:09 UTC, B panels
+# shared): 16384^2 float32 ran 1.55x one GPU with 2, 1.39x with 4 (a first row of thinner
+# tiles computes for less time than its share of B takes to stage); 32768^2 1.85x with
+# either. Cutting k in 4 slices held on the device, so that products start sooner, was
+# slower again (1.33x at 16384^2, about 22:40) and was reverted.
+PANELS_PER_GPU = 2
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned

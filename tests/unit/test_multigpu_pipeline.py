@@ -355,14 +355,14 @@ def test_a_thread_that_used_a_gpu_cannot_be_bound_to_another(stand_in_driver):
     assert in_thread(used_then_bound)
 
 
-def test_two_gpus_cut_large_squares_finer(monkeypatch):
-    """Each GPU's first product waits for its first panels: on two GPUs a 32768^2 float32
-    product is cut into 4096-wide tiles (1 GiB of panels before the first product, not 2)."""
+def test_two_gpus_cut_large_squares_into_panels_per_gpu():
+    """On two GPUs a 32768^2 float32 product has PANELS_PER_GPU * 2 panels per dimension
+    (8192-wide tiles), B kept on the devices, k whole."""
     budget = 70 << 30
     one = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.MAX_PANELS)
     two = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.PANELS_PER_GPU * 2)
-    assert (one.tm, one.tn) == (16384, 16384) and (two.tm, two.tn) == (4096, 4096)
-    assert not two.out_of_core and two.keep_b
+    assert (one.tm, one.tn) == (16384, 16384) and (two.tm, two.tn) == (8192, 8192)
+    assert not two.out_of_core and two.keep_b and two.tk == 32768
 
 
 @pytest.mark.parametrize("cores,gpus,threads", [(32, 2, 16), (16, 2, 8), (64, 2, 16), (2, 4, 1)])
