@@ -307,8 +307,8 @@ def _product(block: Callable[..., Any], head: tuple[Any, ...], x: da.Array, y: d
     flags = (ta, tb) if block is _gemm_block else ()
     token = tokenize(block, head, x, y, c, ta, tb, split_every, ipc)
     name, partial = f"tunedgemm-{what}-{token}", f"tunedgemm-{what}-partial-{token}"
-    if ipc and (client := _active_client()) is not None:  # blocks move cheaply: deal them out
-        dask_placement.deal(client)
+    client = _active_client() if ipc else None
+    if client is not None and dask_placement.deal(client):  # blocks move cheaply: deal out
         columns = len(col_chunks)
         name = dask_placement.dealt_name(name, columns)
         partial = dask_placement.dealt_name(partial, columns)

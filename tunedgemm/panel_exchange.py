@@ -35,18 +35,22 @@ class Published:
 class PanelExchange:
     """The panels of one call, keyed as the pipeline's B blocks, shared by its GPU workers."""
 
-    def __init__(self, ordinals: tuple[int, ...]) -> None:
+    def __init__(self) -> None:
         self.ready = threading.Condition()
         self.panels: dict[Any, Published] = {}
         self.claims: dict[Any, int] = {}  # panel -> the GPU uploading it now
         self.contexts: dict[int, int] = {}  # GPU -> its context handle (for peer access)
-        self.working = set(ordinals)  # GPUs that may still read another's panels
+        # GPUs that have joined and may still read another's panels. Only those that joined:
+        # a worker that never started (Ctrl-C while the threads start) never leaves, and no
+        # panel is published before every worker has opened (run_tiles), so none is missed.
+        self.working: set[int] = set()
         self.uploads: Counter[int] = Counter()  # per GPU: panels it uploaded from the host
         self.copies: Counter[int] = Counter()  # per GPU: panels it copied from another GPU
 
     def join(self, ordinal: int, context: int) -> None:
         with self.ready:
             self.contexts[ordinal] = context
+            self.working.add(ordinal)
 
     def take(self, key: Any, ordinal: int) -> Published | None:
         """A panel another GPU has uploaded (waiting while one is uploading it), or None:

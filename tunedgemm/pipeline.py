@@ -730,7 +730,7 @@ def gemm(problem: GemmProblem, launch: Launch,
             _record({home: 1})
         else:
             threads = copy_threads(len(gpus))
-            exchange = PanelExchange(gpus) if chosen.keep_b else None
+            exchange = PanelExchange() if chosen.keep_b else None
             _last_exchange[0] = exchange
             spread(problem, chosen, gpus, lambda g: _GpuWorker(
                 g, problem, chosen, launch, direct_out, threads, exchange))  # fmt: skip
@@ -837,8 +837,14 @@ class _GpuWorker:
             # running out of memory on any GPU stops the call before a tile reaches c.
             self.pipeline._reserve()
         except BaseException:
-            if self.exchange is not None:  # (close is not called after a failed open)
-                self.exchange.leave(self.index)
+            # (close is not called after a failed open: hand back what was made here)
+            pipeline, self.pipeline = self.pipeline, None
+            try:
+                if pipeline is not None:
+                    pipeline.close()
+            finally:
+                if self.exchange is not None:
+                    self.exchange.leave(self.index)
             raise
 
     def run(self, assignment: Assignment) -> None:

@@ -191,6 +191,9 @@ def run_tiles(tiles: Iterable[Tile], workers: Sequence[TileWorker], row_slots: i
                     done.tiles.append(assignment.tile)
                     done.row_uploads += assignment.upload_row
                     done.col_uploads += assignment.upload_col
+            except BaseException:
+                queue.stop()  # before close, which may wait for the other workers to finish
+                raise
             finally:
                 worker.close()
         except BaseException as exc:  # KeyboardInterrupt too: the caller re-raises it

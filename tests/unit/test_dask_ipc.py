@@ -289,3 +289,16 @@ def test_extent_of_strided_layouts():
 def test_host_identity_names_host_and_boot():
     host, _, boot = dask_ipc.host_identity().partition("/")
     assert host and boot
+
+
+def test_a_scheduler_that_refuses_the_dealer_leaves_placement_to_it(client, rng, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("no plugins here")
+
+    monkeypatch.setattr(dask_placement, "_registered", set())
+    monkeypatch.setattr(client, "register_plugin", refuse)
+    a = uniform(rng, (40, 40), np.float32)
+    product = tgd.matmul(da.from_array(a, chunks=20), da.from_array(a, chunks=20),
+                         transfer="ipc")  # fmt: skip
+    assert "dealt" not in product.name
+    assert_gemm(client.compute(product).result(), 1.0, a, a, 0.0, None, np.float32)

@@ -17,8 +17,15 @@ def later(work, *args):
     return thread, box
 
 
+def joined(*ordinals):
+    exchange = PanelExchange()
+    for ordinal in ordinals:
+        exchange.join(ordinal, context=100 + ordinal)
+    return exchange
+
+
 def test_the_first_claims_the_others_wait_for_its_upload():
-    exchange = PanelExchange((0, 1))
+    exchange = joined(0, 1)
     assert exchange.take("B0", 0) is None  # GPU 0 claims it: it uploads
     thread, box = later(exchange.take, "B0", 1)
     time.sleep(0.05)
@@ -31,7 +38,7 @@ def test_the_first_claims_the_others_wait_for_its_upload():
 
 
 def test_an_abandoned_claim_passes_to_a_waiter():
-    exchange = PanelExchange((0, 1))
+    exchange = joined(0, 1)
     assert exchange.take("B0", 0) is None
     thread, box = later(exchange.take, "B0", 1)
     time.sleep(0.05)
@@ -41,7 +48,7 @@ def test_an_abandoned_claim_passes_to_a_waiter():
 
 
 def test_a_gpu_that_leaves_drops_its_claims():
-    exchange = PanelExchange((0, 1))
+    exchange = joined(0, 1)
     assert exchange.take("B0", 0) is None
     thread, box = later(exchange.take, "B0", 1)
     time.sleep(0.05)
@@ -51,7 +58,7 @@ def test_a_gpu_that_leaves_drops_its_claims():
 
 
 def test_panels_are_freed_only_when_every_gpu_has_left():
-    exchange = PanelExchange((0, 1, 2))
+    exchange = joined(0, 1, 2)
     exchange.leave(0)
     thread, _ = later(exchange.wait_all)
     time.sleep(0.05)
@@ -64,7 +71,16 @@ def test_panels_are_freed_only_when_every_gpu_has_left():
 
 
 def test_a_gpu_never_copies_its_own_panel():
-    exchange = PanelExchange((0, 1))
+    exchange = joined(0, 1)
     assert exchange.take("B0", 0) is None
     exchange.publish("B0", Published(0, 1, 1, 1))
     assert exchange.take("B0", 0) is None  # (its ring lost it: it uploads it again)
+
+
+def test_a_gpu_that_never_joined_is_not_waited_for():
+    """A worker whose thread never started (Ctrl-C while they start) never leaves."""
+    exchange = joined(0)  # GPU 1 never opened
+    exchange.leave(0)
+    thread, _ = later(exchange.wait_all)
+    thread.join(5)
+    assert not thread.is_alive()
