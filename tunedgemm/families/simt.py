@@ -21,11 +21,15 @@ from ..params import (
 
 PAD = 4  # floats of padding per shared row, as in kernels/sgemm_simt.cu
 
-# Stream-K blocks per SM in the search space beside 0 (data-parallel). Verified on the H100
-# (2026-11-25: tests/gpu/test_stream_k_gpu.py passed, bit-equal from run to run), and timed by
-# benchmarks/bench_kernels.py --stream-k: 1 per SM cut 3072x96x3072 from 0.31 to 0.093 ms
-# and 256x256x8192 from 0.84 to 0.12 ms, but slowed 4096x4096x512 (0.39 to 0.46 ms), so the
-# tuner decides per shape.
+# Stream-K blocks per SM beside 0 (data-parallel), compiled and launchable when a config
+# names them (KernelConfig.make). Verified on the H100 (2026-11-25: tests/gpu/
+# test_stream_k_gpu.py passed, bit-equal from run to run) and timed by benchmarks/
+# bench_kernels.py --stream-k: 1 per SM cut 3072x96x3072 from 0.31 to 0.093 ms and
+# 256x256x8192 from 0.84 to 0.12 ms, but slowed 4096x4096x512 (0.39 to 0.46 ms). Not yet in
+# the search space: with MIN_BLOCKS=2 (128 registers) some tiles spill in streamk_gemm (20
+# bytes at BM=BN=128, TM=TN=8: the slow whole-space compile test), and the space would grow
+# from 1,728 configs to 2,880. Next: a constraint (MIN_BLOCKS = 1 with stream-K), then
+# the values in the space, when a GPU run regenerates the table.
 STREAM_K_ON = (1, 2)
 
 
@@ -80,8 +84,7 @@ FAMILY = KernelFamily(
         Tunable("MIN_BLOCKS", (1, 2), "__launch_bounds__ minimum resident blocks per SM"),
         # Configs recorded before STREAM_K existed (the shipped table's) ran the
         # data-parallel grid, which STREAM_K=0 compiles to unchanged (the same SASS).
-        Tunable("STREAM_K", (0, *STREAM_K_ON),
-                "persistent stream-K blocks per SM (0: data-parallel)", 0),
+        Tunable("STREAM_K", (0,), "persistent stream-K blocks per SM (0: data-parallel)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
