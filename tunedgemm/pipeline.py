@@ -402,8 +402,8 @@ class _Run:
         self.rows, self.cols = ranges(plan.m, plan.tm), ranges(plan.n, plan.tn)
         self.copy_out = copy_out  # the name of the thread pool that copies C tiles out
         self.copies = copies  # the threads that copy pieces of blocks (None: the shared ones)
-        # (the B panels this call's GPUs share, and this GPU's ordinal), for plans keeping B
-        self.exchange = exchange if plan.keep_b else None
+        # (the B panels this call's GPUs share, and this GPU's ordinal): plans keeping B only
+        self.exchange = exchange
         self.direct_out = direct_out  # out is pinned: tiles come down straight into it
         self.dtype = problem.dtype
         self.streams = _streams()
@@ -855,22 +855,18 @@ class _GpuWorker:
         """In the worker's thread: waits for its work, then drops its streams, events and
         blocks here, where its GPU's context is current (PyCUDA cannot free them elsewhere)."""
         pipeline, self.pipeline = self.pipeline, None
-        exchange = self.exchange
-        if pipeline is None:
-            if exchange is not None:
-                exchange.leave(self.index)
-            return
-        if exchange is None:
-            pipeline.close()
-            return
+        if pipeline is not None:
+            pipeline.close(None if self.exchange is None else self._after_the_others)
+        elif self.exchange is not None:
+            self.exchange.leave(self.index)
 
-        def after_the_others() -> None:
-            # Other GPUs may still be copying panels out of this one's blocks.
-            exchange.leave(self.index)
-            exchange.wait_all()
-            exchange.give_events(self.index)
-
-        pipeline.close(after_the_others)
+    def _after_the_others(self) -> None:
+        """Before this GPU's blocks are freed: other GPUs may still be copying panels out
+        of them."""
+        assert self.exchange is not None
+        self.exchange.leave(self.index)
+        self.exchange.wait_all()
+        self.exchange.give_events(self.index)
 
 
 def spread(problem: GemmProblem, chosen: Plan, gpus: tuple[int, ...],
