@@ -170,6 +170,22 @@ def synchronize() -> None:
     cupy.cuda.runtime.deviceSynchronize()
 
 
+def receive_on_own_stream(flag: bool) -> None:
+    """On a worker: tunedgemm.dask_ipc.RECEIVE_STREAM (the A/B of received-block copies)."""
+    from tunedgemm import dask_ipc
+
+    dask_ipc.RECEIVE_STREAM = flag
+
+
+def transfer_times(records: list[dict[str, Any]]) -> dict[str, float]:
+    """Transfers between workers in a task stream: how many, their total and longest
+    seconds (a transfer that waits behind queued GPU work shows here)."""
+    parts = [part for record in records for part in record.get("startstops", ())]
+    spans = [part["stop"] - part["start"] for part in parts if part.get("action") == "transfer"]
+    return {"count": len(spans), "total_s": round(sum(spans), 4),
+            "max_s": round(max(spans, default=0.0), 4)}
+
+
 def scheduler_tasks(client: Any) -> int:
     """How many tasks the scheduler holds (results kept in memory included)."""
     return int(client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)))
@@ -214,6 +230,8 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
                "tunedgemm 3xtf32": lambda x, y: tgd.matmul(x, y, precision="3xtf32",
                                                            transfer="auto"),
                "tunedgemm comm": lambda x, y: tgd.matmul(x, y, transfer="comm")}
+    if gpus > 1:  # received blocks copied on the default stream, as before 2026-11-26
+        methods["tunedgemm default-stream receive"] = methods["tunedgemm"]
     rows = []
     print(f"\n{'workers':>7} {'transfer':>8} {'tunedgemm s':>11} {'dask s':>8} {'speedup':>8} "
           f"{'3xtf32 s':>9} {'speedup':>8} {'comm s':>8} {'check':>30}")  # fmt: skip
@@ -233,8 +251,12 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
             seconds: dict[str, list[float]] = {name: [] for name in methods}
             checks: dict[str, tuple[bool, float, float]] = {}
             spread: dict[str, dict[str, int]] = {}
+            transfers: dict[str, dict[str, float]] = {}
             for run in range(args.repeats + 1):  # the first of each is a warm-up
                 for name in list(methods)[:: 1 if run % 2 else -1]:
+                    if k == 1 and "default-stream" in name:
+                        continue  # nothing is received on one worker
+                    client.run(receive_on_own_stream, "default-stream" not in name)
                     start = time.perf_counter()
                     with distributed.get_task_stream(client) as stream:
                         product = methods[name](x, y).persist()
@@ -243,6 +265,7 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
                     elapsed = time.perf_counter() - start
                     if run == 1:
                         spread[name] = products_per_worker(stream.data)
+                        transfers[name] = transfer_times(stream.data)
                     print(f"  {k} worker(s) run {run} {name}: {elapsed:.2f} s", flush=True)
                     if run:
                         seconds[name].append(elapsed)
@@ -250,15 +273,19 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
                         checks[name] = tgd.check_sample(x, y, product, blocks=2, seed=k)
                     del product
                     forgotten(client, baseline)
-        ours, theirs, fast, comm = (statistics.median(seconds[name]) for name in methods)
+        ours, theirs, fast, comm = (statistics.median(seconds[name]) for name in list(methods)[:4])
         row = {"workers": k, "n": n, "chunk": chunk, "tunedgemm_s": ours, "dask_s": theirs,
                "speedup": theirs / ours, "tunedgemm_3xtf32_s": fast,
                "speedup_3xtf32": theirs / fast, "transfer": transfer,
                "tunedgemm_comm_s": comm, "samples": seconds, "products_per_worker": spread,
+               "transfers": transfers,
                "check": {name: {"passed": c[0], "error": c[1], "tolerance": c[2]}
                          for name, c in checks.items()}}  # fmt: skip
         rows.append(row)
         print(f"  block products per worker (run 1): {spread}", flush=True)
+        print(f"  transfers (run 1): {transfers}", flush=True)
+        for name in [name for name in list(methods)[4:] if seconds[name]]:
+            print(f"  {name}: median {statistics.median(seconds[name]):.2f} s", flush=True)
         verdict = ", ".join(f"{name} {'ok' if c[0] else 'WRONG'} ({c[1]:.1e})"
                             for name, c in checks.items())  # fmt: skip
         print(f"{k:7d} {transfer:>8} {ours:11.2f} {theirs:8.2f} {theirs / ours:8.2f} "

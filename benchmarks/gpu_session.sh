@@ -11,7 +11,8 @@
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
-# PANELS_PER_GPU values to try), multigpu-host (its host products). Each step has its own time
+# PANELS_PER_GPU values to try), multigpu-host (its host products), multigpu-profile (where a
+# host product's time goes on each GPU). Each step has its own time
 # limit, so that a hang costs that step only; a whole session can outlast one 10-minute
 # call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
 set -uo pipefail
@@ -106,6 +107,13 @@ for step in $steps; do
             ${MULTIGPU_PANELS:+--panels-per-gpu $MULTIGPU_PANELS} \
             > "$OUT/bench_multigpu-host.txt" 2>&1
         echo "bench_multigpu host: exit $?"; tail -16 "$OUT/bench_multigpu-host.txt" ;;
+    multigpu-profile)  # per GPU: first product, busy and idle time, staging rate (1 and 2 GPUs)
+        for devices in 0 0,1; do
+            for n in ${MULTIGPU_PROFILE_SIZES:-16384}; do
+                TUNEDGEMM_DEVICES=$devices timeout 120 python3 benchmarks/profile_multigpu_host.py \
+                    --n $n --out "$OUT/profile" 2>&1 | tail -12
+            done
+        done ;;
     unverified)  # what was written with no GPU to run on (2026-11-25): stream-K, the staged
         # dmma epilogue's diagnostics; then stream-K's speed against the default and cuBLAS
         TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${UNVERIFIED_LIMIT:-240} python3 -m pytest -q -m gpu \

@@ -205,9 +205,16 @@ def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> 
     return low, high - low + itemsize
 
 
+# Received blocks are copied on a stream of their own (non-blocking: the legacy default stream,
+# where the worker's products queue, does not order it). On the default stream a copy, and
+# so the deserialising thread (distributed's event loop: a handle is a small message) waited
+# behind every product already queued on the GPU. False: the default stream, as before.
+RECEIVE_STREAM = True
+
+
 def _open_copy(payload: dict[str, Any]) -> Any:
-    """Open the handle, copy the block's bytes to this process's current GPU on the current
-    stream, wait for the copy, close the handle; the copy with the block's layout."""
+    """Open the handle, copy the block's bytes to this process's current GPU, wait for the
+    copy, close the handle; the copy with the block's layout."""
     import cupy
 
     runtime = cupy.cuda.runtime
@@ -219,13 +226,9 @@ def _open_copy(payload: dict[str, Any]) -> Any:
         )
     dtype = cupy.dtype(payload["dtype"])
     low, span = _extent(payload["shape"], payload["strides"], dtype.itemsize)
-    # The current stream (the legacy default stream, which the worker's products use too),
-    # not a stream of its own: CuPy's pool hands memory freed on a stream back to that
-    # stream only, trusting its order. A copy on another stream could overwrite memory
-    # just freed while a product queued on the default stream still reads it. The price:
-    # the copy waits behind the products already queued on this GPU.
-    stream = cupy.cuda.get_current_stream()
-    local = cupy.empty(span, dtype=cupy.uint8)
+    stream = _receive_stream() if RECEIVE_STREAM else cupy.cuda.get_current_stream()
+    with stream:  # CuPy's pool: memory from this stream's arena, safe to write on it
+        local = cupy.empty(span, dtype=cupy.uint8)
     remote = runtime.ipcOpenMemHandle(payload["handle"])  # lazy peer access (CuPy's default)
     try:
         source = remote + payload["offset"] + low
@@ -233,8 +236,73 @@ def _open_copy(payload: dict[str, Any]) -> Any:
         stream.synchronize()  # the handle closes next: the copy must be done
     finally:
         runtime.ipcCloseMemHandle(remote)
-    return cupy.ndarray(payload["shape"], dtype, memptr=local.data + (-low),
+    memory = local.data if not RECEIVE_STREAM else _leased(local)
+    return cupy.ndarray(payload["shape"], dtype, memptr=memory + (-low),
                         strides=payload["strides"])  # fmt: skip
+
+
+_streams: dict[int, Any] = {}
+
+
+def _receive_stream() -> Any:
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    if device not in _streams:
+        _streams[device] = cupy.cuda.Stream(non_blocking=True)
+    return _streams[device]
+
+
+# Blocks received on the receive stream go back to CuPy's pool (its arena for that stream)
+# only once the work queued before they were dropped has finished: CuPy trusts a stream's
+# order, and the next copy on the receive stream is not ordered after the products (on the
+# default stream) that may still read them. Dropped ones wait here with an event.
+_deferred: list[tuple[Any, Any]] = []
+_deferred_lock = threading.Lock()
+
+
+class _Lease:
+    """Keeps a received block's memory (`local`) until it is dropped, then defers its return."""
+
+    __slots__ = ("local",)
+
+    def __init__(self, local: Any) -> None:
+        self.local = local
+
+    def __del__(self) -> None:
+        try:
+            import cupy
+
+            with cupy.cuda.Device(self.local.device.id):
+                event = cupy.cuda.Event(block=False, disable_timing=True)
+                # The legacy default stream: its work waits for earlier work of every
+                # blocking stream, so the event covers whichever of them read the block.
+                event.record(cupy.cuda.Stream.null)
+        except Exception:  # interpreter shutdown, or the device is gone: keep it
+            event = None
+        with _deferred_lock:
+            _deferred.append((self.local, event))
+
+
+def _leased(local: Any) -> Any:
+    """A memory pointer to `local` whose last reference hands `local` to the deferred list."""
+    import cupy
+
+    _reclaim()
+    memory = cupy.cuda.UnownedMemory(local.data.ptr, local.nbytes, _Lease(local),
+                                     local.device.id)  # fmt: skip
+    return cupy.cuda.MemoryPointer(memory, 0)
+
+
+def _reclaim() -> None:
+    """Hand back to CuPy's pool the deferred blocks whose readers have finished."""
+    done: list[tuple[Any, Any]] = []
+    with _deferred_lock:
+        waiting = []
+        for item in _deferred:
+            (done if item[1] is not None and item[1].done else waiting).append(item)
+        _deferred[:] = waiting
+    done.clear()  # (the blocks go back to the pool here, outside the lock)
 
 
 @functools.lru_cache(maxsize=1)
