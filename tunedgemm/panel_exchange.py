@@ -66,6 +66,15 @@ class PanelExchange:
                     return None
                 self.ready.wait()
 
+    def claim(self, key: Any, ordinal: int) -> bool:
+        """Claim a panel no GPU has published or claimed, without waiting: True if this GPU
+        now uploads it (then `take` returns None for it here)."""
+        with self.ready:
+            if key in self.panels or self.claims.get(key, ordinal) != ordinal:
+                return False
+            self.claims[key] = ordinal
+            return True
+
     def publish(self, key: Any, panel: Published) -> None:
         with self.ready:
             self.panels.setdefault(key, panel)

@@ -477,6 +477,20 @@ class _Run:
         slot.key = key
         return slot.matrix
 
+    def _blocks(self, a_key: tuple[int, ...], a_src: Callable[[], np.ndarray],
+                b_key: tuple[int, ...], b_src: Callable[[], np.ndarray]
+                ) -> tuple[DeviceMatrix, DeviceMatrix]:  # fmt: skip
+        """The A and B blocks of one product on the device: A first, unless this GPU has just
+        claimed the B panel in the exchange (no GPU holds it or is uploading it): then B
+        first, for the other GPUs wait for it, while they stage their own A panels."""
+        claimed = (self.exchange is not None and self.ring_b.find(b_key) is None
+                   and self.exchange[0].claim(b_key, self.exchange[1]))  # fmt: skip
+        if claimed:
+            b_mat = self._operand(self.ring_b, b_key, b_src)
+            return self._operand(self.ring_a, a_key, a_src), b_mat
+        a_mat = self._operand(self.ring_a, a_key, a_src)
+        return a_mat, self._operand(self.ring_b, b_key, b_src)
+
     def _shared_panel(self, key: tuple[int, ...], view: np.ndarray, slot: _Slot) -> DeviceMatrix:
         """A B panel through the exchange (tunedgemm/panel_exchange.py): copied from the GPU
         that uploaded it, over the GPUs' link, or uploaded here and published."""
@@ -568,8 +582,8 @@ class _Run:
             c_mat = self._device_block(self.ring_c, c_slot, tile.shape, _order_of(out))
         beta = problem.beta
         for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
-            a_mat = self._operand(self.ring_a, (ti, kc), lambda: a[i0:i1, k0:k1])  # noqa: B023
-            b_mat = self._operand(self.ring_b, (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
+            a_mat, b_mat = self._blocks((ti, kc), lambda: a[i0:i1, k0:k1],  # noqa: B023
+                                        (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
             self.launch(blas_form(a_mat, b_mat, c_mat), problem.alpha, beta, compute)
             beta = 1.0  # later k slices accumulate
             used = self.drv.Event()

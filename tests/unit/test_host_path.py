@@ -396,3 +396,34 @@ def test_pipeline_allocates_everything_before_the_first_tile():
     for f in reserved:  # as execute lays the blocks out: padded leading dimensions
         assert f.ldc == pipeline.padded(f.m, 4) and not f.trans_b
         assert f.trans_a and f.lda == pipeline.padded(f.k, 4)  # a is C-ordered: A^T stored
+
+
+def test_a_gpu_claiming_a_b_panel_uploads_it_before_its_a_panel():
+    """With the B-panel exchange, the GPU that claims a B panel uploads it first (the other
+    GPUs wait for it); a GPU whose B panel another is uploading stages its A panel first."""
+    from tunedgemm.panel_exchange import PanelExchange
+
+    exchange = PanelExchange()
+    order: list[tuple[str, int]] = []
+
+    def pipeline_of(ordinal: int, shared: PanelExchange | None) -> pipeline._Run:
+        run = pipeline._Run.__new__(pipeline._Run)
+        run.exchange = None if shared is None else (shared, ordinal)
+        run.ring_a, run.ring_b = pipeline._Ring(2, 1 << 20), pipeline._Ring(4, 1 << 20)
+
+        def operand(ring, key, src):
+            order.append(("B" if ring is run.ring_b else "A", ordinal))
+            return src()
+
+        run._operand = operand  # type: ignore[method-assign]
+        return run
+
+    first, second = pipeline_of(0, exchange), pipeline_of(1, exchange)
+    assert first._blocks((0, 0), lambda: "a0", (0, 0), lambda: "b0") == ("a0", "b0")
+    assert order == [("B", 0), ("A", 0)] and exchange.claims == {(0, 0): 0}
+    order.clear()
+    assert second._blocks((1, 0), lambda: "a1", (0, 0), lambda: "b0") == ("a1", "b0")
+    assert order == [("A", 1), ("B", 1)]  # GPU 0 is uploading B: A first
+    order.clear()
+    pipeline_of(2, None)._blocks((0, 0), lambda: "a", (0, 0), lambda: "b")  # one GPU
+    assert order == [("A", 2), ("B", 2)]

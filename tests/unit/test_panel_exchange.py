@@ -37,6 +37,22 @@ def test_the_first_claims_the_others_wait_for_its_upload():
     assert exchange.take("B1", 1) is None  # another panel: GPU 1's to upload
 
 
+def test_a_claim_without_waiting_goes_to_the_first_only():
+    exchange = joined(0, 1)
+    assert exchange.claim("B0", 0)  # nobody had it: GPU 0 uploads it
+    assert exchange.claim("B0", 0)  # (its own claim stands)
+    assert not exchange.claim("B0", 1)  # GPU 0 is uploading it
+    assert exchange.take("B0", 0) is None  # the claimant uploads
+    thread, box = later(exchange.take, "B0", 1)
+    time.sleep(0.05)
+    assert thread.is_alive()
+    panel = Published(0, ptr=4096, nbytes=64, event=7)
+    exchange.publish("B0", panel)
+    thread.join(5)
+    assert box == [panel]
+    assert not exchange.claim("B0", 1)  # published: nothing to claim
+
+
 def test_an_abandoned_claim_passes_to_a_waiter():
     exchange = joined(0, 1)
     assert exchange.take("B0", 0) is None

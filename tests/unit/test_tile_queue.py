@@ -100,18 +100,19 @@ def test_one_worker_sweeps_rows_and_keeps_columns():
 def test_workers_start_on_different_rows_and_share_the_last_from_its_far_end():
     queue = TileQueue(grid(2, 4), workers=3)
     first = [queue.take(w) for w in range(3)]
-    # each from its own column (w * columns / workers): they need different B panels first
-    assert [a.tile for a in first[:2]] == [Tile(0, 0), Tile(1, 1)]
+    # each from the first column: they need the same B panel first (one uploads it for all)
+    assert [a.tile for a in first[:2]] == [Tile(0, 0), Tile(1, 0)]
     assert first[2].tile == Tile(0, 3)  # no free row: the fullest, from its far end
     assert all(a.upload_row and a.upload_col for a in first)
     assert queue.take(2).tile == Tile(0, 2)  # keeps going from that end
     assert queue.take(0).tile == Tile(0, 1)
 
 
-def test_a_worker_starts_its_first_row_at_its_own_column_and_goes_round():
+def test_workers_sweep_their_rows_columns_in_the_same_order():
     queue = TileQueue(grid(2, 4), workers=2)
     assert queue.take(0).tile == Tile(0, 0)
-    assert [queue.take(1).tile.col for _ in range(4)] == [2, 3, 0, 1]
+    assert [queue.take(1).tile.col for _ in range(4)] == [0, 1, 2, 3]
+    assert [queue.take(0).tile.col for _ in range(3)] == [1, 2, 3]
 
 
 def test_held_columns_come_first():
