@@ -318,7 +318,7 @@ def _product(block: Callable[..., Any], head: tuple[Any, ...], x: da.Array, y: d
         """The key a product reads input block `key` through: its share task with IPC."""
         if key is None or not ipc:
             return key
-        shared = (f"tunedgemm-share-{tokenize(key[0])}", *key[1:])
+        shared = (f"{dask_placement.SHARE_PREFIX}{tokenize(key[0])}", *key[1:])
         layer[shared] = (dask_ipc.share, key)
         return shared
 

@@ -298,7 +298,7 @@ def _reclaim() -> None:
     """Hand back to CuPy's pool the deferred blocks whose readers have finished."""
     done: list[tuple[Any, Any]] = []
     with _deferred_lock:
-        waiting = []
+        waiting: list[tuple[Any, Any]] = []
         for item in _deferred:
             (done if item[1] is not None and item[1].done else waiting).append(item)
         _deferred[:] = waiting

@@ -164,6 +164,33 @@ def test_ipc_deals_output_blocks_to_workers_in_turn(client, rng):
     assert counts[0] == counts[1]
 
 
+def test_ipc_share_tasks_come_before_every_product(client, rng):
+    """Share tasks run first on their worker (the Dealer raises their priority): a share's
+    event recorded after queued products would make a sender wait for those products."""
+    a = uniform(rng, (80, 60), np.float32)
+    x = da.from_array(a, chunks=20)
+    product = tgd.matmul(x, x.T, transfer="ipc").persist()
+    distributed.wait(product)
+
+    def priorities(dask_scheduler):
+        return {ts.key: ts.priority for ts in dask_scheduler.tasks.values()
+                if isinstance(ts.key, tuple) and str(ts.key[0]).startswith("tunedgemm-")}
+
+    found = client.run_on_scheduler(priorities)
+    shares = [p for key, p in found.items() if dask_placement.is_share(key)]
+    others = [p for key, p in found.items() if not dask_placement.is_share(key)]
+    assert shares and others and max(shares) < min(others)
+    assert_gemm(product.compute(), 1.0, a, a.T, 0.0, None, np.float32)
+
+
+def test_first_priority_outranks_its_graph():
+    assert dask_placement.first((0, 3, 17)) < (0, 3, 0)
+    assert dask_placement.first((-2, 1, 5)) == (-3, 1, 5)
+    assert dask_placement.is_share(("tunedgemm-share-0a1b", 0, 1))
+    assert not dask_placement.is_share(("tunedgemm-matmul-0a1b", 0, 1))
+    assert not dask_placement.is_share("tunedgemm-share-0a1b")
+
+
 def test_comm_leaves_placement_to_the_scheduler(client, rng):
     x = da.from_array(uniform(rng, (40, 40), np.float32), chunks=20)
     assert "dealt" not in tgd.matmul(x, x, transfer="comm").name
