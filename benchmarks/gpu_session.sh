@@ -108,7 +108,7 @@ for step in $steps; do
             > "$OUT/bench_multigpu-host.txt" 2>&1
         echo "bench_multigpu host: exit $?"; tail -16 "$OUT/bench_multigpu-host.txt" ;;
     multigpu-profile)  # per GPU: first product, busy and idle time, staging rate (1 and 2 GPUs)
-        for devices in 0 0,1; do
+        for devices in ${MULTIGPU_PROFILE_DEVICES:-0 0,1}; do
             for n in ${MULTIGPU_PROFILE_SIZES:-16384}; do
                 TUNEDGEMM_DEVICES=$devices timeout 120 python3 benchmarks/profile_multigpu_host.py \
                     --n $n --out "$OUT/profile" 2>&1 | tail -12
