@@ -170,11 +170,27 @@ def synchronize() -> None:
     cupy.cuda.runtime.deviceSynchronize()
 
 
-def receive_on_own_stream(flag: bool) -> None:
-    """On a worker: tunedgemm.dask_ipc.RECEIVE_STREAM (the A/B of received-block copies)."""
+def receive_settings(new: bool) -> None:
+    """On a worker: how blocks are received through CUDA IPC (tunedgemm.dask_ipc): on a
+    stream of their own with handles kept open, or (new=False) as before 2026-11-26."""
     from tunedgemm import dask_ipc
 
-    dask_ipc.RECEIVE_STREAM = flag
+    dask_ipc.RECEIVE_STREAM = new
+    dask_ipc.HANDLES_KEPT = 32 if new else 0
+    dask_ipc.receive_timings(reset=True)
+
+
+def receives(client: Any) -> dict[str, float]:
+    """The workers' receives through IPC handles since the last receive_settings: how many,
+    the median and total seconds each spent opening, copying and closing, and the total
+    seconds they waited for one another (one receive at a time per worker)."""
+    from tunedgemm import dask_ipc
+
+    found = [t for ts in client.run(dask_ipc.receive_timings).values() for t in ts]
+    busy = [b for _, b in found]
+    return {"receives": len(found), "receive_median_s": round(statistics.median(busy or [0]), 4),
+            "receive_total_s": round(sum(busy), 4),
+            "receive_waits_s": round(sum(w for w, _ in found), 4)}  # fmt: skip
 
 
 def transfer_times(records: list[dict[str, Any]]) -> dict[str, float]:
@@ -230,8 +246,8 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
                "tunedgemm 3xtf32": lambda x, y: tgd.matmul(x, y, precision="3xtf32",
                                                            transfer="auto"),
                "tunedgemm comm": lambda x, y: tgd.matmul(x, y, transfer="comm")}
-    if gpus > 1:  # received blocks copied on the default stream, as before 2026-11-26
-        methods["tunedgemm default-stream receive"] = methods["tunedgemm"]
+    if gpus > 1:  # blocks received as before 2026-11-26: default stream, each handle closed
+        methods["tunedgemm receive as before"] = methods["tunedgemm"]
     rows = []
     print(f"\n{'workers':>7} {'transfer':>8} {'tunedgemm s':>11} {'dask s':>8} {'speedup':>8} "
           f"{'3xtf32 s':>9} {'speedup':>8} {'comm s':>8} {'check':>30}")  # fmt: skip
@@ -254,9 +270,9 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
             transfers: dict[str, dict[str, float]] = {}
             for run in range(args.repeats + 1):  # the first of each is a warm-up
                 for name in list(methods)[:: 1 if run % 2 else -1]:
-                    if k == 1 and "default-stream" in name:
+                    if k == 1 and "as before" in name:
                         continue  # nothing is received on one worker
-                    client.run(receive_on_own_stream, "default-stream" not in name)
+                    client.run(receive_settings, "as before" not in name)
                     start = time.perf_counter()
                     with distributed.get_task_stream(client) as stream:
                         product = methods[name](x, y).persist()
@@ -266,6 +282,7 @@ def dask_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
                     if run == 1:
                         spread[name] = products_per_worker(stream.data)
                         transfers[name] = transfer_times(stream.data)
+                        transfers[name].update(receives(client))
                     print(f"  {k} worker(s) run {run} {name}: {elapsed:.2f} s", flush=True)
                     if run:
                         seconds[name].append(elapsed)

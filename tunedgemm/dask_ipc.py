@@ -22,6 +22,7 @@ memory CUDA IPC does not cover) is pickled as it is.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import logging
@@ -29,6 +30,7 @@ import os
 import pickle
 import socket
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -176,6 +178,13 @@ def _export(array: Any) -> dict[str, Any]:
 
 _lock = threading.Lock()  # one open handle at a time: opening one allocation twice fails
 _received = 0  # blocks copied in through a handle by this process (the GPU test reads it)
+_timings: collections.deque[tuple[float, float]] = collections.deque(maxlen=4096)
+# Handles kept open, by handle, for the next block of the same allocation (CuPy's pool keeps
+# its allocations, so a producer's blocks come from a few): opening one maps the producer's
+# allocation into this process, the dear part of a receive. A kept mapping also keeps that
+# memory alive should the producer free it, so only this many are kept (0: close each).
+HANDLES_KEPT = 32
+_opened: collections.OrderedDict[bytes, int] = collections.OrderedDict()
 
 
 def _receive(payload: dict[str, Any]) -> SharedBlock:
@@ -192,10 +201,22 @@ def _receive(payload: dict[str, Any]) -> SharedBlock:
             raise RuntimeError("tunedgemm.dask_ipc: a block pickled in this process is gone")
         return SharedBlock(mine.array, mine.ready)
     global _received
+    asked = time.perf_counter()
     with _lock:
+        started = time.perf_counter()
         block = SharedBlock(_open_copy(payload))
         _received += 1
+        _timings.append((started - asked, time.perf_counter() - started))
     return block
+
+
+def receive_timings(reset: bool = False) -> list[tuple[float, float]]:
+    """Of each block this process received through a handle: (seconds waiting for another
+    receive, seconds opening, copying and closing), in order (bench_multigpu reads them)."""
+    found = list(_timings)
+    if reset:
+        _timings.clear()
+    return found
 
 
 def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
@@ -229,13 +250,18 @@ def _open_copy(payload: dict[str, Any]) -> Any:
     stream = _receive_stream() if RECEIVE_STREAM else cupy.cuda.get_current_stream()
     with stream:  # CuPy's pool: memory from this stream's arena, safe to write on it
         local = cupy.empty(span, dtype=cupy.uint8)
-    remote = runtime.ipcOpenMemHandle(payload["handle"])  # lazy peer access (CuPy's default)
+    handle = bytes(payload["handle"])
+    remote = _opened.pop(handle, None)
+    if remote is None:
+        remote = runtime.ipcOpenMemHandle(payload["handle"])  # lazy peer access (CuPy's)
     try:
         source = remote + payload["offset"] + low
         runtime.memcpyAsync(local.data.ptr, source, span, runtime.memcpyDefault, stream.ptr)
-        stream.synchronize()  # the handle closes next: the copy must be done
+        stream.synchronize()  # the handle may close next: the copy must be done
     finally:
-        runtime.ipcCloseMemHandle(remote)
+        _opened[handle] = remote
+        while len(_opened) > HANDLES_KEPT:
+            runtime.ipcCloseMemHandle(_opened.popitem(last=False)[1])
     memory = local.data if not RECEIVE_STREAM else _leased(local)
     return cupy.ndarray(payload["shape"], dtype, memptr=memory + (-low),
                         strides=payload["strides"])  # fmt: skip

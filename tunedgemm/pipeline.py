@@ -19,6 +19,7 @@ one, the process's own, the pipeline runs in the caller's thread as it always di
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import threading
@@ -48,6 +49,12 @@ MAX_PANELS = 2
 # either. Cutting k in 4 slices held on the device, so that products start sooner, was
 # slower again (1.33x at 16384^2, about 22:40) and was reverted.
 PANELS_PER_GPU = 2
+# Several GPUs: a worker takes its next tile only when its GPU has at most this many tiles'
+# products unfinished. Taking tiles as fast as it could queue them, the worker whose host
+# work ran faster took more: on two H200s (2026-11-26) one GPU computed 9 tiles of 16384^2
+# float32 and finished 30 ms after the other, which had 7. With 1 the next tile's panels are
+# staged while the GPU computes the last one queued.
+TILES_AHEAD = 1
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
@@ -425,6 +432,7 @@ class _Run:
         self.stage_out = _Staging(0 if direct_out else 2, max(min(stage, c_bytes), line))
         self.allocate = cuda.allocate
         self.keep: list[Any] = []
+        self.computed: Any = None  # event: the products of the last tile queued are done
 
     def _device_block(self, ring: _Ring, slot: _Slot, shape: tuple[int, int], order: str
                       ) -> DeviceMatrix:  # fmt: skip
@@ -599,6 +607,7 @@ class _Run:
 
         computed = self.drv.Event()
         computed.record(self.streams.compute)
+        self.computed = computed
         down = self.streams.down
         down.wait_for_event(computed)
         if self.direct_out:
@@ -834,6 +843,7 @@ class _GpuWorker:
         self.copy_threads = copy_threads
         self.exchange = exchange  # the B panels the call's GPUs share (None: each uploads B)
         self.pipeline: _Run | None = None
+        self.unfinished: collections.deque[Any] = collections.deque()  # tiles' events
 
     def open(self) -> None:
         from . import cuda
@@ -864,11 +874,15 @@ class _GpuWorker:
     def run(self, assignment: Assignment) -> None:
         assert self.pipeline is not None
         self.pipeline.tile(assignment.tile.row, assignment.tile.col)
+        self.unfinished.append(self.pipeline.computed)
+        while len(self.unfinished) > TILES_AHEAD:
+            self.unfinished.popleft().synchronize()
 
     def close(self) -> None:
         """In the worker's thread: waits for its work, then drops its streams, events and
         blocks here, where its GPU's context is current (PyCUDA cannot free them elsewhere)."""
         pipeline, self.pipeline = self.pipeline, None
+        self.unfinished.clear()  # (events are freed here, in the worker's thread)
         if pipeline is not None:
             pipeline.close(None if self.exchange is None else self._after_the_others)
         elif self.exchange is not None:

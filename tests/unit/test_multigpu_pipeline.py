@@ -3,6 +3,7 @@ NumPy stand-ins for the per-GPU workers (of different speeds), and the one-GPU g
 
 from __future__ import annotations
 
+import collections
 import sys
 import threading
 import time
@@ -16,7 +17,7 @@ from helpers import FakeContext, assert_gemm, uniform
 from tunedgemm import cuda, pipeline, plans, selection
 from tunedgemm._args import normalise
 from tunedgemm.panel_exchange import Published
-from tunedgemm.tile_queue import Assignment
+from tunedgemm.tile_queue import Assignment, Tile
 
 # With 256-wide panels: 2 x 2 tiles on one GPU, 6 x 4 on two or three (the panels per
 # dimension grow with the GPUs, so that there are tiles to balance, up to whole 256-wide
@@ -372,3 +373,29 @@ def test_two_gpus_cut_large_squares_into_panels_per_gpu():
 def test_copy_threads_share_the_cores_between_gpus(monkeypatch, cores, gpus, threads):
     monkeypatch.setattr(pipeline.os, "cpu_count", lambda: cores)
     assert pipeline.copy_threads(gpus) == threads
+
+
+def test_a_gpu_worker_takes_its_next_tile_only_when_its_gpu_has_caught_up():
+    """A worker waits, after queueing a tile, until all but TILES_AHEAD of its tiles are
+    computed: a worker that queued tiles as fast as its host work allowed took more than
+    its share of them."""
+    waited: list[int] = []
+
+    class Event:
+        def __init__(self, tile: int) -> None:
+            self.tile = tile
+
+        def synchronize(self) -> None:
+            waited.append(self.tile)
+
+    class Pipeline:
+        computed = None
+
+        def tile(self, row: int, col: int) -> None:
+            self.computed = Event(col)
+
+    worker = pipeline._GpuWorker.__new__(pipeline._GpuWorker)
+    worker.pipeline, worker.unfinished = Pipeline(), collections.deque()
+    for col in range(4):
+        worker.run(Assignment(Tile(0, col), False, False))
+    assert pipeline.TILES_AHEAD == 1 and waited == [0, 1, 2]
