@@ -94,6 +94,11 @@ def summary(call: dict[str, Any], itemsize: int) -> list[dict[str, Any]]:
         staged_s = sum(seconds for _, seconds in staged)
         waits = sum(end - begin for name, what, begin, end in call["host"]
                     if name == thread and what == "wait staging buffer")  # fmt: skip
+        panel_waits = sum(end - begin for name, what, begin, end in call["host"]
+                          if name == thread and what == "wait for B panel")  # fmt: skip
+        t0 = call["t0"]
+        first_spans = [(what, round((begin - t0) * 1e3, 1), round((end - t0) * 1e3, 1))
+                       for name, what, begin, end in call["host"] if name == thread][:6]
         rows.append({"thread": thread, "products": len(spans),
                      "first_product_ms": round(spans[0][0], 2) if spans else None,
                      "products_ms": round(sum(a - b for b, a in spans), 2),
@@ -102,6 +107,8 @@ def summary(call: dict[str, Any], itemsize: int) -> list[dict[str, Any]]:
                      "staged_gib": round(staged_bytes / 2**30, 3),
                      "staging_gb_s": round(staged_bytes / staged_s / 1e9, 1) if staged_s else None,
                      "waiting_for_buffers_ms": round(waits * 1e3, 2),
+                     "waiting_for_b_panels_ms": round(panel_waits * 1e3, 2),
+                     "first_host_spans_ms": first_spans,
                      "spans_ms": [(round(b, 2), round(a, 2)) for b, a in spans]})  # fmt: skip
     return rows
 
@@ -145,6 +152,8 @@ def main() -> int:
               f"{row['last_product_end_ms']:7.1f} {row['staged_gib']:10.3f} "
               f"{row['staging_gb_s'] or 0:6.1f} {row['waiting_for_buffers_ms']:8.1f}")
         print(f"{'':>16} products (ms): {row['spans_ms']}")
+        print(f"{'':>16} waiting for B panels {row['waiting_for_b_panels_ms']} ms; first host "
+              f"spans (ms): {row['first_host_spans_ms']}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = f"profile_multigpu_host-{args.n}-{args.dtype}-{gpus.replace(',', '')}.json"

@@ -49,6 +49,12 @@ MAX_PANELS = 2
 # either. Cutting k in 4 slices held on the device, so that products start sooner, was
 # slower again (1.33x at 16384^2, about 22:40) and was reverted.
 PANELS_PER_GPU = 2
+# ... and more where C is large: panels per dimension of about this edge. Two H200s
+# (2026-11-26 02:0x UTC, bench_multigpu.py --panels-per-gpu 2 3 4): 32768^2 float32 ran
+# 1.91x / 2.03x / 1.97x one GPU with tiles of 8192 / 5632 / 4096; 16384^2 1.72x / 1.47x /
+# 1.56x with 4096 / 2816 / 2048 (thinner first rows compute for less time than their B
+# panels take to stage). This edge gives 4096 at 16384^2 and 5632 at 32768^2.
+MULTI_GPU_EDGE = 5632
 # Several GPUs: a worker takes its next tile only when its GPU has at most this many tiles'
 # products unfinished. Taking tiles as fast as it could queue them, the worker whose host
 # work ran faster took more: on two H200s (2026-11-26) one GPU computed 9 tiles of 16384^2
@@ -505,7 +511,7 @@ class _Run:
         assert self.exchange is not None
         exchange, ordinal = self.exchange
         order = _order_of(view)
-        found = exchange.take(key, ordinal)
+        found = _traced("wait for B panel", lambda: exchange.take(key, ordinal))
         if found is not None:
             context = exchange.context_of(found.ordinal)
             if context and _driver.enable_peer_access(ordinal, found.ordinal, context):
@@ -745,7 +751,7 @@ def gemm(problem: GemmProblem, launch: Launch,
     home, gpus = _host_gpus()
     if gpus == (home,):  # one GPU, the process's own: the single-GPU pipeline, as it was
         return _on_one_gpu(problem, launch, budget, home)
-    chosen = _plan(m, n, k, itemsize, budget, gpus, PANELS_PER_GPU * len(gpus))
+    chosen = _plan(m, n, k, itemsize, budget, gpus, multi_gpu_panels(m, n, len(gpus)))
     with _host_calls:
         direct_out = _straight_down(problem)
         if chosen.tiles == 1 and not chosen.out_of_core and home in gpus:
@@ -758,6 +764,12 @@ def gemm(problem: GemmProblem, launch: Launch,
             spread(problem, chosen, gpus, lambda g: _GpuWorker(
                 g, problem, chosen, launch, direct_out, threads, exchange))  # fmt: skip
     return chosen
+
+
+def multi_gpu_panels(m: int, n: int, gpus: int) -> int:
+    """Panels per dimension (at most) of a host call on `gpus` GPUs: PANELS_PER_GPU per
+    GPU, or more to keep tiles near MULTI_GPU_EDGE."""
+    return max(PANELS_PER_GPU * gpus, round(max(m, n) / MULTI_GPU_EDGE))
 
 
 def _on_one_gpu(problem: GemmProblem, launch: Launch, budget: int | None, home: int) -> Plan:

@@ -59,7 +59,7 @@ def test_tiled_host_calls_on_every_gpu(small_tiles, all_gpus, rng, dtype, shape,
         # GPUs that needed it too copied it over their link (tunedgemm/panel_exchange.py).
         traffic = pipeline.last_panel_traffic()
         plan = pipeline._plan(*shape, np.dtype(dtype).itemsize, None, gpus(),
-                              pipeline.PANELS_PER_GPU * len(gpus()))  # fmt: skip
+                              pipeline.multi_gpu_panels(*shape[:2], len(gpus())))  # fmt: skip
         panels = len(pipeline.ranges(plan.n, plan.tn)) * len(pipeline.ranges(plan.k, plan.tk))
         assert sum(traffic["uploads"].values()) == panels, (traffic, panels)
         assert sum(traffic["copies"].values()) > 0, traffic

@@ -360,13 +360,19 @@ def test_a_thread_that_used_a_gpu_cannot_be_bound_to_another(stand_in_driver):
 
 
 def test_two_gpus_cut_large_squares_into_panels_per_gpu():
-    """On two GPUs a 32768^2 float32 product has PANELS_PER_GPU * 2 panels per dimension
-    (8192-wide tiles), B kept on the devices, k whole."""
+    """On two GPUs a 16384^2 float32 product has PANELS_PER_GPU * 2 panels per dimension
+    (4096-wide tiles); a 32768^2 one tiles near MULTI_GPU_EDGE (6 panels of 5632); B kept on
+    the devices, k whole."""
     budget = 70 << 30
     one = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.MAX_PANELS)
-    two = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.PANELS_PER_GPU * 2)
-    assert (one.tm, one.tn) == (16384, 16384) and (two.tm, two.tn) == (8192, 8192)
+    assert (one.tm, one.tn) == (16384, 16384)
+    assert pipeline.multi_gpu_panels(16384, 16384, 2) == pipeline.PANELS_PER_GPU * 2 == 4
+    assert pipeline.multi_gpu_panels(8192, 8192, 2) == 4
+    two = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.multi_gpu_panels(32768, 32768, 2))
+    assert (two.tm, two.tn) == (5632, 5632) and len(pipeline.ranges(32768, two.tm)) == 6
     assert not two.out_of_core and two.keep_b and two.tk == 32768
+    mid = pipeline.plan(16384, 16384, 16384, 4, budget, pipeline.multi_gpu_panels(16384, 16384, 2))
+    assert (mid.tm, mid.tn) == (4096, 4096)
 
 
 @pytest.mark.parametrize("cores,gpus,threads", [(32, 2, 16), (16, 2, 8), (64, 2, 16), (2, 4, 1)])
