@@ -50,7 +50,7 @@ MAX_PANELS = 2
 # slower again (1.33x at 16384^2, about 22:40) and was reverted.
 PANELS_PER_GPU = 2
 # ... and more where C is large: panels per dimension of about this edge. Two H200s
-# (2026-11-26 02:0x UTC, bench_multigpu.py --panels-per-gpu 2 3 4): 32768^2 float32 ran
+# (2026-11-26 about 00:37 UTC, bench_multigpu.py --panels-per-gpu 2 3 4): 32768^2 float32 ran
 # 1.91x / 2.03x / 1.97x one GPU with tiles of 8192 / 5632 / 4096; 16384^2 1.72x / 1.47x /
 # 1.56x with 4096 / 2816 / 2048 (thinner first rows compute for less time than their B
 # panels take to stage). This edge gives 4096 at 16384^2 and 5632 at 32768^2.
