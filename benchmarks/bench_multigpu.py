@@ -172,7 +172,10 @@ def synchronize() -> None:
 
 def receive_settings(new: bool) -> None:
     """On a worker: how blocks are received through CUDA IPC (tunedgemm.dask_ipc): on a
-    stream of their own with handles kept open, or (new=False) as before 2026-11-26."""
+    stream of their own with handles kept open, or (new=False) on the default stream with
+    each handle closed after its copy, as before 2026-11-26 (the share tasks' priority and
+    the rest of the graph as today). Handles kept by earlier runs stay: timed runs repeat a
+    product on the same persisted operands, whose allocations the warm-up opened."""
     from tunedgemm import dask_ipc
 
     dask_ipc.RECEIVE_STREAM = new

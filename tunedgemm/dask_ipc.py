@@ -2,9 +2,10 @@
 
 `share(block)` wraps a block in a SharedBlock. Pickled for another process, a SharedBlock
 exports a CUDA IPC handle of the allocation holding its block (plus the offset, layout, host
-and GPU); unpickled, it opens the handle, copies the block device to device (over NVLink
-between two GPUs) into a fresh local array, closes the handle and wraps the copy. So nothing
-refers to the producer's memory once deserialisation has returned.
+and GPU); unpickled, it opens the handle (or finds it kept open from an earlier block of the
+same allocation), copies the block device to device (over NVLink between two GPUs) into a
+fresh local array and wraps the copy. So no array refers to the producer's memory once
+deserialisation has returned; only kept mappings do (HANDLES_KEPT, below).
 
 Why that is safe with distributed: the producer's `Worker.get_data` handler keeps the
 values it sends in its local `data` dict until the requester replies "OK", and the
@@ -22,7 +23,9 @@ memory CUDA IPC does not cover) is pickled as it is.
 
 from __future__ import annotations
 
+import atexit
 import collections
+import contextlib
 import functools
 import itertools
 import logging
@@ -176,15 +179,21 @@ def _export(array: Any) -> dict[str, Any]:
 
 # The receiver's side ----------------------------------------------------------------------
 
-_lock = threading.Lock()  # one open handle at a time: opening one allocation twice fails
+_lock = threading.Lock()  # one receive at a time: opening one allocation twice fails
 _received = 0  # blocks copied in through a handle by this process (the GPU test reads it)
 _timings: collections.deque[tuple[float, float]] = collections.deque(maxlen=4096)
-# Handles kept open, by handle, for the next block of the same allocation (CuPy's pool keeps
-# its allocations, so a producer's blocks come from a few): opening one maps the producer's
-# allocation into this process, the dear part of a receive. A kept mapping also keeps that
-# memory alive should the producer free it, so only this many are kept (0: close each).
+# Handles kept open for the next block of the same allocation: opening one maps the
+# producer's allocation into this process, the dear part of a receive (21 ms against 0.8 ms
+# for a 256 MiB block, two H200s, 2026-11-26). It pays when blocks of the same allocations
+# come again (products repeated on persisted operands: CuPy's pool keeps its allocations);
+# the first receive of each still opens. CUDA leaves it undefined if the producer frees an
+# allocation another process has open; CuPy's pool frees its allocations only in
+# free_all_blocks (when an allocation fails, or when asked) and at exit. So only this many
+# are kept, the oldest closed first, none unused for longer than HANDLE_IDLE_S (checked at
+# each receive), and all at exit. 0: close each handle after its copy, as before.
 HANDLES_KEPT = 32
-_opened: collections.OrderedDict[bytes, int] = collections.OrderedDict()
+HANDLE_IDLE_S = 60.0
+_opened: collections.OrderedDict[tuple[int, bytes], tuple[int, float]] = collections.OrderedDict()
 
 
 def _receive(payload: dict[str, Any]) -> SharedBlock:
@@ -234,8 +243,9 @@ RECEIVE_STREAM = True
 
 
 def _open_copy(payload: dict[str, Any]) -> Any:
-    """Open the handle, copy the block's bytes to this process's current GPU, wait for the
-    copy, close the handle; the copy with the block's layout."""
+    """Open the handle (or take it kept open), copy the block's bytes to this process's
+    current GPU, wait for the copy, keep the handle (HANDLES_KEPT); the copy with the
+    block's layout."""
     import cupy
 
     runtime = cupy.cuda.runtime
@@ -248,20 +258,24 @@ def _open_copy(payload: dict[str, Any]) -> Any:
     dtype = cupy.dtype(payload["dtype"])
     low, span = _extent(payload["shape"], payload["strides"], dtype.itemsize)
     stream = _receive_stream() if RECEIVE_STREAM else cupy.cuda.get_current_stream()
+    if RECEIVE_STREAM:
+        _reclaim()
     with stream:  # CuPy's pool: memory from this stream's arena, safe to write on it
         local = cupy.empty(span, dtype=cupy.uint8)
-    handle = bytes(payload["handle"])
-    remote = _opened.pop(handle, None)
+    key = (payload["pid"], bytes(payload["handle"]))
+    _close_kept(time.monotonic() - HANDLE_IDLE_S)
+    remote, _ = _opened.pop(key, (None, 0.0))
     if remote is None:
         remote = runtime.ipcOpenMemHandle(payload["handle"])  # lazy peer access (CuPy's)
     try:
         source = remote + payload["offset"] + low
         runtime.memcpyAsync(local.data.ptr, source, span, runtime.memcpyDefault, stream.ptr)
         stream.synchronize()  # the handle may close next: the copy must be done
-    finally:
-        _opened[handle] = remote
-        while len(_opened) > HANDLES_KEPT:
-            runtime.ipcCloseMemHandle(_opened.popitem(last=False)[1])
+    except BaseException:
+        runtime.ipcCloseMemHandle(remote)
+        raise
+    _opened[key] = (remote, time.monotonic())
+    _close_kept(float("-inf"), HANDLES_KEPT)
     memory = local.data if not RECEIVE_STREAM else _leased(local)
     return cupy.ndarray(payload["shape"], dtype, memptr=memory + (-low),
                         strides=payload["strides"])  # fmt: skip
@@ -281,10 +295,14 @@ def _receive_stream() -> Any:
 
 # Blocks received on the receive stream go back to CuPy's pool (its arena for that stream)
 # only once the work queued before they were dropped has finished: CuPy trusts a stream's
-# order, and the next copy on the receive stream is not ordered after the products (on the
-# default stream) that may still read them. Dropped ones wait here with an event.
-_deferred: list[tuple[Any, Any]] = []
-_deferred_lock = threading.Lock()
+# order, and the next copy on the receive stream is not ordered after the products that may
+# still read them. Dropped ones wait here with an event recorded on the legacy default
+# stream, which covers work on it and on every blocking stream (CuPy's and PyCUDA's default
+# kind, and the per-thread default streams); a consumer that reads a received block on a
+# non-blocking stream of its own must finish with it before dropping it, as with any block
+# of CuPy's pool. A deque: __del__ may run inside _reclaim (a garbage collection), so it
+# takes no lock, and appends are atomic.
+_deferred: collections.deque[tuple[Any, Any]] = collections.deque()
 
 
 class _Lease:
@@ -301,34 +319,52 @@ class _Lease:
 
             with cupy.cuda.Device(self.local.device.id):
                 event = cupy.cuda.Event(block=False, disable_timing=True)
-                # The legacy default stream: its work waits for earlier work of every
-                # blocking stream, so the event covers whichever of them read the block.
                 event.record(cupy.cuda.Stream.null)
         except Exception:  # interpreter shutdown, or the device is gone: keep it
             event = None
-        with _deferred_lock:
-            _deferred.append((self.local, event))
+        _deferred.append((self.local, event))
 
 
 def _leased(local: Any) -> Any:
     """A memory pointer to `local` whose last reference hands `local` to the deferred list."""
     import cupy
 
-    _reclaim()
     memory = cupy.cuda.UnownedMemory(local.data.ptr, local.nbytes, _Lease(local),
                                      local.device.id)  # fmt: skip
     return cupy.cuda.MemoryPointer(memory, 0)
 
 
 def _reclaim() -> None:
-    """Hand back to CuPy's pool the deferred blocks whose readers have finished."""
-    done: list[tuple[Any, Any]] = []
-    with _deferred_lock:
-        waiting: list[tuple[Any, Any]] = []
-        for item in _deferred:
-            (done if item[1] is not None and item[1].done else waiting).append(item)
-        _deferred[:] = waiting
-    done.clear()  # (the blocks go back to the pool here, outside the lock)
+    """Hand back to CuPy's pool the deferred blocks whose readers have finished (called by
+    receives only, one at a time: the single consumer of the deque)."""
+    for _ in range(len(_deferred)):
+        item = _deferred.popleft()
+        if item[1] is None or not item[1].done:
+            _deferred.append(item)
+        del item  # (a finished block goes back to the pool here)
+
+
+def _close_kept(unused_since: float, most: int | None = None) -> None:
+    """Close the kept handles last used before `unused_since` (monotonic seconds), and the
+    oldest beyond `most` (kept in order of last use: the oldest first)."""
+    while _opened:
+        key, (remote, used) = next(iter(_opened.items()))
+        if used >= unused_since and (most is None or len(_opened) <= most):
+            return
+        del _opened[key]
+        # (an error: the producer's context is gone, it exited; nothing is left to unmap)
+        with contextlib.suppress(Exception):
+            import cupy
+
+            cupy.cuda.runtime.ipcCloseMemHandle(remote)
+
+
+def _close_all_kept() -> None:
+    with _lock:
+        _close_kept(float("inf"))
+
+
+atexit.register(_close_all_kept)
 
 
 @functools.lru_cache(maxsize=1)

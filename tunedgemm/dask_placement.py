@@ -13,7 +13,8 @@ The share tasks of the input blocks (tunedgemm/dask_ipc.py) run first on each wo
 share records an event on the worker's stream, and a worker sending the block to another
 waits for that event. Run after products had been queued, a share's event waited for them:
 on two H200 workers (2026-11-26) a transfer took 58 ms on average, up to 0.3 s, for a copy of
-about a millisecond. The Dealer raises their priority above the products' of their graph.
+about a millisecond. The Dealer raises their priority by half a user priority: ahead of the
+products (and any task of the same user priority), behind tasks given a higher one.
 
 Dask annotations would say the same, but dask.array's low-level fusion (on by default)
 flattens the graph and drops them. So the graph names what it wants in its keys
@@ -59,8 +60,10 @@ def is_share(key: Any) -> bool:
 
 def first(priority: tuple[Any, ...]) -> tuple[Any, ...]:
     """A scheduler priority (-user priority, generation, order; lowest runs first) raised
-    above every task of its graph, as a user priority one higher would."""
-    return (priority[0] - 1, *priority[1:])
+    half a user priority: ahead of every task of the same user priority, behind those of a
+    higher one. Raised once: a task that later graphs touch again keeps its priority."""
+    head = priority[0]
+    return priority if head != int(head) else (head - 0.5, *priority[1:])
 
 
 try:

@@ -768,8 +768,9 @@ def gemm(problem: GemmProblem, launch: Launch,
 
 def multi_gpu_panels(m: int, n: int, gpus: int) -> int:
     """Panels per dimension (at most) of a host call on `gpus` GPUs: PANELS_PER_GPU per
-    GPU, or more to keep tiles near MULTI_GPU_EDGE."""
-    return max(PANELS_PER_GPU * gpus, round(max(m, n) / MULTI_GPU_EDGE))
+    GPU, or more to keep tiles near MULTI_GPU_EDGE where both dimensions are large (one
+    count serves both: a long, narrow C keeps the narrow side's tiles wide)."""
+    return max(PANELS_PER_GPU * gpus, round(min(m, n) / MULTI_GPU_EDGE))
 
 
 def _on_one_gpu(problem: GemmProblem, launch: Launch, budget: int | None, home: int) -> Plan:

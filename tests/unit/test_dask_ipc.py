@@ -3,7 +3,11 @@ round trip through pickle and distributed's serialisation on NumPy stand-ins."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import pickle
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -183,9 +187,12 @@ def test_ipc_share_tasks_come_before_every_product(client, rng):
     assert_gemm(product.compute(), 1.0, a, a.T, 0.0, None, np.float32)
 
 
-def test_first_priority_outranks_its_graph():
+def test_first_priority_outranks_its_graph_once():
     assert dask_placement.first((0, 3, 17)) < (0, 3, 0)
-    assert dask_placement.first((-2, 1, 5)) == (-3, 1, 5)
+    assert dask_placement.first((0, 3, 17)) > (-1, 0, 0)  # a higher user priority still leads
+    assert dask_placement.first((-2, 1, 5)) == (-2.5, 1, 5)
+    once = dask_placement.first((0, 3, 17))
+    assert dask_placement.first(once) == once  # a graph touching it again: no further
     assert dask_placement.is_share(("tunedgemm-share-0a1b", 0, 1))
     assert not dask_placement.is_share(("tunedgemm-matmul-0a1b", 0, 1))
     assert not dask_placement.is_share("tunedgemm-share-0a1b")
@@ -329,3 +336,64 @@ def test_a_scheduler_that_refuses_the_dealer_leaves_placement_to_it(client, rng,
                          transfer="ipc")  # fmt: skip
     assert "dealt" not in product.name
     assert_gemm(client.compute(product).result(), 1.0, a, a, 0.0, None, np.float32)
+
+
+class FakeCupy(types.ModuleType):
+    """Just what dask_ipc's handle cache and deferred release touch of CuPy."""
+
+    def __init__(self) -> None:
+        super().__init__("cupy")
+        self.closed: list[int] = []
+        runtime = types.SimpleNamespace(ipcCloseMemHandle=self.closed.append)
+        event = type("Event", (), {"__init__": lambda self, **kw: None, "done": False,
+                                   "record": lambda self, stream: None})  # fmt: skip
+        self.cuda = types.SimpleNamespace(
+            runtime=runtime, Device=lambda i: contextlib.nullcontext(), Event=event,
+            Stream=types.SimpleNamespace(null=None))  # fmt: skip
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    fake = FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(dask_ipc, "_opened", collections.OrderedDict())
+    monkeypatch.setattr(dask_ipc, "_deferred", collections.deque())
+    return fake
+
+
+def test_kept_handles_close_beyond_the_limit_when_idle_and_at_exit(fake_cupy):
+    for n, used in ((1, 10.0), (2, 20.0), (3, 30.0)):  # in order of last use
+        dask_ipc._opened[(7, bytes([n]))] = (100 + n, used)
+    dask_ipc._close_kept(float("-inf"), 2)
+    assert fake_cupy.closed == [101] and len(dask_ipc._opened) == 2
+    dask_ipc._close_kept(25.0)  # unused since before 25 s
+    assert fake_cupy.closed == [101, 102] and list(dask_ipc._opened) == [(7, bytes([3]))]
+    dask_ipc._close_kept(float("-inf"), 0)  # HANDLES_KEPT = 0: none kept
+    assert fake_cupy.closed == [101, 102, 103] and not dask_ipc._opened
+    dask_ipc._opened[(8, b"x")] = (200, 1e12)
+    dask_ipc._close_all_kept()  # at exit, however recent
+    assert fake_cupy.closed[-1] == 200 and not dask_ipc._opened
+
+
+def test_a_dropped_block_waits_for_its_readers_and_never_blocks_a_collection(fake_cupy):
+    """A received block goes back to CuPy's pool only once its event is done, and a lease
+    dropped while _reclaim runs (a garbage collection inside it) cannot hang it."""
+    local = types.SimpleNamespace(device=types.SimpleNamespace(id=0))
+    lease = dask_ipc._Lease(local)
+    del lease
+    ((block, event),) = dask_ipc._deferred
+    assert block is local and event.done is False
+    dask_ipc._reclaim()
+    assert len(dask_ipc._deferred) == 1  # its readers may still run: kept
+    later = [dask_ipc._Lease(types.SimpleNamespace(device=types.SimpleNamespace(id=0)))]
+
+    class DropsALeaseWhenAsked:
+        @property
+        def done(self):
+            later.clear()  # the lease's __del__ runs here, inside _reclaim
+            return True
+
+    dask_ipc._deferred.append(("finished", DropsALeaseWhenAsked()))
+    dask_ipc._reclaim()
+    kept = [item[0] for item in dask_ipc._deferred]
+    assert "finished" not in kept and local in kept and len(kept) == 2  # the new one waits

@@ -368,6 +368,7 @@ def test_two_gpus_cut_large_squares_into_panels_per_gpu():
     assert (one.tm, one.tn) == (16384, 16384)
     assert pipeline.multi_gpu_panels(16384, 16384, 2) == pipeline.PANELS_PER_GPU * 2 == 4
     assert pipeline.multi_gpu_panels(8192, 8192, 2) == 4
+    assert pipeline.multi_gpu_panels(32768, 12288, 2) == 4  # the narrow side keeps 3072
     two = pipeline.plan(32768, 32768, 32768, 4, budget, pipeline.multi_gpu_panels(32768, 32768, 2))
     assert (two.tm, two.tn) == (5632, 5632) and len(pipeline.ranges(32768, two.tm)) == 6
     assert not two.out_of_core and two.keep_b and two.tk == 32768
