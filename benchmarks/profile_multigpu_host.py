@@ -28,11 +28,35 @@ import numpy as np
 
 
 def instrument(calls: list[dict[str, Any]]) -> None:
-    """Wrap tunedgemm.pipeline._Run so that each pipeline records its products' spans."""
+    """Wrap tunedgemm.pipeline._Run so that each pipeline records its products' spans and
+    its transfers' (uploads of A, B or C blocks, and copies of B panels from another GPU)."""
     from tunedgemm import pipeline
 
     lock = threading.Lock()
     made, closing = pipeline._Run.__init__, pipeline._Run.close
+    uploading, copying = pipeline._Run._upload, pipeline._Run._copy_panel
+
+    def on_upload_stream(kind: Any, method: Any) -> Any:
+        """`method` with events around what it queues on the upload stream (the span
+        includes its waits: for the stream's earlier work, and for another GPU's upload)."""
+
+        def wrapped(self: Any, *args: Any) -> Any:
+            entry = self.__dict__.get("profile")
+            if entry is None:
+                return method(self, *args)
+            before = self.drv.Event()
+            before.record(self.streams.up)
+            result = method(self, *args)
+            after = self.drv.Event()
+            after.record(self.streams.up)
+            entry["transfers"].append((kind(self, args), before, after, time.perf_counter()))
+            return result
+
+        return wrapped
+
+    def ring_name(run: Any, args: tuple[Any, ...]) -> str:
+        ring = args[1]
+        return "up A" if ring is run.ring_a else "up B" if ring is run.ring_b else "up C"
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         made(self, *args, **kwargs)
@@ -40,7 +64,8 @@ def instrument(calls: list[dict[str, Any]]) -> None:
         start = drv.Event()
         start.record(self.streams.compute)
         thread = threading.current_thread().name
-        entry = {"thread": thread, "t0": time.perf_counter(), "start": start, "events": []}
+        entry = {"thread": thread, "t0": time.perf_counter(), "start": start, "events": [],
+                 "transfers": []}  # fmt: skip
 
         def timed(form: Any, alpha: float, beta: float, stream: Any) -> Any:
             before = drv.Event()
@@ -63,6 +88,9 @@ def instrument(calls: list[dict[str, Any]]) -> None:
             start = entry.pop("start")
             entry["products_ms"] = [(start.time_till(b), start.time_till(a), queued)
                                     for b, a, queued in entry.pop("events")]  # fmt: skip
+            self.streams.up.synchronize()
+            entry["transfers_ms"] = [(kind, start.time_till(b), start.time_till(a), queued)
+                                     for kind, b, a, queued in entry.pop("transfers")]  # fmt: skip
             with lock:
                 calls[-1]["pipelines"].append(entry)
         closing(self, before_free)
@@ -76,6 +104,8 @@ def instrument(calls: list[dict[str, Any]]) -> None:
         return result
 
     pipeline._Run.__init__ = init  # type: ignore[method-assign]
+    pipeline._Run._upload = on_upload_stream(ring_name, uploading)  # type: ignore[method-assign]
+    pipeline._Run._copy_panel = on_upload_stream(lambda run, args: "copy B", copying)  # type: ignore[method-assign]
     pipeline._Run.close = close  # type: ignore[method-assign]
     pipeline._traced = traced
 
@@ -97,6 +127,9 @@ def summary(call: dict[str, Any], itemsize: int) -> list[dict[str, Any]]:
         panel_waits = sum(end - begin for name, what, begin, end in call["host"]
                           if name == thread and what == "wait for B panel")  # fmt: skip
         t0 = call["t0"]
+        # (what, GPU start, GPU end, host queued), ms from the call's start
+        transfers = [(kind, round(offset + b, 2), round(offset + a, 2), round((q - t0) * 1e3, 2))
+                     for kind, b, a, q in entry["transfers_ms"]]  # fmt: skip
         first_spans = [(what, round((begin - t0) * 1e3, 1), round((end - t0) * 1e3, 1))
                        for name, what, begin, end in call["host"] if name == thread][:6]
         rows.append({"thread": thread, "products": len(spans),
@@ -109,7 +142,8 @@ def summary(call: dict[str, Any], itemsize: int) -> list[dict[str, Any]]:
                      "waiting_for_buffers_ms": round(waits * 1e3, 2),
                      "waiting_for_b_panels_ms": round(panel_waits * 1e3, 2),
                      "first_host_spans_ms": first_spans,
-                     "spans_ms": [(round(b, 2), round(a, 2)) for b, a in spans]})  # fmt: skip
+                     "spans_ms": [(round(b, 2), round(a, 2)) for b, a in spans],
+                     "transfers_ms": transfers})  # fmt: skip
     return rows
 
 
@@ -154,6 +188,8 @@ def main() -> int:
         print(f"{'':>16} products (ms): {row['spans_ms']}")
         print(f"{'':>16} waiting for B panels {row['waiting_for_b_panels_ms']} ms; first host "
               f"spans (ms): {row['first_host_spans_ms']}")
+        print(f"{'':>16} first transfers (what, GPU start, GPU end, queued at): "
+              f"{row['transfers_ms'][:8]}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = f"profile_multigpu_host-{args.n}-{args.dtype}-{gpus.replace(',', '')}.json"
