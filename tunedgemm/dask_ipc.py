@@ -181,6 +181,7 @@ def _export(array: Any) -> dict[str, Any]:
 
 _lock = threading.Lock()  # one receive at a time: opening one allocation twice fails
 _received = 0  # blocks copied in through a handle by this process (the GPU test reads it)
+_opens = 0  # handles opened (not found kept) by this process (the GPU test reads it)
 _timings: collections.deque[tuple[float, float]] = collections.deque(maxlen=4096)
 # Handles kept open for the next block of the same allocation: opening one maps the
 # producer's allocation into this process, the dear part of a receive (21 ms against 0.8 ms
@@ -266,7 +267,9 @@ def _open_copy(payload: dict[str, Any]) -> Any:
     _close_kept(time.monotonic() - HANDLE_IDLE_S)
     remote, _ = _opened.pop(key, (None, 0.0))
     if remote is None:
+        global _opens
         remote = runtime.ipcOpenMemHandle(payload["handle"])  # lazy peer access (CuPy's)
+        _opens += 1
     try:
         source = remote + payload["offset"] + low
         runtime.memcpyAsync(local.data.ptr, source, span, runtime.memcpyDefault, stream.ptr)

@@ -153,3 +153,59 @@ def test_a_shared_block_crosses_to_the_other_gpu(two_gpu_client):
     np.testing.assert_array_equal(values, expected)
     assert device == current == 0  # the receiver's own GPU (its device 0)
     assert strides == (4, 2 * 3000 * 4)  # the view's layout kept
+
+
+def test_a_kept_handle_reads_its_allocations_current_values(two_gpu_client):
+    """A block of an allocation received before comes through the handle kept open (no
+    second open), with the values the allocation holds now."""
+    first, second = sorted(two_gpu_client.scheduler_info()["workers"])
+
+    def make():
+        import cupy
+
+        return cupy.arange(1000 * 700, dtype=cupy.float32).reshape(1000, 700)
+
+    def overwrite(block, value):
+        block[...] = value  # in place: the same allocation
+        return block
+
+    def receive(shared):
+        from tunedgemm import dask_ipc
+
+        return dask_ipc.unwrap(shared).get(), dask_ipc._opens, dask_ipc._received
+
+    block = two_gpu_client.submit(make, workers=[first], pure=False)
+    got = []
+    for value in (None, 7.0):
+        if value is not None:
+            block = two_gpu_client.submit(overwrite, block, value, workers=[first], pure=False)
+        shared = two_gpu_client.submit(dask_ipc.share, block, workers=[first], pure=False)
+        got.append(two_gpu_client.submit(receive, shared, workers=[second],
+                                         pure=False).result())  # fmt: skip
+    (values0, opens0, received0), (values1, opens1, received1) = got
+    expected = np.arange(1000 * 700, dtype=np.float32).reshape(1000, 700)
+    np.testing.assert_array_equal(values0, expected)
+    assert received1 == received0 + 1 and opens1 == opens0  # through the kept handle
+    assert (values1 == 7.0).all()
+
+
+def test_a_received_block_goes_back_to_the_pool_only_after_its_readers():
+    """In one process: a block leased to a received array is parked when the array is
+    dropped, and handed back once the work queued before that has finished."""
+    from tunedgemm import dask_ipc
+
+    dask_ipc._reclaim()
+    parked = len(dask_ipc._deferred)
+    with dask_ipc._receive_stream():
+        local = cupy.empty(1 << 20, dtype=cupy.uint8)
+    array = cupy.ndarray((1 << 18,), cupy.float32, memptr=dask_ipc._leased(local))
+    array[...] = 1.0
+    total = cupy.zeros((), cupy.float32)
+    for _ in range(50):  # reads still queued when the array is dropped
+        total += array.sum()
+    del array, local
+    assert len(dask_ipc._deferred) == parked + 1
+    cupy.cuda.runtime.deviceSynchronize()
+    dask_ipc._reclaim()
+    assert len(dask_ipc._deferred) == parked
+    assert float(total) == 50.0 * (1 << 18)
