@@ -363,8 +363,12 @@ def _close_kept(unused_since: float, most: int | None = None) -> None:
 
 
 def _close_all_kept() -> None:
-    with _lock:
-        _close_kept(float("inf"))
+    """Close every kept handle (at exit; not while a receive is copying through one)."""
+    if _lock.acquire(timeout=5.0):  # (a receive stuck in its copy must not hang the exit)
+        try:
+            _close_kept(float("inf"))
+        finally:
+            _lock.release()
 
 
 atexit.register(_close_all_kept)
