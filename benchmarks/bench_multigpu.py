@@ -74,11 +74,32 @@ def host_child(sizes: list[int], dtypes: list[str], repeats: int, peer: bool,
 
     if panels is not None:
         pipeline.PANELS_PER_GPU = panels
+    knobs = pipeline_knobs()
     for n in sizes:
         for dtype in dtypes:
             row = host_row(n, dtype, repeats, peer)
             row["panels_per_gpu"] = pipeline.PANELS_PER_GPU
+            if knobs:
+                row["pipeline"] = knobs
             print("ROW " + json.dumps(row), flush=True)
+
+
+KNOBS_ENV = "BENCH_PIPELINE"
+
+
+def pipeline_knobs() -> dict[str, int]:
+    """Set tunedgemm.pipeline constants from BENCH_PIPELINE ("NAME=INT,NAME=INT": e.g.
+    FIRST_TILES_FIRST=1), to compare settings on one machine; the ones set."""
+    from tunedgemm import pipeline
+
+    knobs: dict[str, int] = {}
+    for item in filter(None, os.environ.get(KNOBS_ENV, "").split(",")):
+        name, _, value = item.partition("=")
+        if not hasattr(pipeline, name.strip()):
+            raise SystemExit(f"{KNOBS_ENV}: tunedgemm.pipeline has no {name.strip()!r}")
+        knobs[name.strip()] = int(value)
+        setattr(pipeline, name.strip(), type(getattr(pipeline, name.strip()))(int(value)))
+    return knobs
 
 
 def host_row(n: int, dtype: str, repeats: int, peer: bool) -> dict[str, Any]:

@@ -12,9 +12,10 @@
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
 # PANELS_PER_GPU values to try), multigpu-host (its host products), multigpu-profile (where a
-# host product's time goes on each GPU). Each step has its own time
-# limit, so that a hang costs that step only; a whole session can outlast one 10-minute
-# call on a fresh machine (it compiles every kernel it meets): name the steps that fit.
+# host product's time goes on each GPU), multigpu-ab (FIRST_TILES_FIRST off and on). Each
+# step has its own time limit, so that a hang costs that step only; a whole session can
+# outlast one 10-minute call on a fresh machine (it compiles every kernel it meets): name
+# the steps that fit.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -113,6 +114,18 @@ for step in $steps; do
                 TUNEDGEMM_DEVICES=$devices timeout 120 python3 benchmarks/profile_multigpu_host.py \
                     --n $n --out "$OUT/profile" 2>&1 | tail -12
             done
+        done ;;
+    multigpu-ab)  # FIRST_TILES_FIRST off and on (written 2026-11-26 without a GPU): the profile
+        # at 16384^2, then host float32 at 16384^2 and 32768^2 on 1 and 2 GPUs, each setting
+        for first in 0 1; do
+            BENCH_PIPELINE=FIRST_TILES_FIRST=$first TUNEDGEMM_DEVICES=0,1 timeout 90 python3 \
+                benchmarks/profile_multigpu_host.py --n 16384 --out "$OUT/profile" 2>&1 \
+                | grep -v Warning | tail -14
+            BENCH_PIPELINE=FIRST_TILES_FIRST=$first timeout ${MULTIGPU_HOST_LIMIT:-200} python3 \
+                benchmarks/bench_multigpu.py --skip dask --dtypes float32 --sizes 16384 32768 \
+                --out "$OUT/host-first$first" > "$OUT/bench_multigpu-host-first$first.txt" 2>&1
+            echo "bench_multigpu host, FIRST_TILES_FIRST=$first: exit $?"
+            grep -A6 "^dtype" "$OUT/bench_multigpu-host-first$first.txt"
         done ;;
     unverified)  # what was written with no GPU to run on (2026-11-25): stream-K, the staged
         # dmma epilogue's diagnostics; then stream-K's speed against the default and cuBLAS

@@ -154,9 +154,12 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
+    from bench_multigpu import pipeline_knobs
+
     import tunedgemm
     from tunedgemm import pipeline
 
+    knobs = pipeline_knobs()  # (BENCH_PIPELINE: pipeline constants to compare)
     calls: list[dict[str, Any]] = []
     instrument(calls)
     rng = np.random.default_rng()
@@ -173,10 +176,10 @@ def main() -> int:
               f"{calls[-1]['wall_ms']:.1f} ms, tiles per GPU {calls[-1]['spread']}, "
               f"panels {calls[-1]['panels']}", flush=True)  # fmt: skip
     itemsize = np.dtype(args.dtype).itemsize
-    report = {"n": args.n, "dtype": args.dtype, "gpus": gpus,
+    report = {"n": args.n, "dtype": args.dtype, "gpus": gpus, "pipeline": knobs,
               "calls": [{"wall_ms": round(c["wall_ms"], 2), "spread": c["spread"],
                          "pipelines": summary(c, itemsize)} for c in calls[1:]]}  # fmt: skip
-    print(f"\n{args.n}^2 {args.dtype}, TUNEDGEMM_DEVICES={gpus}, last call "
+    print(f"\n{args.n}^2 {args.dtype}, TUNEDGEMM_DEVICES={gpus} {knobs or ''}, last call "
           f"{report['calls'][-1]['wall_ms']:.1f} ms:")
     print(f"{'thread':>16} {'tiles':>5} {'first':>7} {'busy':>7} {'idle':>7} {'end':>7} "
           f"{'staged GiB':>10} {'GB/s':>6} {'buf wait':>8}")
@@ -192,7 +195,8 @@ def main() -> int:
               f"{row['transfers_ms'][:8]}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    name = f"profile_multigpu_host-{args.n}-{args.dtype}-{gpus.replace(',', '')}.json"
+    tag = "".join(f"-{k}{v}" for k, v in knobs.items())
+    name = f"profile_multigpu_host-{args.n}-{args.dtype}-{gpus.replace(',', '')}{tag}.json"
     (out / name).write_text(json.dumps(report, indent=1))
     return 0
 

@@ -44,6 +44,7 @@ class PanelExchange:
         # a worker that never started (Ctrl-C while the threads start) never leaves, and no
         # panel is published before every worker has opened (run_tiles), so none is missed.
         self.working: set[int] = set()
+        self.started: set[int] = set()  # GPUs that have queued their first tile
         self.uploads: Counter[int] = Counter()  # per GPU: panels it uploaded from the host
         self.copies: Counter[int] = Counter()  # per GPU: panels it copied from another GPU
 
@@ -96,6 +97,17 @@ class PanelExchange:
     def context_of(self, ordinal: int) -> int | None:
         with self.ready:
             return self.contexts.get(ordinal)
+
+    def first_tile_queued(self, ordinal: int) -> None:
+        with self.ready:
+            self.started.add(ordinal)
+            self.ready.notify_all()
+
+    def wait_first_tiles(self) -> None:
+        """Until every GPU that joined has queued its first tile, or left."""
+        with self.ready:
+            while not self.working <= self.started:
+                self.ready.wait()
 
     def leave(self, ordinal: int) -> None:
         """GPU `ordinal` reads no other GPU's panels any more (its copies have finished), and

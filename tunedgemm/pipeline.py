@@ -61,6 +61,13 @@ MULTI_GPU_EDGE = 5632
 # float32 and finished 30 ms after the other, which had 7. With 1 the next tile's panels are
 # staged while the GPU computes the last one queued.
 TILES_AHEAD = 1
+# Several GPUs sharing B panels: a worker stages nothing for its second tile until every GPU
+# has queued its first. The GPUs' host copies share the host's memory bandwidth (about 35
+# GB/s for both on the two-H200 machine), and one GPU staging its second tile's B panel
+# while the other still staged its first tile's A panel is the likely reason the second
+# GPU's first product started at 31.6 ms against 18.7 at 16384^2 float32 (2026-11-26,
+# inferred from the timings, not yet measured: off until a GPU run compares the two).
+FIRST_TILES_FIRST = False
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
@@ -857,6 +864,7 @@ class _GpuWorker:
         self.exchange = exchange  # the B panels the call's GPUs share (None: each uploads B)
         self.pipeline: _Run | None = None
         self.unfinished: collections.deque[Any] = collections.deque()  # tiles' events
+        self.first_queued = False
 
     def open(self) -> None:
         from . import cuda
@@ -887,6 +895,10 @@ class _GpuWorker:
     def run(self, assignment: Assignment) -> None:
         assert self.pipeline is not None
         self.pipeline.tile(assignment.tile.row, assignment.tile.col)
+        if FIRST_TILES_FIRST and self.exchange is not None and not self.first_queued:
+            self.first_queued = True
+            self.exchange.first_tile_queued(self.index)
+            self.exchange.wait_first_tiles()
         self.unfinished.append(self.pipeline.computed)
         while len(self.unfinished) > TILES_AHEAD:
             self.unfinished.popleft().synchronize()

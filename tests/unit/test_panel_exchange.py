@@ -100,3 +100,17 @@ def test_a_gpu_that_never_joined_is_not_waited_for():
     thread, _ = later(exchange.wait_all)
     thread.join(5)
     assert not thread.is_alive()
+
+
+def test_first_tiles_wait_for_every_gpu_that_joined_or_left():
+    exchange = joined(0, 1, 2)
+    exchange.first_tile_queued(0)
+    thread, box = later(exchange.wait_first_tiles)
+    time.sleep(0.05)
+    assert thread.is_alive()  # GPUs 1 and 2 have not queued theirs
+    exchange.first_tile_queued(1)
+    time.sleep(0.05)
+    assert thread.is_alive()
+    exchange.leave(2)  # GPU 2 failed (or got no tile): no wait for it
+    thread.join(5)
+    assert not thread.is_alive() and box == [None]
