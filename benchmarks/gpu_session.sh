@@ -112,7 +112,7 @@ for step in $steps; do
         for devices in ${MULTIGPU_PROFILE_DEVICES:-0 0,1}; do
             for n in ${MULTIGPU_PROFILE_SIZES:-16384}; do
                 TUNEDGEMM_DEVICES=$devices timeout 120 python3 benchmarks/profile_multigpu_host.py \
-                    --n $n --out "$OUT/profile" 2>&1 | tail -12
+                    --n $n --out "$OUT/profile" 2>&1 | tail -16
             done
         done ;;
     multigpu-ab)  # FIRST_TILES_FIRST off and on (written 2026-11-26 without a GPU): the profile
@@ -122,7 +122,7 @@ for step in $steps; do
                 benchmarks/profile_multigpu_host.py --n 16384 --out "$OUT/profile" 2>&1 \
                 | grep -v Warning | tail -14
             BENCH_PIPELINE=FIRST_TILES_FIRST=$first timeout ${MULTIGPU_HOST_LIMIT:-200} python3 \
-                benchmarks/bench_multigpu.py --skip dask --dtypes float32 --sizes 16384 32768 \
+                benchmarks/bench_multigpu.py --skip dask --gpus 2 --dtypes float32 --sizes 16384 32768 \
                 --out "$OUT/host-first$first" > "$OUT/bench_multigpu-host-first$first.txt" 2>&1
             echo "bench_multigpu host, FIRST_TILES_FIRST=$first: exit $?"
             grep -A6 "^dtype" "$OUT/bench_multigpu-host-first$first.txt"

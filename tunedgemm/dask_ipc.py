@@ -191,10 +191,14 @@ _timings: collections.deque[tuple[float, float]] = collections.deque(maxlen=4096
 # allocation another process has open; CuPy's pool frees its allocations only in
 # free_all_blocks (when an allocation fails, or when asked) and at exit. So only this many
 # are kept, the oldest closed first, none unused for longer than HANDLE_IDLE_S (checked at
-# each receive), and all at exit. 0: close each handle after its copy, as before.
+# each receive and every TIDY_S by a thread of this module), and all at exit. 0: close each
+# handle after its copy, as before.
 HANDLES_KEPT = 32
 HANDLE_IDLE_S = 60.0
-_opened: collections.OrderedDict[tuple[int, bytes], tuple[int, float]] = collections.OrderedDict()
+TIDY_S = 1.0
+# (sender's pid, handle) -> (mapped address, this process's GPU it was opened on, last use)
+_opened: collections.OrderedDict[tuple[int, bytes], tuple[int, int, float]] = (
+    collections.OrderedDict())  # fmt: skip
 
 
 def _receive(payload: dict[str, Any]) -> SharedBlock:
@@ -259,13 +263,12 @@ def _open_copy(payload: dict[str, Any]) -> Any:
     dtype = cupy.dtype(payload["dtype"])
     low, span = _extent(payload["shape"], payload["strides"], dtype.itemsize)
     stream = _receive_stream() if RECEIVE_STREAM else cupy.cuda.get_current_stream()
-    if RECEIVE_STREAM:
-        _reclaim()
+    _tidy()
     with stream:  # CuPy's pool: memory from this stream's arena, safe to write on it
         local = cupy.empty(span, dtype=cupy.uint8)
     key = (payload["pid"], bytes(payload["handle"]))
-    _close_kept(time.monotonic() - HANDLE_IDLE_S)
-    remote, _ = _opened.pop(key, (None, 0.0))
+    device = runtime.getDevice()
+    remote, _, _ = _opened.pop(key, (None, device, 0.0))
     if remote is None:
         global _opens
         remote = runtime.ipcOpenMemHandle(payload["handle"])  # lazy peer access (CuPy's)
@@ -275,10 +278,12 @@ def _open_copy(payload: dict[str, Any]) -> Any:
         runtime.memcpyAsync(local.data.ptr, source, span, runtime.memcpyDefault, stream.ptr)
         stream.synchronize()  # the handle may close next: the copy must be done
     except BaseException:
-        runtime.ipcCloseMemHandle(remote)
+        with contextlib.suppress(Exception):  # (the copy's error is the one to raise)
+            runtime.ipcCloseMemHandle(remote)
         raise
-    _opened[key] = (remote, time.monotonic())
+    _opened[key] = (remote, device, time.monotonic())
     _close_kept(float("-inf"), HANDLES_KEPT)
+    _start_tidying()
     memory = local.data if not RECEIVE_STREAM else _leased(local)
     return cupy.ndarray(payload["shape"], dtype, memptr=memory + (-low),
                         strides=payload["strides"])  # fmt: skip
@@ -351,7 +356,7 @@ def _close_kept(unused_since: float, most: int | None = None) -> None:
     """Close the kept handles last used before `unused_since` (monotonic seconds), and the
     oldest beyond `most` (kept in order of last use: the oldest first)."""
     while _opened:
-        key, (remote, used) = next(iter(_opened.items()))
+        key, (remote, device, used) = next(iter(_opened.items()))
         if used >= unused_since and (most is None or len(_opened) <= most):
             return
         del _opened[key]
@@ -359,7 +364,40 @@ def _close_kept(unused_since: float, most: int | None = None) -> None:
         with contextlib.suppress(Exception):
             import cupy
 
-            cupy.cuda.runtime.ipcCloseMemHandle(remote)
+            with cupy.cuda.Device(device):  # where it was opened
+                cupy.cuda.runtime.ipcCloseMemHandle(remote)
+
+
+def _tidy() -> None:
+    """Under _lock: hand back the blocks whose readers are done, close idle handles."""
+    _reclaim()
+    _close_kept(time.monotonic() - HANDLE_IDLE_S)
+
+
+_tidying: list[threading.Thread] = []
+
+
+def _start_tidying() -> None:
+    """A thread that tidies every TIDY_S between receives (after a worker's last receive,
+    parked blocks would otherwise stay out of CuPy's pool, and idle handles open); it skips
+    a turn while a receive runs, so _reclaim keeps a single consumer."""
+    if _tidying:
+        return
+
+    def tidy_now_and_then() -> None:
+        while True:
+            time.sleep(TIDY_S)
+            if _lock.acquire(blocking=False):
+                try:
+                    _tidy()
+                except Exception:  # e.g. interpreter shutdown: a receive tidies anyway
+                    pass
+                finally:
+                    _lock.release()
+
+    thread = threading.Thread(target=tidy_now_and_then, name="tunedgemm-ipc-tidy", daemon=True)
+    _tidying.append(thread)
+    thread.start()
 
 
 def _close_all_kept() -> None:

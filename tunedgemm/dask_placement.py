@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -61,9 +62,8 @@ def is_share(key: Any) -> bool:
 def first(priority: tuple[Any, ...]) -> tuple[Any, ...]:
     """A scheduler priority (-user priority, generation, order; lowest runs first) raised
     half a user priority: ahead of every task of the same user priority, behind those of a
-    higher one. Raised once: a task that later graphs touch again keeps its priority."""
-    head = priority[0]
-    return priority if head != int(head) else (head - 0.5, *priority[1:])
+    higher one."""
+    return (priority[0] - 0.5, *priority[1:])
 
 
 try:
@@ -81,11 +81,16 @@ class Dealer(SchedulerPlugin):
 
     def update_graph(self, scheduler: Any, *, tasks: list[Any] = (), **kwargs: Any) -> None:  # type: ignore[assignment]
         workers = sorted(scheduler.workers)
+        # Share tasks raised already: a later graph touching one again (its key unchanged)
+        # must not raise it further. Weakly: the scheduler forgets tasks.
+        raised = self.__dict__.setdefault("raised", weakref.WeakSet())
         for key in tasks:
             if is_share(key):
                 state = scheduler.tasks.get(key)
-                if state is not None and state.state == "released" and state.priority:
+                if (state is not None and state.state == "released" and state.priority
+                        and state not in raised):  # fmt: skip
                     state.priority = first(state.priority)
+                    raised.add(state)
                 continue
             worker = owner(key, workers)
             state = scheduler.tasks.get(key) if worker is not None else None

@@ -191,21 +191,29 @@ def test_a_kept_handle_reads_its_allocations_current_values(two_gpu_client):
 
 def test_a_received_block_goes_back_to_the_pool_only_after_its_readers():
     """In one process: a block leased to a received array is parked when the array is
-    dropped, and handed back once the work queued before that has finished."""
+    dropped, kept while a kernel queued before that still runs, and handed back after."""
     from tunedgemm import dask_ipc
 
-    dask_ipc._reclaim()
-    parked = len(dask_ipc._deferred)
+    spin = cupy.RawKernel(r"""
+    extern "C" __global__ void spin_then_add(long long cycles, float* block) {
+        long long start = clock64();
+        while (clock64() - start < cycles) {}
+        block[threadIdx.x] += 1.0f;
+    }""", "spin_then_add")  # fmt: skip
+    with dask_ipc._lock:  # (as a receive: _reclaim's one consumer)
+        dask_ipc._reclaim()
+        parked = len(dask_ipc._deferred)
     with dask_ipc._receive_stream():
         local = cupy.empty(1 << 20, dtype=cupy.uint8)
     array = cupy.ndarray((1 << 18,), cupy.float32, memptr=dask_ipc._leased(local))
     array[...] = 1.0
-    total = cupy.zeros((), cupy.float32)
-    for _ in range(50):  # reads still queued when the array is dropped
-        total += array.sum()
+    spin((1,), (32,), (cupy.int64(400_000_000), array))  # ~0.2 s, reading the block
     del array, local
-    assert len(dask_ipc._deferred) == parked + 1
+    with dask_ipc._lock:
+        assert len(dask_ipc._deferred) == parked + 1
+        dask_ipc._reclaim()
+        assert len(dask_ipc._deferred) == parked + 1  # the kernel still runs: kept
     cupy.cuda.runtime.deviceSynchronize()
-    dask_ipc._reclaim()
-    assert len(dask_ipc._deferred) == parked
-    assert float(total) == 50.0 * (1 << 18)
+    with dask_ipc._lock:
+        dask_ipc._reclaim()
+        assert len(dask_ipc._deferred) == parked

@@ -187,12 +187,30 @@ def test_ipc_share_tasks_come_before_every_product(client, rng):
     assert_gemm(product.compute(), 1.0, a, a.T, 0.0, None, np.float32)
 
 
-def test_first_priority_outranks_its_graph_once():
+def test_first_priority_outranks_its_graph():
     assert dask_placement.first((0, 3, 17)) < (0, 3, 0)
     assert dask_placement.first((0, 3, 17)) > (-1, 0, 0)  # a higher user priority still leads
     assert dask_placement.first((-2, 1, 5)) == (-2.5, 1, 5)
-    once = dask_placement.first((0, 3, 17))
-    assert dask_placement.first(once) == once  # a graph touching it again: no further
+    assert dask_placement.first((-0.5, 1, 5)) == (-1.0, 1, 5)  # float user priorities too
+
+
+def test_a_share_task_is_raised_once_however_many_graphs_touch_it(client, rng):
+    """Persisting products that read the same input again touches its share tasks again:
+    their priority is raised once, not once per graph."""
+    x = da.from_array(uniform(rng, (80, 60), np.float32), chunks=20).persist()
+
+    def share_priorities(dask_scheduler):
+        return sorted(ts.priority[0] for ts in dask_scheduler.tasks.values()
+                      if dask_placement.is_share(ts.key))  # fmt: skip
+
+    kept = [tgd.matmul(x, x.T, transfer="ipc").persist()]
+    distributed.wait(kept)
+    before = client.run_on_scheduler(share_priorities)
+    for _ in range(3):
+        kept.append(tgd.matmul(x, x.T, transfer="ipc", split_every=3).persist())
+        distributed.wait(kept[-1])
+    after = client.run_on_scheduler(share_priorities)
+    assert before and min(after) >= min(before)
     assert dask_placement.is_share(("tunedgemm-share-0a1b", 0, 1))
     assert not dask_placement.is_share(("tunedgemm-matmul-0a1b", 0, 1))
     assert not dask_placement.is_share("tunedgemm-share-0a1b")
@@ -363,14 +381,14 @@ def fake_cupy(monkeypatch):
 
 def test_kept_handles_close_beyond_the_limit_when_idle_and_at_exit(fake_cupy):
     for n, used in ((1, 10.0), (2, 20.0), (3, 30.0)):  # in order of last use
-        dask_ipc._opened[(7, bytes([n]))] = (100 + n, used)
+        dask_ipc._opened[(7, bytes([n]))] = (100 + n, 0, used)
     dask_ipc._close_kept(float("-inf"), 2)
     assert fake_cupy.closed == [101] and len(dask_ipc._opened) == 2
     dask_ipc._close_kept(25.0)  # unused since before 25 s
     assert fake_cupy.closed == [101, 102] and list(dask_ipc._opened) == [(7, bytes([3]))]
     dask_ipc._close_kept(float("-inf"), 0)  # HANDLES_KEPT = 0: none kept
     assert fake_cupy.closed == [101, 102, 103] and not dask_ipc._opened
-    dask_ipc._opened[(8, b"x")] = (200, 1e12)
+    dask_ipc._opened[(8, b"x")] = (200, 1, 1e12)
     dask_ipc._close_all_kept()  # at exit, however recent
     assert fake_cupy.closed[-1] == 200 and not dask_ipc._opened
 
