@@ -62,7 +62,7 @@ MULTI_GPU_EDGE = 5632
 # staged while the GPU computes the last one queued.
 TILES_AHEAD = 1
 # Several GPUs sharing B panels: a worker stages nothing for its second tile until every GPU
-# has queued its first. The GPUs' host copies share the host's memory bandwidth (about 35
+# has queued its first. The GPUs' host copies share the host's memory bandwidth (35-39
 # GB/s for both on the two-H200 machine), and one GPU staging its second tile's B panel
 # while the other still staged its first tile's A panel is the likely reason the second
 # GPU's first product started at 31.6 ms against 18.7 at 16384^2 float32 (2026-11-26,
