@@ -239,7 +239,7 @@ def wait(waiter: int, producer: int) -> None:
         return
     event = record(producer)
     try:
-        check(lib().cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent")
+        wait_event(waiter, event)
     finally:
         # cuStreamWaitEvent captured the event's state: it may be recorded again at once.
         events.give(event)

@@ -118,8 +118,8 @@ class TileQueue:
             if row is None:
                 row = self._new_row(worker)
             left = self.left[row]
-            choices = [c for c in left if c in cols] or left  # held columns first
-            col = choices[-1 if row in self.from_end[worker] else 0]
+            held = [c for c in left if c in cols]
+            col = (held or left)[-1 if row in self.from_end[worker] else 0]
             left.remove(col)
             if not left:
                 del self.left[row]
