@@ -89,7 +89,7 @@ KNOBS_ENV = "BENCH_PIPELINE"
 
 def pipeline_knobs() -> dict[str, int]:
     """Set tunedgemm.pipeline constants from BENCH_PIPELINE ("NAME=INT,NAME=INT": e.g.
-    FIRST_TILES_FIRST=1), to compare settings on one machine; the ones set."""
+    SPLIT_FIRST_PANEL=0), to compare settings on one machine; the ones set."""
     from tunedgemm import pipeline
 
     knobs: dict[str, int] = {}

@@ -12,7 +12,7 @@
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
 # PANELS_PER_GPU values to try), multigpu-host (its host products), multigpu-profile (where a
-# host product's time goes on each GPU), multigpu-ab (FIRST_TILES_FIRST off and on). Each
+# host product's time goes on each GPU), multigpu-ab (SPLIT_FIRST_PANEL off and on). Each
 # step has its own time limit, so that a hang costs that step only; a whole session can
 # outlast one 10-minute call on a fresh machine (it compiles every kernel it meets): name
 # the steps that fit.
@@ -115,17 +115,22 @@ for step in $steps; do
                     --n $n --out "$OUT/profile" 2>&1 | tail -16
             done
         done ;;
-    multigpu-ab)  # FIRST_TILES_FIRST off and on (written 2026-11-26 without a GPU): the profile
-        # at 16384^2, then host float32 at 16384^2 and 32768^2 on 1 and 2 GPUs, each setting
-        for first in 0 1; do
-            BENCH_PIPELINE=FIRST_TILES_FIRST=$first TUNEDGEMM_DEVICES=0,1 timeout 90 python3 \
+    multigpu-ab)  # SPLIT_FIRST_PANEL off and on (written 2026-11-26 without a GPU): the GPU
+        # tests of the multi-GPU host path, then the profile at 16384^2 and host float32 at
+        # 16384^2 on 1 and 2 GPUs, each setting (MULTIGPU_AB_SIZES: other sizes)
+        timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_multigpu.py \
+            > "$OUT/gpu-multigpu-ab-tests.txt" 2>&1
+        echo "multi-GPU host tests: exit $?"; tail -4 "$OUT/gpu-multigpu-ab-tests.txt"
+        for split in 0 1; do
+            BENCH_PIPELINE=SPLIT_FIRST_PANEL=$split TUNEDGEMM_DEVICES=0,1 timeout 90 python3 \
                 benchmarks/profile_multigpu_host.py --n 16384 --out "$OUT/profile" 2>&1 \
                 | grep -v Warning | tail -14
-            BENCH_PIPELINE=FIRST_TILES_FIRST=$first timeout ${MULTIGPU_HOST_LIMIT:-200} python3 \
-                benchmarks/bench_multigpu.py --skip dask --gpus 2 --dtypes float32 --sizes 16384 32768 \
-                --out "$OUT/host-first$first" > "$OUT/bench_multigpu-host-first$first.txt" 2>&1
-            echo "bench_multigpu host, FIRST_TILES_FIRST=$first: exit $?"
-            grep -A6 "^dtype" "$OUT/bench_multigpu-host-first$first.txt"
+            BENCH_PIPELINE=SPLIT_FIRST_PANEL=$split timeout ${MULTIGPU_HOST_LIMIT:-200} python3 \
+                benchmarks/bench_multigpu.py --skip dask --gpus 2 --dtypes float32 \
+                --sizes ${MULTIGPU_AB_SIZES:-16384} --out "$OUT/host-split$split" \
+                > "$OUT/bench_multigpu-host-split$split.txt" 2>&1
+            echo "bench_multigpu host, SPLIT_FIRST_PANEL=$split: exit $?"
+            grep -A6 "^dtype" "$OUT/bench_multigpu-host-split$split.txt"
         done ;;
     unverified)  # what was written with no GPU to run on (2026-11-25): stream-K, the staged
         # dmma epilogue's diagnostics; then stream-K's speed against the default and cuBLAS

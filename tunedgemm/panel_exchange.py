@@ -11,6 +11,10 @@ The panels stay where they are for the whole call (plans that keep B only), so a
 exchanged panel is never overwritten; the exchange also holds every GPU's blocks until all
 of them are done reading (`leave`, then `wait_all`), since a copy queued by one GPU may
 still read another's memory after that one's last tile.
+
+The call's first panel is needed by every GPU at once (they sweep the columns in the same
+order), while each also stages its own first A panel: it goes up in parts, one per GPU,
+each GPU staging one part and copying the others' (`parts`, `claim_part`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ class Published:
 class PanelExchange:
     """The panels of one call, keyed as the pipeline's B blocks, shared by its GPU workers."""
 
-    def __init__(self) -> None:
+    def __init__(self, split_first: bool = False) -> None:
         self.ready = threading.Condition()
         self.panels: dict[Any, Published] = {}
         self.claims: dict[Any, int] = {}  # panel -> the GPU uploading it now
@@ -44,9 +48,11 @@ class PanelExchange:
         # a worker that never started (Ctrl-C while the threads start) never leaves, and no
         # panel is published before every worker has opened (run_tiles), so none is missed.
         self.working: set[int] = set()
-        self.started: set[int] = set()  # GPUs that have queued their first tile
+        self.split_first = split_first  # the first panel asked for goes up in parts
+        self.split: dict[Any, int] = {}  # panel -> the parts it goes up in (1: whole)
         self.uploads: Counter[int] = Counter()  # per GPU: panels it uploaded from the host
-        self.copies: Counter[int] = Counter()  # per GPU: panels it copied from another GPU
+        self.parts: Counter[int] = Counter()  # per GPU: parts of split panels it uploaded
+        self.copies: Counter[int] = Counter()  # per GPU: panels (or parts) it copied
 
     def join(self, ordinal: int, context: int) -> None:
         with self.ready:
@@ -76,10 +82,31 @@ class PanelExchange:
             self.claims[key] = ordinal
             return True
 
-    def publish(self, key: Any, panel: Published) -> None:
+    def parts_of(self, key: Any) -> int:
+        """The parts `key` goes up from the host in: one per GPU that joined for the call's
+        first panel (when split_first), else 1. Decided once per panel, by the first GPU
+        that asks."""
+        with self.ready:
+            if key not in self.split:
+                first = self.split_first and not (self.split or self.panels or self.claims)
+                self.split[key] = max(1, len(self.working)) if first else 1
+            return self.split[key]
+
+    def claim_part(self, key: Any, parts: int, ordinal: int) -> int | None:
+        """Claim the first part of split panel `key` that no GPU has claimed or published:
+        its index (the part's key is (key, index)), or None when every part is taken."""
+        with self.ready:
+            for index in range(parts):
+                part = (key, index)
+                if part not in self.panels and part not in self.claims:
+                    self.claims[part] = ordinal
+                    return index
+            return None
+
+    def publish(self, key: Any, panel: Published, part: bool = False) -> None:
         with self.ready:
             self.panels.setdefault(key, panel)
-            self.uploads[panel.ordinal] += 1
+            (self.parts if part else self.uploads)[panel.ordinal] += 1
             self.claims.pop(key, None)
             self.ready.notify_all()
 
@@ -97,17 +124,6 @@ class PanelExchange:
     def context_of(self, ordinal: int) -> int | None:
         with self.ready:
             return self.contexts.get(ordinal)
-
-    def first_tile_queued(self, ordinal: int) -> None:
-        with self.ready:
-            self.started.add(ordinal)
-            self.ready.notify_all()
-
-    def wait_first_tiles(self) -> None:
-        """Until every GPU that joined has queued its first tile, or left."""
-        with self.ready:
-            while not self.working <= self.started:
-                self.ready.wait()
 
     def leave(self, ordinal: int) -> None:
         """GPU `ordinal` reads no other GPU's panels any more (its copies have finished), and

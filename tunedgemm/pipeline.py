@@ -61,13 +61,14 @@ MULTI_GPU_EDGE = 5632
 # float32 and finished 30 ms after the other, which had 7. With 1 the next tile's panels are
 # staged while the GPU computes the last one queued.
 TILES_AHEAD = 1
-# Several GPUs sharing B panels: a worker stages nothing for its second tile until every GPU
-# has queued its first. The GPUs' host copies share the host's memory bandwidth (35-39
-# GB/s for both on the two-H200 machine), and one GPU staging its second tile's B panel
-# while the other still staged its first tile's A panel is the likely reason the second
-# GPU's first product started at 31.6 ms against 18.7 at 16384^2 float32 (2026-11-26,
-# inferred from the timings, not yet measured: off until a GPU run compares the two).
-FIRST_TILES_FIRST = False
+# Several GPUs sharing B panels: the first B panel goes up in parts, one staged by each GPU
+# (tunedgemm/panel_exchange.py). Whole, it was staged by one GPU while another staged its
+# first A panel, and that GPU staged its own A panel only then: on two H200s (2026-11-26
+# 02:49 UTC, 16384^2 float32) the first products started at 20.4 and 32.2 ms. Making each
+# worker wait until every GPU had queued its first tile before staging a second one
+# (FIRST_TILES_FIRST, since removed) moved them to 20.8 and 27.9 ms but ran 1.71x one GPU
+# against 1.76x without it: GPU 0 then waited for its second B panel.
+SPLIT_FIRST_PANEL = True
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
@@ -459,9 +460,10 @@ class _Run:
         strides = (1, ld) if order == "F" else (ld, 1)
         return DeviceMatrix(slot.matrix.ptr, shape, strides, self.dtype, slot.matrix.owner)
 
-    def _upload(self, src: np.ndarray, ring: _Ring, slot: _Slot, order: str) -> DeviceMatrix:
-        """Stage src through the pinned ring into slot's device block on the upload stream,
-        a segment (of its outer dimension) per staging buffer."""
+    def _upload(self, src: np.ndarray, ring: _Ring, slot: _Slot, order: str,
+                lines: tuple[int, int] | None = None) -> DeviceMatrix:  # fmt: skip
+        """Stage src (or only the range `lines` of its outer dimension) through the pinned
+        ring into slot's device block on the upload stream, a segment per staging buffer."""
         from . import pinned
 
         target = self._device_block(ring, slot, src.shape, order)
@@ -470,12 +472,14 @@ class _Run:
         up = self.streams.up
         if slot.free is not None:
             up.wait_for_event(slot.free)  # the kernels that read its old contents are done
+        first, last = lines or (0, _outer(src, order))
+        src = src[first:last] if order == "C" else src[:, first:last]
         for lo, hi in _segments(src, order, line, self.stage_in.nbytes):
             part = src[lo:hi] if order == "C" else src[:, lo:hi]
             index = _traced("wait staging buffer", self.stage_in.next)
             buffer = self.stage_in.buffers[index]
             staged = pinned.view(buffer, part.shape, ld, self.dtype, order)
-            address = target.ptr + lo * line
+            address = target.ptr + (first + lo) * line
             piece = (self.drv, staged, part, buffer, address, ld, up, self.copies)
             _traced(f"stage {part.shape}", lambda: _stage_up(*piece))  # noqa: B023
             event = self.drv.Event()
@@ -502,10 +506,12 @@ class _Run:
                 b_key: tuple[int, ...], b_src: Callable[[], np.ndarray]
                 ) -> tuple[DeviceMatrix, DeviceMatrix]:  # fmt: skip
         """The A and B blocks of one product on the device: A first, unless this GPU has just
-        claimed the B panel in the exchange (no GPU holds it or is uploading it): then B
-        first, for the other GPUs wait for it, while they stage their own A panels."""
-        claimed = (self.exchange is not None and self.ring_b.find(b_key) is None
-                   and self.exchange[0].claim(b_key, self.exchange[1]))  # fmt: skip
+        claimed the B panel in the exchange (no GPU holds it or is uploading it), or the
+        panel goes up in parts: then B first, for the other GPUs wait for it, while they
+        stage their own A panels."""
+        exchange, ordinal = self.exchange or (None, 0)
+        claimed = exchange is not None and self.ring_b.find(b_key) is None and (
+            exchange.parts_of(b_key) > 1 or exchange.claim(b_key, ordinal))
         if claimed:
             b_mat = self._operand(self.ring_b, b_key, b_src)
             return self._operand(self.ring_a, a_key, a_src), b_mat
@@ -514,39 +520,85 @@ class _Run:
 
     def _shared_panel(self, key: tuple[int, ...], view: np.ndarray, slot: _Slot) -> DeviceMatrix:
         """A B panel through the exchange (tunedgemm/panel_exchange.py): copied from the GPU
-        that uploaded it, over the GPUs' link, or uploaded here and published."""
+        that uploaded it, over the GPUs' link, or uploaded here and published; or, split,
+        in parts from each."""
         assert self.exchange is not None
         exchange, ordinal = self.exchange
         order = _order_of(view)
+        parts = exchange.parts_of(key)
+        if parts > 1:
+            return self._panel_in_parts(key, parts, view, slot, order)
         found = _traced("wait for B panel", lambda: exchange.take(key, ordinal))
         if found is not None:
-            context = exchange.context_of(found.ordinal)
-            if context and _driver.enable_peer_access(ordinal, found.ordinal, context):
-                exchange.copied(ordinal)
-                return self._copy_panel(found, view.shape, order, slot)
-            return self._upload(view, self.ring_b, slot, order)  # no link: an own copy
+            return self._copy_or_upload(found, view, slot, order)
+        return self._publish(key, view, slot, order)
+
+    def _panel_in_parts(self, key: tuple[int, ...], parts: int, view: np.ndarray,
+                        slot: _Slot, order: str) -> DeviceMatrix:  # fmt: skip
+        """A B panel split along its outer dimension: this GPU uploads and publishes the
+        parts it claims (one, or more where a GPU has not come for its own yet), then
+        copies the others' parts from where they were published."""
+        assert self.exchange is not None
+        exchange, ordinal = self.exchange
+        bounds = [int(x) for x in np.linspace(0, _outer(view, order), parts + 1)]
+        mine = []
+        while (index := exchange.claim_part(key, parts, ordinal)) is not None:
+            self._publish((key, index), view, slot, order, (bounds[index], bounds[index + 1]))
+            mine.append(index)
+        for index in sorted(set(range(parts)) - set(mine)):
+            part, lines = (key, index), (bounds[index], bounds[index + 1])
+            found = _traced("wait for B part", lambda: exchange.take(part, ordinal))  # noqa: B023
+            if found is None:  # its claimant gave up: take(...) claimed it for this GPU
+                self._publish(part, view, slot, order, lines)
+            else:
+                self._copy_or_upload(found, view, slot, order, lines)
+        return self._device_block(self.ring_b, slot, view.shape, order)
+
+    def _publish(self, key: Any, view: np.ndarray, slot: _Slot, order: str,
+                 lines: tuple[int, int] | None = None) -> DeviceMatrix:  # fmt: skip
+        """Upload a claimed panel (or the lines of one part) and publish it for the other
+        GPUs; a failed upload hands the claim back."""
+        assert self.exchange is not None
+        exchange, ordinal = self.exchange
         try:
-            target = self._upload(view, self.ring_b, slot, order)
+            target = self._upload(view, self.ring_b, slot, order, lines)
         except BaseException:
             exchange.abandon(key, ordinal)
             raise
-        nbytes = _extent_bytes(target)
-        exchange.publish(key, Published(ordinal, target.ptr, nbytes,
-                                        _driver.record(self.streams.up.handle)))  # fmt: skip
+        line = max(target.strides) * self.dtype.itemsize
+        first, last = lines or (0, _outer(view, order))
+        nbytes = _extent_bytes(target) if lines is None else (last - first) * line
+        exchange.publish(key, Published(ordinal, target.ptr + first * line, nbytes,
+                                        _driver.record(self.streams.up.handle)),
+                         part=lines is not None)  # fmt: skip
         return target
 
-    def _copy_panel(self, found: Published, shape: tuple[int, int], order: str, slot: _Slot
-                    ) -> DeviceMatrix:  # fmt: skip
-        """Queue the copy of a published panel into slot's block on the upload stream, after
-        the publisher's upload; the panel has this block's layout (one plan, one shape)."""
+    def _copy_or_upload(self, found: Published, view: np.ndarray, slot: _Slot, order: str,
+                        lines: tuple[int, int] | None = None) -> DeviceMatrix:  # fmt: skip
+        """A published panel (or part) copied from its GPU over their link, or, where the
+        GPUs have no link, uploaded here from the host."""
+        assert self.exchange is not None
+        exchange, ordinal = self.exchange
+        context = exchange.context_of(found.ordinal)
+        if context and _driver.enable_peer_access(ordinal, found.ordinal, context):
+            exchange.copied(ordinal)
+            return self._copy_panel(found, view.shape, order, slot, (lines or (0, 0))[0])
+        return self._upload(view, self.ring_b, slot, order, lines)  # no link: an own copy
+
+    def _copy_panel(self, found: Published, shape: tuple[int, int], order: str, slot: _Slot,
+                    first: int = 0) -> DeviceMatrix:  # fmt: skip
+        """Queue the copy of a published panel (or part, from line `first` of the outer
+        dimension) into slot's block on the upload stream, after the publisher's upload;
+        the panel has this block's layout (one plan, one shape)."""
         target = self._device_block(self.ring_b, slot, shape, order)
+        offset = first * max(target.strides) * self.dtype.itemsize
         up = self.streams.up
         if slot.free is not None:
             up.wait_for_event(slot.free)
         handle = int(up.handle)
         _driver.wait_event(handle, found.event)
-        _driver.copy_device(target.ptr, found.ptr, min(found.nbytes, _extent_bytes(target)),
-                            handle)  # fmt: skip
+        nbytes = min(found.nbytes, _extent_bytes(target) - offset)
+        _driver.copy_device(target.ptr + offset, found.ptr, nbytes, handle)
         copied = self.drv.Event()
         copied.record(up)
         self.streams.compute.wait_for_event(copied)
@@ -673,10 +725,15 @@ def _extent_bytes(block: DeviceMatrix) -> int:
     return max(block.strides) * outer * block.dtype.itemsize
 
 
+def _outer(block: np.ndarray, order: str) -> int:
+    """The extent of block's outer dimension (columns for order 'F', rows for 'C')."""
+    return block.shape[1] if order == "F" else block.shape[0]
+
+
 def _segments(block: np.ndarray, order: str, line: int, most: int) -> list[tuple[int, int]]:
     """Ranges of block's outer dimension (columns for order 'F', rows for 'C') of at most
     `most` bytes each, at `line` bytes per unit (at least one unit each)."""
-    extent = block.shape[1] if order == "F" else block.shape[0]
+    extent = _outer(block, order)
     step = max(1, most // line)
     return [(lo, min(lo + step, extent)) for lo in range(0, max(extent, 1), step)]
 
@@ -766,7 +823,7 @@ def gemm(problem: GemmProblem, launch: Launch,
             _record({home: 1})
         else:
             threads = copy_threads(len(gpus))
-            exchange = PanelExchange() if chosen.keep_b else None
+            exchange = PanelExchange(SPLIT_FIRST_PANEL) if chosen.keep_b else None
             _last_exchange[0] = exchange
             spread(problem, chosen, gpus, lambda g: _GpuWorker(
                 g, problem, chosen, launch, direct_out, threads, exchange))  # fmt: skip
@@ -836,11 +893,13 @@ _last_exchange: list[PanelExchange | None] = [None]
 
 def last_panel_traffic() -> dict[str, dict[int, int]]:
     """Of the last multi-GPU host call of this process that shared B panels: per GPU, the
-    panels it uploaded from the host and those it copied from another GPU (empty: none)."""
+    panels it uploaded from the host, the parts of split panels it uploaded, and the panels
+    or parts it copied from another GPU (empty: none)."""
     exchange = _last_exchange[0]
     if exchange is None:
         return {}
-    return {"uploads": dict(exchange.uploads), "copies": dict(exchange.copies)}
+    return {"uploads": dict(exchange.uploads), "parts": dict(exchange.parts),
+            "copies": dict(exchange.copies)}  # fmt: skip
 
 
 def last_spread() -> dict[int, int]:
@@ -864,7 +923,6 @@ class _GpuWorker:
         self.exchange = exchange  # the B panels the call's GPUs share (None: each uploads B)
         self.pipeline: _Run | None = None
         self.unfinished: collections.deque[Any] = collections.deque()  # tiles' events
-        self.first_queued = False
 
     def open(self) -> None:
         from . import cuda
@@ -895,10 +953,6 @@ class _GpuWorker:
     def run(self, assignment: Assignment) -> None:
         assert self.pipeline is not None
         self.pipeline.tile(assignment.tile.row, assignment.tile.col)
-        if FIRST_TILES_FIRST and self.exchange is not None and not self.first_queued:
-            self.first_queued = True
-            self.exchange.first_tile_queued(self.index)
-            self.exchange.wait_first_tiles()
         self.unfinished.append(self.pipeline.computed)
         while len(self.unfinished) > TILES_AHEAD:
             self.unfinished.popleft().synchronize()

@@ -55,13 +55,16 @@ def test_tiled_host_calls_on_every_gpu(small_tiles, all_gpus, rng, dtype, shape,
     assert set(spread) == set(gpus()) and sum(spread.values()) > 1, spread
     if len(gpus()) > 1:
         assert all(tiles > 0 for tiles in spread.values()), f"a GPU did no work: {spread}"
-        # B stays on the GPUs at these sizes: each panel went up from the host once, and the
-        # GPUs that needed it too copied it over their link (tunedgemm/panel_exchange.py).
+        # B stays on the GPUs at these sizes: each panel went up from the host once (the
+        # first in one part per GPU), and the GPUs that needed it too copied it over their
+        # link (tunedgemm/panel_exchange.py).
         traffic = pipeline.last_panel_traffic()
         plan = pipeline._plan(*shape, np.dtype(dtype).itemsize, None, gpus(),
                               pipeline.multi_gpu_panels(*shape[:2], len(gpus())))  # fmt: skip
         panels = len(pipeline.ranges(plan.n, plan.tn)) * len(pipeline.ranges(plan.k, plan.tk))
-        assert sum(traffic["uploads"].values()) == panels, (traffic, panels)
+        split = pipeline.SPLIT_FIRST_PANEL
+        assert sum(traffic["uploads"].values()) == panels - split, (traffic, panels)
+        assert sum(traffic["parts"].values()) == (len(gpus()) if split else 0), traffic
         assert sum(traffic["copies"].values()) > 0, traffic
 
 

@@ -427,3 +427,79 @@ def test_a_gpu_claiming_a_b_panel_uploads_it_before_its_a_panel():
     order.clear()
     pipeline_of(2, None)._blocks((0, 0), lambda: "a", (0, 0), lambda: "b")  # one GPU
     assert order == [("A", 2), ("B", 2)]
+
+
+def split_panel_runs(monkeypatch, exchange, log):
+    """_Run stand-ins for GPUs 0 and 1 whose uploads and peer copies are logged, not done:
+    block (100 x 64 float32, rows outer) at 0x10000 on GPU 0 and 0x20000 on GPU 1."""
+    from tunedgemm._layout import DeviceMatrix
+
+    monkeypatch.setattr(pipeline._driver, "record", lambda handle: 0)
+    monkeypatch.setattr(pipeline._driver, "enable_peer_access", lambda *args: True)
+
+    def run_of(ordinal: int, before_upload=lambda: None) -> pipeline._Run:
+        run = pipeline._Run.__new__(pipeline._Run)
+        run.exchange, run.dtype = (exchange, ordinal), np.dtype(np.float32)
+        run.ring_a, run.ring_b = pipeline._Ring(2, 1 << 20), pipeline._Ring(4, 1 << 20)
+        run.streams = types.SimpleNamespace(up=types.SimpleNamespace(handle=0))
+        block = DeviceMatrix(0x10000 * (ordinal + 1), (100, 64), (64, 1), run.dtype)
+
+        def upload(view, ring, slot, order, lines=None):
+            before_upload()
+            log.append(("up", ordinal, lines))
+            return block
+
+        def copy(found, shape, order, slot, first=0):
+            log.append(("copy", ordinal, first, found.ptr, found.nbytes))
+            return block
+
+        run._device_block = lambda ring, slot, shape, order: block  # type: ignore[method-assign]
+        run._upload, run._copy_panel = upload, copy  # type: ignore[method-assign]
+        return run
+
+    return run_of
+
+
+def test_the_first_b_panel_goes_up_half_from_each_gpu_and_each_copies_the_other_half(
+        monkeypatch):  # fmt: skip
+    from tunedgemm.panel_exchange import PanelExchange
+
+    exchange, log = PanelExchange(split_first=True), []
+    exchange.join(0, 100), exchange.join(1, 101)
+
+    def until_gpu1_claims() -> None:  # GPU 1 comes for the panel while GPU 0 uploads
+        for _ in range(500):
+            if ((0, 0), 1) in exchange.claims or ((0, 0), 1) in exchange.panels:
+                return
+            threading.Event().wait(0.01)
+
+    run_of = split_panel_runs(monkeypatch, exchange, log)
+    runs = run_of(0, until_gpu1_claims), run_of(1)
+    view = np.zeros((100, 64), np.float32)
+    threads = [threading.Thread(target=run._operand, args=(run.ring_b, (0, 0), lambda: view))
+               for run in runs]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    half = 50 * 64 * 4
+    assert sorted(log) == [("copy", 0, 50, 0x20000 + half, half), ("copy", 1, 0, 0x10000, half),
+                           ("up", 0, (0, 50)), ("up", 1, (50, 100))]  # fmt: skip
+    assert exchange.parts == {0: 1, 1: 1} and exchange.copies == {0: 1, 1: 1}
+    assert not exchange.uploads
+    log.clear()  # the next panel goes up whole, from one GPU
+    assert exchange.parts_of((0, 1)) == 1
+
+
+def test_a_gpu_alone_at_the_first_panel_uploads_every_part(monkeypatch):
+    """The other GPU has not come for its part when this one has uploaded its own: it takes
+    that part too, rather than wait for a GPU whose first tile may need another panel."""
+    from tunedgemm.panel_exchange import PanelExchange
+
+    exchange, log = PanelExchange(split_first=True), []
+    exchange.join(0, 100), exchange.join(1, 101)
+    run = split_panel_runs(monkeypatch, exchange, log)(0)
+    view = np.zeros((100, 64), np.float32)
+    run._blocks((0, 0), lambda: view, (0, 0), lambda: view)
+    assert log == [("up", 0, (0, 50)), ("up", 0, (50, 100)), ("up", 0, None)]  # B, then A
+    assert exchange.parts == {0: 2} and not exchange.copies

@@ -406,27 +406,3 @@ def test_a_gpu_worker_takes_its_next_tile_only_when_its_gpu_has_caught_up():
     for col in range(4):
         worker.run(Assignment(Tile(0, col), False, False))
     assert pipeline.TILES_AHEAD == 1 and waited == [0, 1, 2]
-
-
-def test_with_first_tiles_first_a_worker_waits_for_the_others_first_tiles_once(monkeypatch):
-    calls: list[str] = []
-
-    class Exchange:
-        def first_tile_queued(self, ordinal: int) -> None:
-            calls.append(f"queued {ordinal}")
-
-        def wait_first_tiles(self) -> None:
-            calls.append("wait")
-
-    class Pipeline:
-        computed = types.SimpleNamespace(synchronize=lambda: calls.append("sync"))
-
-        def tile(self, row: int, col: int) -> None:
-            calls.append(f"tile {col}")
-
-    monkeypatch.setattr(pipeline, "FIRST_TILES_FIRST", True)
-    worker = pipeline._GpuWorker(3, None, None, None, False, exchange=Exchange())  # type: ignore[arg-type]
-    worker.pipeline = Pipeline()  # type: ignore[assignment]
-    for col in range(3):
-        worker.run(Assignment(Tile(0, col), False, False))
-    assert calls == ["tile 0", "queued 3", "wait", "tile 1", "sync", "tile 2", "sync"]

@@ -102,15 +102,22 @@ def test_a_gpu_that_never_joined_is_not_waited_for():
     assert not thread.is_alive()
 
 
-def test_first_tiles_wait_for_every_gpu_that_joined_or_left():
-    exchange = joined(0, 1, 2)
-    exchange.first_tile_queued(0)
-    thread, box = later(exchange.wait_first_tiles)
-    time.sleep(0.05)
-    assert thread.is_alive()  # GPUs 1 and 2 have not queued theirs
-    exchange.first_tile_queued(1)
-    time.sleep(0.05)
-    assert thread.is_alive()
-    exchange.leave(2)  # GPU 2 failed (or got no tile): no wait for it
-    thread.join(5)
-    assert not thread.is_alive() and box == [None]
+def test_the_first_panel_asked_for_goes_up_in_one_part_per_gpu():
+    exchange = PanelExchange(split_first=True)
+    for ordinal in (0, 1, 2):
+        exchange.join(ordinal, context=100 + ordinal)
+    assert exchange.parts_of("B0") == 3
+    assert exchange.parts_of("B1") == 1 and exchange.parts_of("B0") == 3  # decided once
+    assert joined(0, 1).parts_of("B0") == 1  # (split_first off)
+
+
+def test_each_gpu_claims_its_own_part_and_the_last_parts_go_to_whoever_is_free():
+    exchange = PanelExchange(split_first=True)
+    exchange.join(0, 100), exchange.join(1, 101)
+    assert exchange.claim_part("B0", 3, 0) == 0
+    assert exchange.claim_part("B0", 3, 1) == 1
+    exchange.publish(("B0", 0), Published(0, 0x1000, 64, 7), part=True)
+    assert exchange.claim_part("B0", 3, 0) == 2  # GPU 0 is done with its own first
+    assert exchange.claim_part("B0", 3, 1) is None  # every part is taken
+    assert exchange.take(("B0", 0), 1) == Published(0, 0x1000, 64, 7)
+    assert exchange.parts == {0: 1} and not exchange.uploads  # parts are counted apart
