@@ -115,22 +115,24 @@ for step in $steps; do
                     --n $n --out "$OUT/profile" 2>&1 | tail -16
             done
         done ;;
-    multigpu-ab)  # SPLIT_FIRST_PANEL off and on (written 2026-11-26 without a GPU): the GPU
-        # tests of the multi-GPU host path, then the profile at 16384^2 and host float32 at
-        # 16384^2 on 1 and 2 GPUs, each setting (MULTIGPU_AB_SIZES: other sizes)
+    multigpu-ab)  # pipeline settings compared (MULTIGPU_AB: BENCH_PIPELINE values; default
+        # SPLIT_FIRST_PANEL off and on; written 2026-11-26 without a GPU): the GPU tests of
+        # the multi-GPU host path, then for each setting the profile at 16384^2 and host
+        # float32 at 16384^2 on 1 and 2 GPUs (MULTIGPU_AB_SIZES: other sizes)
         timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_multigpu.py \
             > "$OUT/gpu-multigpu-ab-tests.txt" 2>&1
         echo "multi-GPU host tests: exit $?"; tail -4 "$OUT/gpu-multigpu-ab-tests.txt"
-        for split in 0 1; do
-            BENCH_PIPELINE=SPLIT_FIRST_PANEL=$split TUNEDGEMM_DEVICES=0,1 timeout 90 python3 \
+        for knobs in ${MULTIGPU_AB:-SPLIT_FIRST_PANEL=0 SPLIT_FIRST_PANEL=1}; do
+            name=$(echo "$knobs" | tr ',=' '-_')
+            BENCH_PIPELINE=$knobs TUNEDGEMM_DEVICES=0,1 timeout 90 python3 \
                 benchmarks/profile_multigpu_host.py --n 16384 --out "$OUT/profile" 2>&1 \
                 | grep -v Warning | tail -14
-            BENCH_PIPELINE=SPLIT_FIRST_PANEL=$split timeout ${MULTIGPU_HOST_LIMIT:-200} python3 \
+            BENCH_PIPELINE=$knobs timeout ${MULTIGPU_HOST_LIMIT:-200} python3 \
                 benchmarks/bench_multigpu.py --skip dask --gpus 2 --dtypes float32 \
-                --sizes ${MULTIGPU_AB_SIZES:-16384} --out "$OUT/host-split$split" \
-                > "$OUT/bench_multigpu-host-split$split.txt" 2>&1
-            echo "bench_multigpu host, SPLIT_FIRST_PANEL=$split: exit $?"
-            grep -A6 "^dtype" "$OUT/bench_multigpu-host-split$split.txt"
+                --sizes ${MULTIGPU_AB_SIZES:-16384} --out "$OUT/host-$name" \
+                > "$OUT/bench_multigpu-host-$name.txt" 2>&1
+            echo "bench_multigpu host, $knobs: exit $?"
+            grep -A6 "^dtype" "$OUT/bench_multigpu-host-$name.txt"
         done ;;
     unverified)  # what was written with no GPU to run on (2026-11-25): stream-K, the staged
         # dmma epilogue's diagnostics; then stream-K's speed against the default and cuBLAS
