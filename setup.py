@@ -5,7 +5,9 @@
   (tunedgemm/_small_host.py).
 - tunedgemm/_fastlaunch.c makes a planned device call's launch (cuLaunchKernel or
   cublasLtMatmul) from C; it needs no CUDA to build, and without it the same calls go
-  through ctypes."""
+  through ctypes.
+- tunedgemm/_streamcopy.c copies host blocks into pinned staging with streaming stores;
+  without it the pipeline copies with NumPy (tunedgemm/streaming.py)."""
 
 import sys
 
@@ -14,12 +16,14 @@ from setuptools import Extension, setup
 
 def extensions() -> list[Extension]:
     launch = Extension("tunedgemm._fastlaunch", ["tunedgemm/_fastlaunch.c"], optional=True)
+    streaming = Extension("tunedgemm._streamcopy", ["tunedgemm/_streamcopy.c"], optional=True)
     try:
         import numpy
     except ImportError:
-        return [launch]
+        return [launch, streaming]
     return [
         launch,
+        streaming,
         Extension(
             "tunedgemm._short_route",
             ["tunedgemm/_short_route.c"],

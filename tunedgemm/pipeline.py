@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _driver, settings
+from . import _driver, settings, streaming
 from ._args import GemmProblem
 from ._layout import BlasForm, DeviceMatrix, blas_form
 from .panel_exchange import PanelExchange, Published
@@ -69,6 +69,11 @@ TILES_AHEAD = 1
 # (FIRST_TILES_FIRST, since removed) moved them to 20.8 and 27.9 ms but ran 1.71x one GPU
 # against 1.76x without it: GPU 0 then waited for its second B panel.
 SPLIT_FIRST_PANEL = True
+# Host copies of large blocks (into pinned staging, and C tiles out) use streaming stores
+# (tunedgemm/_streamcopy.c, where it is built): an ordinary store reads each destination line
+# before writing it. Both GPUs' staging together reached only about 31 GB/s on the two-H200
+# machine (2026-11-26 03:00 UTC, profile_multigpu_host.py), the limit of 16384^2 float32 there.
+STREAM_STORES = True
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
@@ -259,7 +264,8 @@ def host_copy(dst: np.ndarray, src: np.ndarray,
     pieces = [(slice(lo, hi), slice(None)) if axis == 0 else (slice(None), slice(lo, hi))
               for lo, hi in itertools.pairwise(bounds)]  # fmt: skip
     pool = copies or _pool("copy", _WORKERS)
-    futures = [pool.submit(np.copyto, dst[p], src[p]) for p in pieces]
+    copy = streaming.copy if STREAM_STORES else np.copyto
+    futures = [pool.submit(copy, dst[p], src[p]) for p in pieces]
     for future, lo, hi in zip(futures, bounds[:-1], bounds[1:], strict=True):
         future.result()
         if each is not None:
