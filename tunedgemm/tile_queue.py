@@ -51,11 +51,13 @@ class Tile:
 
 @dataclass(frozen=True)
 class Assignment:
-    """A tile for a worker, and which of its panels the worker must upload first."""
+    """A tile for a worker, which of its panels the worker must upload first, and whether it
+    was its row's last tile left (the worker's next tile, if any, is in another row)."""
 
     tile: Tile
     upload_row: bool
     upload_col: bool
+    row_done: bool = False
 
 
 @dataclass
@@ -123,7 +125,7 @@ class TileQueue:
             left.remove(col)
             if not left:
                 del self.left[row]
-            assignment = Assignment(Tile(row, col), row not in rows, col not in cols)
+            assignment = Assignment(Tile(row, col), row not in rows, col not in cols, not left)
             if assignment.upload_row:
                 rows.add(row)
             if assignment.upload_col:

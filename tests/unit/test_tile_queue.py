@@ -105,7 +105,9 @@ def test_workers_start_on_different_rows_and_share_the_last_from_its_far_end():
     assert first[2].tile == Tile(0, 3)  # no free row: the fullest, from its far end
     assert all(a.upload_row and a.upload_col for a in first)
     assert queue.take(2).tile == Tile(0, 2)  # keeps going from that end
-    assert queue.take(0).tile == Tile(0, 1)
+    last = queue.take(0)
+    assert last.tile == Tile(0, 1) and last.row_done  # row 0 has no tile left after it
+    assert not first[0].row_done and not queue.take(1).row_done  # (1, 1): (1, 2) and (1, 3) left
 
 
 def test_workers_sweep_their_rows_columns_in_the_same_order():
