@@ -61,12 +61,10 @@ MULTI_GPU_EDGE = 5632
 # float32 and finished 30 ms after the other, which had 7. With 1 the next tile's panels are
 # staged while the GPU computes the last one queued.
 TILES_AHEAD = 1
-# ... except after a row's last tile: the next tile's new A panel goes up at once, while the
-# GPU still computes two tiles. With both GPUs starting their second rows together, their A
-# panels (256 MiB each at 16384^2 float32) took 16-17 ms to stage against 10.7 ms for the one
-# tile they overlapped, and each GPU waited 5-7 ms for them (two H200s, 2026-11-26 03:13
-# UTC, profile_multigpu_host.py). Off until a GPU run compares it (written without a GPU).
-NEW_ROW_AHEAD = False
+# (Taking the next tile at once after a row's last one, so that the new row's A panel is
+# staged while the GPU computes two tiles, ran 118.7 ms against 119.2 at 16384^2 float32 on
+# two H200s, 2026-11-26 03:19 UTC: both GPUs stage their new A panels together, at about 16
+# GB/s each, whenever they start. It was removed.)
 # Several GPUs sharing B panels: the first B panel goes up in parts, one staged by each GPU
 # (tunedgemm/panel_exchange.py). Whole, it was staged by one GPU while another staged its
 # first A panel, and that GPU staged its own A panel only then: on two H200s (2026-11-26
@@ -966,8 +964,7 @@ class _GpuWorker:
         assert self.pipeline is not None
         self.pipeline.tile(assignment.tile.row, assignment.tile.col)
         self.unfinished.append(self.pipeline.computed)
-        ahead = TILES_AHEAD + (NEW_ROW_AHEAD and assignment.row_done)
-        while len(self.unfinished) > ahead:
+        while len(self.unfinished) > TILES_AHEAD:
             self.unfinished.popleft().synchronize()
 
     def close(self) -> None:

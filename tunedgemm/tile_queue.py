@@ -51,14 +51,11 @@ class Tile:
 
 @dataclass(frozen=True)
 class Assignment:
-    """A tile for a worker, which of its panels the worker must upload first, and whether it
-    was its row's last tile left while a row no other worker is on waits (the worker's next
-    tile starts that row)."""
+    """A tile for a worker, and which of its panels the worker must upload first."""
 
     tile: Tile
     upload_row: bool
     upload_col: bool
-    row_done: bool = False
 
 
 @dataclass
@@ -126,25 +123,18 @@ class TileQueue:
             left.remove(col)
             if not left:
                 del self.left[row]
-            # row_done only where a row no other worker is on waits for it (taking a shared
-            # row early made one GPU of two take 9 tiles of 16 in the end)
-            done = not left and bool(self._free_rows(worker))
-            assignment = Assignment(Tile(row, col), row not in rows, col not in cols, done)
+            assignment = Assignment(Tile(row, col), row not in rows, col not in cols)
             if assignment.upload_row:
                 rows.add(row)
             if assignment.upload_col:
                 cols.add(col)
             return assignment
 
-    def _free_rows(self, worker: int) -> list[int]:
-        """Rows with tiles left that no other worker is on."""
-        others = {r for w, held in enumerate(self.rows) if w != worker for r in held.order}
-        return [r for r in self.left if r not in others]
-
     def _new_row(self, worker: int) -> int:
         """A row for a worker that holds none with tiles left: the first row no other worker
         is on, else the fullest one, whose tiles it then takes from the far end."""
-        free = self._free_rows(worker)
+        others = {r for w, held in enumerate(self.rows) if w != worker for r in held.order}
+        free = [r for r in self.left if r not in others]
         if free:
             return min(free)
         row = max(self.left, key=lambda r: (len(self.left[r]), -r))

@@ -382,44 +382,27 @@ def test_copy_threads_share_the_cores_between_gpus(monkeypatch, cores, gpus, thr
     assert pipeline.copy_threads(gpus) == threads
 
 
-def worker_log(row_done_at: int = -1) -> list[str]:
-    """What a GPU worker does over four tiles of one row (the tile at column row_done_at
-    marked as its row's last): 'tile c' as it queues one, 'sync c' as it waits for one."""
-    log: list[str] = []
+def test_a_gpu_worker_takes_its_next_tile_only_when_its_gpu_has_caught_up():
+    """A worker waits, after queueing a tile, until all but TILES_AHEAD of its tiles are
+    computed: a worker that queued tiles as fast as its host work allowed took more than
+    its share of them."""
+    waited: list[int] = []
 
     class Event:
-        def __init__(self, col: int) -> None:
-            self.col = col
+        def __init__(self, tile: int) -> None:
+            self.tile = tile
 
         def synchronize(self) -> None:
-            log.append(f"sync {self.col}")
+            waited.append(self.tile)
 
     class Pipeline:
         computed = None
 
         def tile(self, row: int, col: int) -> None:
-            log.append(f"tile {col}")
             self.computed = Event(col)
 
     worker = pipeline._GpuWorker.__new__(pipeline._GpuWorker)
     worker.pipeline, worker.unfinished = Pipeline(), collections.deque()
     for col in range(4):
-        worker.run(Assignment(Tile(0, col), False, False, row_done=col == row_done_at))
-    return log
-
-
-def test_a_gpu_worker_takes_its_next_tile_only_when_its_gpu_has_caught_up():
-    """A worker waits, after queueing a tile, until all but TILES_AHEAD of its tiles are
-    computed: a worker that queued tiles as fast as its host work allowed took more than
-    its share of them."""
-    assert pipeline.TILES_AHEAD == 1
-    assert worker_log(row_done_at=1) == ["tile 0", "tile 1", "sync 0", "tile 2", "sync 1",
-                                         "tile 3", "sync 2"]  # fmt: skip
-
-
-def test_after_a_rows_last_tile_a_worker_stages_the_next_row_at_once(monkeypatch):
-    """With NEW_ROW_AHEAD, the tile after a row's last one (here column 1) is staged while
-    its GPU still computes two tiles."""
-    monkeypatch.setattr(pipeline, "NEW_ROW_AHEAD", True)
-    assert worker_log(row_done_at=1) == ["tile 0", "tile 1", "tile 2", "sync 0", "sync 1",
-                                         "tile 3", "sync 2"]  # fmt: skip
+        worker.run(Assignment(Tile(0, col), False, False))
+    assert pipeline.TILES_AHEAD == 1 and waited == [0, 1, 2]

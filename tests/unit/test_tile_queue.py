@@ -105,17 +105,7 @@ def test_workers_start_on_different_rows_and_share_the_last_from_its_far_end():
     assert first[2].tile == Tile(0, 3)  # no free row: the fullest, from its far end
     assert all(a.upload_row and a.upload_col for a in first)
     assert queue.take(2).tile == Tile(0, 2)  # keeps going from that end
-    last = queue.take(0)
-    assert last.tile == Tile(0, 1) and not last.row_done  # no row is left that no one is on
-
-
-def test_a_rows_last_tile_says_so_while_a_free_row_waits():
-    queue = TileQueue(grid(3, 2), workers=2)
-    assert [queue.take(w).tile for w in (0, 1)] == [Tile(0, 0), Tile(1, 0)]
-    last = queue.take(0)
-    assert last.tile == Tile(0, 1) and last.row_done  # row 2 waits for worker 0
-    assert queue.take(0).tile == Tile(2, 0)
-    assert not queue.take(1).row_done  # (1, 1): the last of row 1, and no free row is left
+    assert queue.take(0).tile == Tile(0, 1)
 
 
 def test_workers_sweep_their_rows_columns_in_the_same_order():
