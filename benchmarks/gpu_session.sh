@@ -12,7 +12,7 @@
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
 # PANELS_PER_GPU values to try), multigpu-host (its host products), multigpu-profile (where a
-# host product's time goes on each GPU), multigpu-ab (SPLIT_FIRST_PANEL off and on). Each
+# host product's time goes on each GPU), multigpu-ab (pipeline settings compared, MULTIGPU_AB). Each
 # step has its own time limit, so that a hang costs that step only; a whole session can
 # outlast one 10-minute call on a fresh machine (it compiles every kernel it meets): name
 # the steps that fit.
@@ -116,7 +116,7 @@ for step in $steps; do
             done
         done ;;
     multigpu-ab)  # pipeline settings compared (MULTIGPU_AB: BENCH_PIPELINE values; default
-        # SPLIT_FIRST_PANEL off and on; written 2026-11-26 without a GPU): the GPU tests of
+        # EARLY_PRODUCTS off and on; written 2026-11-26 without a GPU): the GPU tests of
         # the multi-GPU host path (MULTIGPU_AB_TESTS=0: none), then for each setting the profile at 16384^2 and host
         # float32 at 16384^2 on 1 and 2 GPUs (MULTIGPU_AB_SIZES: other sizes)
         if [ "${MULTIGPU_AB_TESTS:-1}" = 1 ]; then
@@ -124,7 +124,7 @@ for step in $steps; do
                 > "$OUT/gpu-multigpu-ab-tests.txt" 2>&1
             echo "multi-GPU host tests: exit $?"; tail -4 "$OUT/gpu-multigpu-ab-tests.txt"
         fi
-        for knobs in ${MULTIGPU_AB:-SPLIT_FIRST_PANEL=0 SPLIT_FIRST_PANEL=1}; do
+        for knobs in ${MULTIGPU_AB:-EARLY_PRODUCTS=0 EARLY_PRODUCTS=1}; do
             name=$(echo "$knobs" | tr ',=' '-_')
             BENCH_PIPELINE=$knobs TUNEDGEMM_DEVICES=0,1 timeout 90 python3 \
                 benchmarks/profile_multigpu_host.py --n 16384 --out "$OUT/profile" 2>&1 \

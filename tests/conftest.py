@@ -101,5 +101,6 @@ def small_tiles(monkeypatch):
 
     monkeypatch.setattr(pipeline, "SINGLE_TILE_BYTES", 0)
     monkeypatch.setattr(pipeline, "PANEL", 256)
+    monkeypatch.setattr(pipeline, "SPREAD_FROM", {})  # (several GPUs at any size)
     monkeypatch.setenv("TUNEDGEMM_BACKEND", "gpu")
     monkeypatch.setenv("TUNEDGEMM_CUBLAS", "0")

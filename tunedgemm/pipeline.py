@@ -20,6 +20,7 @@ one, the process's own, the pipeline runs in the caller's thread as it always di
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import os
 import threading
@@ -36,6 +37,10 @@ from ._args import GemmProblem
 from ._layout import BlasForm, DeviceMatrix, blas_form
 from .panel_exchange import PanelExchange, Published
 from .tile_queue import Assignment, Tile, TileWorker, WorkerStats, run_tiles
+
+# each_segment(block, lo, hi, event): lines lo:hi of a block being uploaded are on the device
+# after `event` (_Run._upload)
+Segment = Callable[[DeviceMatrix, int, int, Any], None]
 
 SINGLE_TILE_BYTES = 48 << 20  # below this, one tile: overlap would not repay its extra steps
 PANEL = 2048  # target edge of a C tile; a few panels per dimension give overlap
@@ -55,6 +60,11 @@ PANELS_PER_GPU = 2
 # 1.56x with 4096 / 2816 / 2048 (thinner first rows compute for less time than their B
 # panels take to stage). This edge gives 4096 at 16384^2 and 5632 at 32768^2.
 MULTI_GPU_EDGE = 5632
+# Several GPUs only for products of at least this edge cubed (m n k), per itemsize: below,
+# the process's own GPU alone. 8192^2 float32 ran 0.74-0.99x one GPU on two GPUs (two
+# H100s 2026-11-25, two H200s 2026-11-26), 16384^2 1.37-1.72x; float64 8192^2 1.06x (two
+# H100s). Between 8192 and 16384 float32 is unmeasured: 10240 is a guess in between.
+SPREAD_FROM = {4: 10240, 8: 8192}
 # Several GPUs: a worker takes its next tile only when its GPU has at most this many tiles'
 # products unfinished. Taking tiles as fast as it could queue them, the worker whose host
 # work ran faster took more: on two H200s (2026-11-26) one GPU computed 9 tiles of 16384^2
@@ -71,13 +81,24 @@ TILES_AHEAD = 1
 # 02:49 UTC, 16384^2 float32) the first products started at 20.4 and 32.2 ms. Making each
 # worker wait until every GPU had queued its first tile before staging a second one
 # (FIRST_TILES_FIRST, since removed) moved them to 20.8 and 27.9 ms but ran 1.71x one GPU
-# against 1.76x without it: GPU 0 then waited for its second B panel.
+# against 1.76x without it: GPU 0 then waited for its second B panel. Split (03:00 UTC), both
+# started at 30.4 ms and the medians were equal (123.9 ms either way); with streaming stores
+# too (03:19), at 23.0 and 22.8 ms. Kept for the even start; the total is bound by the
+# host's staging rate (docs/multigpu.md).
 SPLIT_FIRST_PANEL = True
 # Host copies of large blocks (into pinned staging, and C tiles out) use streaming stores
 # (tunedgemm/_streamcopy.c, where it is built): an ordinary store reads each destination line
-# before writing it. Both GPUs' staging together reached only about 31 GB/s on the two-H200
-# machine (2026-11-26 03:00 UTC, profile_multigpu_host.py), the limit of 16384^2 float32 there.
+# before writing it. On the two-H200 machine (2026-11-26, profile_multigpu_host.py) two GPUs
+# staging their first A panels (256 MiB each) at once took 15.5 ms with NumPy's copies and
+# 11.9 ms with these (about 33 and 43 GB/s together); 16384^2 float32 on two GPUs, 125.5 ms
+# against 122.8 (03:13 UTC, same session), and one GPU 209.9 against 207.6.
 STREAM_STORES = True
+# A tile whose A panel goes up in this call, after its B panel is on the device, is
+# multiplied segment by segment of that panel (row blocks of the tile, as staging buffers
+# land) instead of after the whole panel: the first products of a call, and those after a
+# row switch, start on the first segment. Written 2026-11-26 without a GPU (the start and
+# the row switch cost two H200s 23 + 5 of 117 ms at 16384^2 float32): off until measured.
+EARLY_PRODUCTS = False
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
@@ -471,9 +492,12 @@ class _Run:
         return DeviceMatrix(slot.matrix.ptr, shape, strides, self.dtype, slot.matrix.owner)
 
     def _upload(self, src: np.ndarray, ring: _Ring, slot: _Slot, order: str,
-                lines: tuple[int, int] | None = None) -> DeviceMatrix:  # fmt: skip
+                lines: tuple[int, int] | None = None,
+                each_segment: Segment | None = None) -> DeviceMatrix:  # fmt: skip
         """Stage src (or only the range `lines` of its outer dimension) through the pinned
-        ring into slot's device block on the upload stream, a segment per staging buffer."""
+        ring into slot's device block on the upload stream, a segment per staging buffer;
+        each_segment(block, lo, hi, event) as each segment's upload is queued (lines lo:hi
+        of the block are on the device after `event`)."""
         from . import pinned
 
         target = self._device_block(ring, slot, src.shape, order)
@@ -495,11 +519,15 @@ class _Run:
             event = self.drv.Event()
             event.record(up)
             self.stage_in.events[index] = event
+            if each_segment is not None:
+                each_segment(target, first + lo, first + hi, event)
         self.streams.compute.wait_for_event(event)  # (up runs in order: the last covers all)
         return target
 
-    def _operand(self, ring: _Ring, key: tuple[int, ...], src: Callable[[], np.ndarray]
-                 ) -> DeviceMatrix:  # fmt: skip
+    def _operand(self, ring: _Ring, key: tuple[int, ...], src: Callable[[], np.ndarray],
+                 each_segment: Segment | None = None) -> DeviceMatrix:  # fmt: skip
+        """The block `key` of a ring on the device: held, or uploaded now (each_segment: see
+        _upload; not for panels shared between GPUs)."""
         slot = ring.find(key)
         if slot is not None and slot.matrix is not None:
             return slot.matrix
@@ -508,23 +536,30 @@ class _Run:
         if ring is self.ring_b and self.exchange is not None:
             slot.matrix = self._shared_panel(key, view, slot)
         else:
-            slot.matrix = self._upload(view, ring, slot, _order_of(view))
+            slot.matrix = self._upload(view, ring, slot, _order_of(view), None, each_segment)
         slot.key = key
         return slot.matrix
 
     def _blocks(self, a_key: tuple[int, ...], a_src: Callable[[], np.ndarray],
-                b_key: tuple[int, ...], b_src: Callable[[], np.ndarray]
+                b_key: tuple[int, ...], b_src: Callable[[], np.ndarray],
+                early: Callable[[DeviceMatrix, DeviceMatrix, int, int, Any], None] | None = None
                 ) -> tuple[DeviceMatrix, DeviceMatrix]:  # fmt: skip
         """The A and B blocks of one product on the device: A first, unless this GPU has just
         claimed the B panel in the exchange (no GPU holds it or is uploading it), or the
         panel goes up in parts: then B first, for the other GPUs wait for it, while they
-        stage their own A panels."""
+        stage their own A panels. B first too where it is held and `early` is given: then
+        early(a_block, b_block, lo, hi, event) as each segment of an A upload is queued."""
         exchange, ordinal = self.exchange or (None, 0)
-        claimed = exchange is not None and self.ring_b.find(b_key) is None and (
+        held = self.ring_b.find(b_key)
+        claimed = exchange is not None and held is None and (
             exchange.parts_of(b_key) > 1 or exchange.claim(b_key, ordinal))
-        if claimed:
+        if claimed or (early is not None and held is not None and held.matrix is not None):
             b_mat = self._operand(self.ring_b, b_key, b_src)
-            return self._operand(self.ring_a, a_key, a_src), b_mat
+            hook: Segment | None = None
+            if early is not None:
+                def hook(block: DeviceMatrix, lo: int, hi: int, event: Any) -> None:
+                    early(block, b_mat, lo, hi, event)
+            return self._operand(self.ring_a, a_key, a_src, hook), b_mat
         a_mat = self._operand(self.ring_a, a_key, a_src)
         return a_mat, self._operand(self.ring_b, b_key, b_src)
 
@@ -630,7 +665,8 @@ class _Run:
             return
         orders = (_order_of(a), _order_of(b), _order_of(out))
         blocks = (self.ring_a.slots[0], self.ring_b.slots[0], self.ring_c.slots[0])
-        shapes = {(i1 - i0, j1 - j0, k1 - k0) for i0, i1 in ranges(p.m, p.tm)
+        shapes = {(rows, j1 - j0, k1 - k0) for i0, i1 in ranges(p.m, p.tm)
+                  for rows in {i1 - i0, *self._segments_of_a(i1 - i0)}
                   for j0, j1 in ranges(p.n, p.tn) for k0, k1 in ranges(p.k, p.tk)}  # fmt: skip
         for rows, cols, depth in sorted(shapes):
             a_mat, b_mat, c_mat = (
@@ -664,10 +700,24 @@ class _Run:
         else:
             c_mat = self._device_block(self.ring_c, c_slot, tile.shape, _order_of(out))
         beta = problem.beta
+        early_rows: list[tuple[int, int]] = []
+
+        def early(a_block: DeviceMatrix, b_block: DeviceMatrix, lo: int, hi: int,
+                  event: Any) -> None:  # fmt: skip
+            """Rows lo:hi of the tile, as soon as those of its A panel are up."""
+            compute.wait_for_event(event)
+            form = blas_form(_rows(a_block, lo, hi), b_block, _rows(c_mat, lo, hi))
+            self.launch(form, problem.alpha, problem.beta, compute)
+            early_rows.append((lo, hi))
+
         for kc, (k0, k1) in enumerate(ranges(p.k, p.tk)):
             a_mat, b_mat = self._blocks((ti, kc), lambda: a[i0:i1, k0:k1],  # noqa: B023
-                                        (kc, tj), lambda: b[k0:k1, j0:j1])  # noqa: B023
-            self.launch(blas_form(a_mat, b_mat, c_mat), problem.alpha, beta, compute)
+                                        (kc, tj), lambda: b[k0:k1, j0:j1],  # noqa: B023
+                                        early if self._segments_of_a(i1 - i0) else None)
+            if early_rows:  # (every segment's rows: one k slice, A's rows its outer lines)
+                assert early_rows[0][0] == 0 and early_rows[-1][1] == i1 - i0, early_rows
+            else:
+                self.launch(blas_form(a_mat, b_mat, c_mat), problem.alpha, beta, compute)
             beta = 1.0  # later k slices accumulate
             used = self.drv.Event()
             used.record(compute)
@@ -676,6 +726,21 @@ class _Run:
                 assert slot is not None
                 slot.free = used
         self._download(c_mat, tile, c_slot)
+
+    def _segments_of_a(self, rows: int) -> list[int]:
+        """Where EARLY_PRODUCTS may multiply a tile of `rows` rows segment by segment of its
+        A panel, the segments' row counts (see _upload), else []: one k slice, A's rows its
+        outer lines, more than one segment, and each segment's rows of C at a 16-byte
+        boundary (the kernels' vector loads)."""
+        p, problem = self.plan, self.problem
+        assert isinstance(problem.a, np.ndarray) and isinstance(problem.out, np.ndarray)
+        s = self.dtype.itemsize
+        if not EARLY_PRODUCTS or p.tk < p.k or _order_of(problem.a) != "C":
+            return []
+        step = max(1, self.stage_in.nbytes // (padded(p.k, s) * s))  # (A block: rows of k)
+        if rows <= step or (_order_of(problem.out) == "F" and step * s % _ALIGN_BYTES):
+            return []
+        return [min(step, rows - lo) for lo in range(0, rows, step)]
 
     def _download(self, c_mat: DeviceMatrix, tile: np.ndarray, c_slot: _Slot) -> None:
         from . import pinned
@@ -726,6 +791,12 @@ class _Run:
                 finally:
                     self.stage_in.release()
                     self.keep.clear()
+
+
+def _rows(block: DeviceMatrix, lo: int, hi: int) -> DeviceMatrix:
+    """Rows lo:hi of a device block."""
+    offset = lo * block.strides[0] * block.dtype.itemsize
+    return dataclasses.replace(block, ptr=block.ptr + offset, shape=(hi - lo, block.shape[1]))
 
 
 def _extent_bytes(block: DeviceMatrix) -> int:
@@ -823,6 +894,8 @@ def gemm(problem: GemmProblem, launch: Launch,
     m, n, k = problem.shape
     itemsize = problem.dtype.itemsize
     home, gpus = _host_gpus()
+    if len(gpus) > 1 and m * n * k < SPREAD_FROM.get(itemsize, 0) ** 3:
+        gpus = (home,) if home in gpus else gpus[:1]  # too small to gain from several
     if gpus == (home,):  # one GPU, the process's own: the single-GPU pipeline, as it was
         return _on_one_gpu(problem, launch, budget, home)
     chosen = _plan(m, n, k, itemsize, budget, gpus, multi_gpu_panels(m, n, len(gpus)))

@@ -69,8 +69,9 @@ def test_tiled_host_calls_on_every_gpu(small_tiles, all_gpus, rng, dtype, shape,
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_large_host_call_on_every_gpu(all_gpus, rng, dtype):
+def test_large_host_call_on_every_gpu(all_gpus, rng, dtype, monkeypatch):
     """Today's tile sizes (no small_tiles): 4096 is 2 x 2 tiles on one GPU."""
+    monkeypatch.setattr(pipeline, "SPREAD_FROM", {})  # (4096 is below it: on one GPU)
     spread = run_and_check(rng, dtype, (4096, 4096, 1024))
     assert set(spread) == set(gpus()) and sum(spread.values()) >= 4, spread
     if len(gpus()) > 1:
@@ -84,6 +85,13 @@ def test_new_results_come_down_straight_from_every_gpu(small_tiles, all_gpus, rn
     result = (tg.sgemm if dtype == np.float32 else tg.dgemm)(1.25, a, b)
     assert_gemm(result, 1.25, a, b, 0.0, None, dtype)
     assert set(pipeline.last_spread()) == set(gpus())
+
+
+def test_a_product_below_spread_from_stays_on_one_gpu(small_tiles, all_gpus, monkeypatch, rng):
+    """Too small to gain from several GPUs (pipeline.SPREAD_FROM): tiled on one GPU only."""
+    monkeypatch.setattr(pipeline, "SPREAD_FROM", {4: 2048})
+    spread = run_and_check(rng, np.float32, (1900, 1700, 333), beta=0.5)
+    assert len(spread) == 1 and sum(spread.values()) > 1, spread
 
 
 def test_one_gpu_named_uses_only_it(small_tiles, monkeypatch, rng):
@@ -121,3 +129,17 @@ def test_a_failing_gpu_stops_the_call_and_releases_memory(small_tiles, all_gpus,
     assert all(after >= before - MARGIN_BYTES for before, after in zip(free_before, free_after,
                                                                        strict=True))  # fmt: skip
     run_and_check(rng, np.float32, shape)  # and later calls still work
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("beta", [0.0, -0.5])
+def test_early_products_segment_by_segment(small_tiles, all_gpus, monkeypatch, rng, dtype, beta):
+    """pipeline.EARLY_PRODUCTS, with staging buffers small enough to cut each A panel into
+    several segments: the row blocks multiplied as they land make the same result."""
+    monkeypatch.setattr(pipeline, "EARLY_PRODUCTS", True)
+    monkeypatch.setattr(pipeline, "STAGE_BYTES", 64 << 10)
+    blocks: list[int] = []
+    rows = pipeline._rows
+    monkeypatch.setattr(pipeline, "_rows", lambda *args: blocks.append(1) or rows(*args))
+    run_and_check(rng, dtype, (1900, 1700, 333), beta=beta)
+    assert blocks, "no tile was multiplied segment by segment"

@@ -503,3 +503,93 @@ def test_a_gpu_alone_at_the_first_panel_uploads_every_part(monkeypatch):
     run._blocks((0, 0), lambda: view, (0, 0), lambda: view)
     assert log == [("up", 0, (0, 50)), ("up", 0, (50, 100)), ("up", 0, None)]  # B, then A
     assert exchange.parts == {0: 2} and not exchange.copies
+
+
+def early_run(m: int, n: int, k: int, stage_bytes: int, launched: list) -> pipeline._Run:
+    """A _Run of one k slice over host stand-ins whose uploads report segments of
+    `stage_bytes` (as _upload's staging buffers cut them) and whose launches are logged."""
+
+    class Buffer(int):
+        pass
+
+    allocated: list[int] = []
+
+    def allocate(nbytes: int) -> Buffer:
+        allocated.append(nbytes)
+        return Buffer(0x1000_0000 * len(allocated))
+
+    run = pipeline._Run.__new__(pipeline._Run)
+    run.problem = types.SimpleNamespace(a=np.zeros((m, k), np.float32),
+                                        b=np.zeros((k, n), np.float32, order="F"),
+                                        out=np.zeros((m, n), np.float32, order="F"),
+                                        alpha=2.0, beta=0.0)  # fmt: skip
+    run.plan = pipeline.Plan(m, n, k, m, n, k, True, 1)
+    run.rows, run.cols = pipeline.ranges(m, m), pipeline.ranges(n, n)
+    run.dtype, run.keep, run.allocate, run.exchange = np.dtype(np.float32), [], allocate, None
+    run.ring_a, run.ring_b, run.ring_c = (pipeline._Ring(2, 1 << 24) for _ in range(3))
+    run.stage_in = types.SimpleNamespace(nbytes=stage_bytes)
+    log = launched
+    compute = types.SimpleNamespace(wait_for_event=lambda event: log.append(("wait", event)))
+    run.streams = types.SimpleNamespace(compute=compute)
+    run.drv = types.SimpleNamespace(Event=lambda: types.SimpleNamespace(record=lambda s: None))
+    run.launch = lambda form, alpha, beta, stream: log.append(("launch", form.m, form.n, form))
+    run._download = lambda c_mat, tile, slot: None  # type: ignore[method-assign]
+
+    def upload(src, ring, slot, order, lines=None, each_segment=None):
+        target = run._device_block(ring, slot, src.shape, order)
+        line = max(target.strides) * 4
+        for number, (lo, hi) in enumerate(pipeline._segments(src, order, line, stage_bytes)):
+            if each_segment is not None:
+                each_segment(target, lo, hi, f"segment {number}")
+        return target
+
+    run._upload = upload  # type: ignore[method-assign]
+    return run
+
+
+def test_early_products_multiply_a_new_a_panel_segment_by_segment(monkeypatch):
+    """With B on the device, a tile whose A panel goes up is multiplied a block of rows at
+    a time, each after its segment's upload: rows and pointers of A and C offset alike."""
+    monkeypatch.setattr(pipeline, "EARLY_PRODUCTS", True)
+    log: list = []
+    m, n, k = 600, 300, 100  # A rows of 100 floats: 400 bytes; segments of 256 rows
+    run = early_run(m, n, k, 256 * 400, log)
+    assert run._segments_of_a(m) == [256, 256, 88]
+    b_slot = run.ring_b.next()  # B panel 0 held
+    b_slot.matrix, b_slot.key = run._device_block(run.ring_b, b_slot, (k, n), "F"), (0, 0)
+    run.tile(0, 0)
+    waits = [entry[1] for entry in log if entry[0] == "wait"]
+    launches = [entry for entry in log if entry[0] == "launch"]
+    assert waits == ["segment 0", "segment 1", "segment 2"]
+    assert [(rows, cols) for _, rows, cols, _ in launches] == [(256, 300), (256, 300), (88, 300)]
+    a_block, c_block = run.ring_a.slots[0].matrix, run.ring_c.slots[0].matrix
+    for (_, _, _, form), lo in zip(launches, (0, 256, 512), strict=True):
+        assert form.c == c_block.ptr + lo * 4  # C is column-major: rows are 4 bytes apart
+        assert form.a == a_block.ptr + lo * pipeline.padded(k, 4) * 4
+        assert form.b == b_slot.matrix.ptr and form.aligned()
+    assert log.index(("wait", "segment 1")) > log.index(launches[0])  # launched as they land
+
+
+@pytest.mark.parametrize("change", ["off", "one segment", "unaligned rows", "b not held"])
+def test_early_products_only_where_they_apply(monkeypatch, change):
+    monkeypatch.setattr(pipeline, "EARLY_PRODUCTS", change != "off")
+    log: list = []
+    m, n, k = 600, 300, 100
+    rows = {"one segment": 600, "unaligned rows": 255}.get(change, 256)
+    run = early_run(m, n, k, rows * 400, log)
+    if change != "b not held":
+        b_slot = run.ring_b.next()
+        b_slot.matrix, b_slot.key = run._device_block(run.ring_b, b_slot, (k, n), "F"), (0, 0)
+    assert run._segments_of_a(m) == ([] if change != "b not held" else [256, 256, 88])
+    run.tile(0, 0)
+    assert [(e[1], e[2]) for e in log if e[0] == "launch"] == [(600, 300)]  # the whole tile
+
+
+def test_early_products_reserve_their_segment_shapes_before_the_first_tile(monkeypatch):
+    monkeypatch.setattr(pipeline, "EARLY_PRODUCTS", True)
+    reserved: list = []
+    run = early_run(600, 300, 100, 256 * 400, [])
+    run.launch = types.SimpleNamespace(reserve=lambda form, stream: reserved.append(form))
+    run._reserve()
+    assert sorted((f.m, f.n, f.k) for f in reserved) == [(88, 300, 100), (256, 300, 100),
+                                                         (600, 300, 100)]  # fmt: skip

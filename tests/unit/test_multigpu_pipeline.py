@@ -4,6 +4,7 @@ NumPy stand-ins for the per-GPU workers (of different speeds), and the one-GPU g
 from __future__ import annotations
 
 import collections
+import math
 import sys
 import threading
 import time
@@ -406,3 +407,25 @@ def test_a_gpu_worker_takes_its_next_tile_only_when_its_gpu_has_caught_up():
     for col in range(4):
         worker.run(Assignment(Tile(0, col), False, False))
     assert pipeline.TILES_AHEAD == 1 and waited == [0, 1, 2]
+
+
+@pytest.mark.parametrize("gpus,home,used", [((0, 1), 0, (0,)), ((1, 2), 0, (1,))])
+def test_products_below_spread_from_run_on_one_gpu(stand_in_gpus, monkeypatch, rng, gpus, home,
+                                                   used):  # fmt: skip
+    """The process's own GPU where it is selected (the single-GPU pipeline, in the caller's
+    thread), else the first selected; at SPREAD_FROM and above, all of them."""
+    stand_in_gpus(3)
+    monkeypatch.setattr(pipeline, "_host_gpus", lambda: (home, gpus))
+    on_own: list[int] = []
+    monkeypatch.setattr(pipeline, "_on_one_gpu", lambda problem, launch, budget, g:
+                        on_own.append(g) or pipeline.plan(*problem.shape, 4, 1 << 40))  # fmt: skip
+    problem, *_ = problem_of(rng, np.float32, 0.0)
+    edge = round(math.prod(problem.shape) ** (1 / 3))
+    monkeypatch.setattr(pipeline, "SPREAD_FROM", {4: edge + 1})
+    pipeline._record({})
+    pipeline.gemm(problem, launch=None, budget=1 << 40)  # type: ignore[arg-type]
+    assert on_own == ([home] if home in gpus else [])
+    assert set(pipeline.last_spread()) == (set() if on_own else set(used))
+    monkeypatch.setattr(pipeline, "SPREAD_FROM", {4: edge - 1})
+    pipeline.gemm(problem, launch=None, budget=1 << 40)  # type: ignore[arg-type]
+    assert set(pipeline.last_spread()) == set(gpus)
