@@ -12,7 +12,8 @@
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
 # PANELS_PER_GPU values to try), multigpu-host (its host products), multigpu-profile (where a
-# host product's time goes on each GPU), multigpu-ab (pipeline settings compared, MULTIGPU_AB). Each
+# host product's time goes on each GPU), multigpu-ab (pipeline settings compared, MULTIGPU_AB),
+# pack (last: all of $OUT in one archive, session.tgz, since at most 8 files come back). Each
 # step has its own time limit, so that a hang costs that step only; a whole session can
 # outlast one 10-minute call on a fresh machine (it compiles every kernel it meets): name
 # the steps that fit.
@@ -149,6 +150,10 @@ for step in $steps; do
         timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
             > "$OUT/bench_multigpu.txt" 2>&1
         echo "bench_multigpu dask: exit $?"; grep -v "distributed\." "$OUT/bench_multigpu.txt" | tail -12 ;;
+    pack)  # last: everything under $OUT into one archive, as the device tool returns at
+        # most 8 files (JSON and plots in subfolders were left behind before, 2026-11-26)
+        (cd "$OUT" && tar czf /tmp/session.tgz --exclude=session.tgz . && find . -mindepth 1 -delete \
+            && mv /tmp/session.tgz session.tgz && echo "packed: $(du -h session.tgz | cut -f1)") ;;
     *) echo "unknown step $step" ;;
     esac
 done
