@@ -411,7 +411,7 @@ def test_a_gpu_claiming_a_b_panel_uploads_it_before_its_a_panel():
         run.exchange = None if shared is None else (shared, ordinal)
         run.ring_a, run.ring_b = pipeline._Ring(2, 1 << 20), pipeline._Ring(4, 1 << 20)
 
-        def operand(ring, key, src):
+        def operand(ring, key, src, each_segment=None):
             order.append(("B" if ring is run.ring_b else "A", ordinal))
             return src()
 
@@ -444,7 +444,7 @@ def split_panel_runs(monkeypatch, exchange, log):
         run.streams = types.SimpleNamespace(up=types.SimpleNamespace(handle=0))
         block = DeviceMatrix(0x10000 * (ordinal + 1), (100, 64), (64, 1), run.dtype)
 
-        def upload(view, ring, slot, order, lines=None):
+        def upload(view, ring, slot, order, lines=None, each_segment=None):
             before_upload()
             log.append(("up", ordinal, lines))
             return block
