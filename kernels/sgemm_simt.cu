@@ -27,6 +27,10 @@
 //    after it, into the ring slot freed by the last barrier); otherwise (ALIGNED=0, or
 //    TRANS_A=1 with TRANS_B=0) 4-byte cp.async writes straight to the transposed position.
 //    Out-of-range elements (m, n and k edges) are zero-filled; out-of-range C is skipped;
+//  * ADVANCE=1: each operand's copies walk a cursor set up once per block (pointer, row
+//    stride, m/n-edge sizes), moved one k-tile on per load, instead of recomputing every
+//    address (64-bit products of ld) and edge test per k-tile (CUTLASS's predicated tile
+//    iterators do the same); the 4-byte k-major cp.async path (KMajor::load_async) is unchanged;
 //  * register fragments double-buffered across the fully unrolled BK loop;
 //  * group-M rasterisation of the linear block index for L2 reuse;
 //  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges); with
@@ -70,6 +74,9 @@
 #endif
 #ifndef STREAM_K
 #define STREAM_K 0     // persistent stream-K blocks per SM (0: one block per tile, data-parallel)
+#endif
+#ifndef ADVANCE
+#define ADVANCE 0      // 1: k-tile copies walk pointers set up once (0: addresses recomputed per k-tile)
 #endif
 // Derived (passed by tunedgemm/families/simt.py; defaults here match the defaults above).
 #ifndef THREADS
@@ -162,6 +169,66 @@ struct XMajor {
 #endif
         }
     }
+
+#if ADVANCE
+    // ADVANCE=1: the same copies from a cursor set up once per block (start) and moved one
+    // k-tile on by each load: per k-tile a 64-bit add per row step instead of a 64-bit
+    // product of ld per vector, and the m/n-edge sizes (k-invariant) computed once. A zero
+    // src-size reads nothing, so the cursor may point past the operand (as CUTLASS's zfill).
+    static constexpr int DSTEP = WIDE ? THREADS / VX : 1;   // dp(r) - dp(r - 1), or 0
+    struct Cursor {
+        const float* g;        // vector 0 of this thread in the next k-tile
+        long long rstep, adv;  // floats from row dp(r) to dp(r) + DSTEP; to the next k-tile
+        int size[PER];         // bytes of vector r inside m / n
+        int krem;              // k-rows of the next k-tile left from this thread's row p0
+        bool whole;            // every vector wholly inside m / n
+    };
+    __device__ static Cursor start(const float* __restrict__ G, int ld, int ext, int xbase, int k0,
+                                   int kend, int tid)
+    {
+        Cursor c;
+        const int p = p0(tid), x = xbase + x0(tid);
+        c.g = G + ((long long)(k0 + p) * ld + x);
+        c.rstep = (long long)DSTEP * ld;
+        c.adv = (long long)BK * ld;
+#pragma unroll
+        for (int r = 0; r < PER; ++r) {
+            const int xr = x + dx(r);
+            c.size[r] = xr < ext ? 4 * min(W, ext - xr) : 0;
+            c.whole = (r == 0 || c.whole) && c.size[r] == 4 * W;
+        }
+        c.krem = kend - k0 - p;
+        return c;
+    }
+    __device__ static void load(float* dst, Cursor& c, int tid)
+    {
+        float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
+        const float* src = c.g;
+        if (c.whole && c.krem >= BK) {   // all inside m / n and k: constant sizes, no tests
+#pragma unroll
+            for (int r = 0; r < PER; ++r) {
+                if (r > 0 && dp(r) != dp(r - 1)) src += c.rstep;
+                copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), 4 * W);
+            }
+        } else {
+#pragma unroll
+            for (int r = 0; r < PER; ++r) {
+                if (r > 0 && dp(r) != dp(r - 1)) src += c.rstep;
+                copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), dp(r) < c.krem ? c.size[r] : 0);
+            }
+        }
+        c.g += c.adv;
+        c.krem -= BK;
+    }
+    __device__ static void copy(float* d, const float* src, int bytes)
+    {
+#if ALIGNED
+        cp_async16(d, src, bytes);
+#else
+        cp_async4(d, src, bytes);
+#endif
+    }
+#endif
 };
 
 // K-major operand: element (p, x) at G[p + x * ld] (unit stride along k). Vectors of W
@@ -231,6 +298,62 @@ struct KMajor {
             d[3 * (BX + PAD) + r * XSTEP] = reg[r].w;
         }
     }
+
+#if ADVANCE
+    // ADVANCE=1: load_regs from a cursor set up once per block and moved one k-tile on by
+    // each load (XMajor::Cursor says why).
+    struct Cursor {
+        const float* g;        // vector 0 of this thread in the next k-tile
+        long long rstep;       // floats from x-row r * XSTEP to (r + 1) * XSTEP
+        unsigned in;           // bit r: x-row r * XSTEP inside m / n
+        int krem;              // valid floats of this thread's vectors in the next k-tile
+    };
+    __device__ static Cursor start(const float* __restrict__ G, int ld, int ext, int xbase, int k0,
+                                   int kend, int tid)
+    {
+        Cursor c;
+        const int gx = xbase + x0(tid), gp = k0 + p0(tid);
+        c.g = G + ((long long)gx * ld + gp);
+        c.rstep = (long long)XSTEP * ld;
+        c.in = 0;
+#pragma unroll
+        for (int r = 0; r < PER; ++r) c.in |= (gx + r * XSTEP < ext ? 1u : 0u) << r;
+        c.krem = kend - gp;
+        return c;
+    }
+    __device__ static void load_regs(float4 (&reg)[PER], Cursor& c)
+    {
+        const float* src = c.g;
+        const int krem = c.krem;
+        if (krem >= 4 && c.in == (1u << PER) - 1) {   // all inside m / n and k: no tests
+#pragma unroll
+            for (int r = 0; r < PER; ++r) {
+                if (r > 0) src += c.rstep;
+                reg[r] = __ldg(reinterpret_cast<const float4*>(src));
+            }
+            c.g += BK;
+            c.krem -= BK;
+            return;
+        }
+#pragma unroll
+        for (int r = 0; r < PER; ++r) {
+            if (r > 0) src += c.rstep;
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (c.in >> r & 1u) {
+                if (krem >= 4) {
+                    v = __ldg(reinterpret_cast<const float4*>(src));
+                } else {
+                    if (krem > 0) v.x = __ldg(src);
+                    if (krem > 1) v.y = __ldg(src + 1);
+                    if (krem > 2) v.z = __ldg(src + 2);
+                }
+            }
+            reg[r] = v;
+        }
+        c.g += BK;
+        c.krem -= BK;
+    }
+#endif
 };
 
 #if STREAM_K
@@ -408,23 +531,47 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     float4 b_reg[KMajor<BN, 4>::PER];
 #endif
 
+#if ADVANCE   // cursors at k-tile kt_begin; issue_tile is called for kt_begin, kt_begin + 1, ...
+#if !TRANS_A
+    auto a_cur = XMajor<BM>::start(A, lda, m, row0, kt_begin * BK, k, tid);
+#elif A_REG
+    auto a_cur = KMajor<BM, 4>::start(A, lda, m, row0, kt_begin * BK, k, tid);
+#endif
+#if TRANS_B
+    auto b_cur = XMajor<BN>::start(B, ldb, n, col0, kt_begin * BK, k, tid);
+#elif B_REG
+    auto b_cur = KMajor<BN, 4>::start(B, ldb, n, col0, kt_begin * BK, k, tid);
+#endif
+#endif
+
     // Issue every global load of k-tile `kt` into ring slot `s` (register-staged parts go
     // to a_reg / b_reg and are stored by store_regs).
     auto issue_tile = [&](int s, int kt) {
         const int k0 = kt * BK;
+#if ADVANCE
+        (void)k0;   // (the cursors know their k-tile)
+#endif
 #if TRANS_A
-#if A_REG
+#if A_REG && ADVANCE
+        KMajor<BM, 4>::load_regs(a_reg, a_cur);
+#elif A_REG
         KMajor<BM, 4>::load_regs(a_reg, A, lda, m, row0, k0, k, tid);
 #else
         KMajor<BM, 1>::load_async(As + s * A_STAGE, A, lda, m, row0, k0, k, tid);
 #endif
+#elif ADVANCE
+        XMajor<BM>::load(As + s * A_STAGE, a_cur, tid);
 #else
         XMajor<BM>::load(As + s * A_STAGE, A, lda, m, row0, k0, k, tid);
 #endif
-#if TRANS_B
+#if TRANS_B && ADVANCE
+        XMajor<BN>::load(Bs + s * B_STAGE, b_cur, tid);
+#elif TRANS_B
         XMajor<BN>::load(Bs + s * B_STAGE, B, ldb, n, col0, k0, k, tid);
 #else
-#if B_REG
+#if B_REG && ADVANCE
+        KMajor<BN, 4>::load_regs(b_reg, b_cur);
+#elif B_REG
         KMajor<BN, 4>::load_regs(b_reg, B, ldb, n, col0, k0, k, tid);
 #else
         KMajor<BN, 1>::load_async(Bs + s * B_STAGE, B, ldb, n, col0, k0, k, tid);

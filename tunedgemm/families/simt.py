@@ -32,6 +32,14 @@ PAD = 4  # floats of padding per shared row, as in kernels/sgemm_simt.cu
 # the values in the space, when a GPU run regenerates the table.
 STREAM_K_ON = (1, 2)
 
+# ADVANCE=1 (kernels/sgemm_simt.cu): the k-tile copies walk cursors set up once per block
+# instead of recomputing every address and edge test per k-tile. In the 4096^3 NN config's
+# main loop that is 171 of the 265 non-FFMA instructions per k-tile, which caps FFMA issue
+# at 88.5% (docs: helper-notes simt-sass-study). Compiled and launchable when a config names
+# it; not yet in the search space until the H100 says it is faster (then its value joins the
+# tunable, and the table is regenerated).
+ADVANCE_ON = (1,)
+
 
 def _threads(p: Params) -> int:
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
@@ -85,6 +93,8 @@ FAMILY = KernelFamily(
         # Configs recorded before STREAM_K existed (the shipped table's) ran the
         # data-parallel grid, which STREAM_K=0 compiles to unchanged (the same SASS).
         Tunable("STREAM_K", (0,), "persistent stream-K blocks per SM (0: data-parallel)", 0),
+        # Recorded configs ran the per-k-tile addressing, which ADVANCE=0 compiles to unchanged.
+        Tunable("ADVANCE", (0,), "k-tile copies walk cursors set up once (0: recomputed)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -118,6 +128,11 @@ FAMILY = KernelFamily(
             "stream-K replaces split-K (STREAM_K > 0 needs SPLIT_K = 1)",
             lambda p, s: p["STREAM_K"] == 0 or p["SPLIT_K"] == 1,
         ),
+        Constraint("ADVANCE is 0 or 1", lambda p, s: p["ADVANCE"] in (0, 1)),
+        Constraint(
+            "ADVANCE=1 runs the data-parallel or split-K grid (STREAM_K = 0)",
+            lambda p, s: p["ADVANCE"] == 0 or p["STREAM_K"] == 0,
+        ),
         Constraint(
             "registers fit __launch_bounds__(THREADS, MIN_BLOCKS) without spills",
             lambda p, s: _reg_estimate(p) <= register_cap(_threads(p), p["MIN_BLOCKS"]),
@@ -140,6 +155,7 @@ FAMILY = KernelFamily(
             "SPLIT_K": 1,
             "MIN_BLOCKS": 2,
             "STREAM_K": 0,
+            "ADVANCE": 0,
         },
     },
     threads=_threads,
