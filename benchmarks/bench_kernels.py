@@ -8,17 +8,25 @@ its space, keeping the fastest) and cuBLAS on the same operands in the same proc
 
 times instead the simt default config against itself with STREAM_K = 1, 2 (issue 15, item 1:
 shapes whose tiles fill the SMs badly) and cuBLAS, into bench_stream_k.json.
+
+    python benchmarks/bench_kernels.py --advance [--out DIR]
+
+times the simt config the table picks for own kernels (TUNEDGEMM_CUBLAS=0; the family default
+where it picks another family) with ADVANCE = 0 and 1 (issue 15, item 3: the k-tile copies'
+addressing), on squares and odd shapes, into bench_advance.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import math
 import os
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,27 +93,38 @@ def time_shape(shape: tuple[int, int, int], dtype: str, sweep: int) -> dict[str,
             "ratio": ours / theirs, "with_cublas_ratio": max(ours, theirs) / theirs}  # fmt: skip
 
 
-def stream_k_row(shape: tuple[int, int, int]) -> dict[str, Any]:
-    """simt's default config with STREAM_K 0, 1, 2 (their workspace allocated once, outside
-    the timing, as a plan keeps one) and cuBLAS, CUDA-event medians on the same operands."""
+ADVANCE_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (3000, 3000, 3000),
+                  (1024, 1024, 1024), (777, 3333, 1555)]  # fmt: skip
+
+
+def variants_row(shape: tuple[int, int, int], base: dict[str, int], name: str,
+                 values: tuple[int, ...]) -> dict[str, Any]:  # fmt: skip
+    """A simt config with tunable `name` at each of `values` (their workspaces allocated once,
+    outside the timing, as a plan keeps one) and cuBLAS, CUDA-event medians on the same
+    operands, all timed twice in turn (the lesser median kept) so that clocks drift alike."""
     from tunedgemm import cuda, gpu_backend, launch, reference
-    from tunedgemm.families import FAMILIES, simt
     from tunedgemm.params import KernelConfig
     from tunedgemm.timing import gpu_median_ms
     from tunedgemm.tuning import problems
 
     m, n, k = shape
     problem = problems.make(m, n, k, "float32", padded=True)
-    base = FAMILIES["simt"].default_config("float32").as_dict()
-    row: dict[str, Any] = {"m": m, "n": n, "k": k}
-    for stream_k in (0, *simt.STREAM_K_ON):
-        config = KernelConfig.make("simt", {**base, "STREAM_K": stream_k})
+    row: dict[str, Any] = {"m": m, "n": n, "k": k, "config": base}
+    runs: list[tuple[int, Callable[[], Any]]] = []
+    held = []  # the workspaces, alive until the timing is done
+    for value in values:
+        config = KernelConfig.make("simt", {**base, name: value})
         nbytes = launch.workspace_bytes(config, problem.dtype, problem.form)
-        workspace = cuda.allocate(nbytes) if nbytes else None
-        ms = gpu_median_ms(lambda c=config, w=int(workspace or 0): gpu_backend.run(
-            problem.form, problem.dtype, 1.0, 0.0, c, workspace=w), warmup=3, reps=15)  # fmt: skip
-        row[f"stream_k{stream_k}_ms"] = ms
-        row[f"stream_k{stream_k}_workspace_bytes"] = nbytes
+        held.append(cuda.allocate(nbytes) if nbytes else None)
+        runs.append((value, functools.partial(
+            gpu_backend.run, problem.form, problem.dtype, 1.0, 0.0, config,
+            workspace=int(held[-1] or 0))))  # fmt: skip
+        row[f"{name.lower()}{value}_workspace_bytes"] = nbytes
+    for _ in range(2):
+        for value, work in runs:
+            ms = gpu_median_ms(work, warmup=3, reps=15)
+            key = f"{name.lower()}{value}_ms"
+            row[key] = min(ms, row.get(key, math.inf))
     row["cublas_ms"] = math.nan
     if reference.status()[0]:
         row["cublas_ms"] = gpu_median_ms(
@@ -113,31 +132,46 @@ def stream_k_row(shape: tuple[int, int, int]) -> dict[str, Any]:
     return row
 
 
-def stream_k_main(out: Path) -> None:
+def table_simt_config(shape: tuple[int, int, int]) -> dict[str, int]:
+    """The simt config the table picks for own kernels at this float32 NN shape, else the
+    family default (where the table picks another family)."""
+    from tunedgemm import selection
+    from tunedgemm.families import FAMILIES
+
+    os.environ["TUNEDGEMM_CUBLAS"] = "0"
+    selection.forget()
+    chosen = selection.choose("float32", *shape, warn=False).config
+    if not isinstance(chosen, str) and chosen.family == "simt":
+        return dict(chosen.as_dict())
+    return dict(FAMILIES["simt"].default_config("float32").as_dict())
+
+
+def variants_main(out: Path, name: str, values: tuple[int, ...], shapes: list[Any],
+                  base: Any, filename: str) -> None:  # fmt: skip
+    """Print and write (out/filename) variants_row for each shape; base(shape): the config."""
     from tunedgemm import cuda, reference
-    from tunedgemm.families import simt
 
     device = cuda.device().name()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# {device}, {cuda.sm_count()} SMs, {stamp}, {reference.status()[1]}")
     print("# ms (CUDA-event medians); ratio = cuBLAS ms / ours")
-    names = [f"SK={v}" for v in (0, *simt.STREAM_K_ON)]
-    print(f"{'m x n x k':>18} " + " ".join(f"{x:>9} {'ratio':>6}" for x in names) +
+    names = [f"{name}={v}" for v in values]
+    print(f"{'m x n x k':>18} " + " ".join(f"{x:>11} {'ratio':>6}" for x in names) +
           f" {'cuBLAS':>9}")  # fmt: skip
     rows = []
-    for shape in WAVE_SHAPES:
-        row = stream_k_row(shape)
+    for shape in shapes:
+        row = variants_row(shape, base(shape), name, values)
         rows.append(row)
-        cells = [(row[f"stream_k{v}_ms"], row["cublas_ms"] / row[f"stream_k{v}_ms"])
-                 for v in (0, *simt.STREAM_K_ON)]  # fmt: skip
+        cells = [(row[f"{name.lower()}{v}_ms"], row["cublas_ms"] / row[f"{name.lower()}{v}_ms"])
+                 for v in values]  # fmt: skip
         print(f"{'x'.join(map(str, shape)):>18} " +
-              " ".join(f"{ms:9.4f} {r:6.2f}" for ms, r in cells) +
+              " ".join(f"{ms:11.4f} {r:6.2f}" for ms, r in cells) +
               f" {row['cublas_ms']:9.4f}", flush=True)  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     record = {"device": device, "sms": cuda.sm_count(), "date": stamp,
               "reference": reference.status()[1],
               "command": " ".join(["python", *sys.argv]), "rows": rows}  # fmt: skip
-    (out / "bench_stream_k.json").write_text(json.dumps(record, indent=1))
+    (out / filename).write_text(json.dumps(record, indent=1))
 
 
 def geometric_mean(values: list[float]) -> float:
@@ -152,6 +186,8 @@ def main() -> int:
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--stream-k", action="store_true",
                         help="simt STREAM_K 0/1/2 vs cuBLAS on wave-quantised shapes")  # fmt: skip
+    parser.add_argument("--advance", action="store_true",
+                        help="the table's simt config with ADVANCE 0/1 vs cuBLAS")  # fmt: skip
     args = parser.parse_args()
 
     from tunedgemm import cuda, reference
@@ -160,8 +196,16 @@ def main() -> int:
     if not ok:
         print(f"bench_kernels: needs a GPU ({why})")
         return 1
-    if args.stream_k:
-        stream_k_main(Path(args.out))
+    if args.stream_k or args.advance:
+        from tunedgemm.families import FAMILIES, simt
+
+        if args.stream_k:
+            default = FAMILIES["simt"].default_config("float32").as_dict()
+            variants_main(Path(args.out), "STREAM_K", (0, *simt.STREAM_K_ON), WAVE_SHAPES,
+                          lambda shape: default, "bench_stream_k.json")  # fmt: skip
+        else:
+            variants_main(Path(args.out), "ADVANCE", (0, *simt.ADVANCE_ON), ADVANCE_SHAPES,
+                          table_simt_config, "bench_advance.json")  # fmt: skip
         return 0
     shapes = {"all": SQUARES + IRREGULAR, "squares": SQUARES, "irregular": IRREGULAR}
     device = cuda.device().name()

@@ -8,6 +8,7 @@
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
+# advance (simt ADVANCE's GPU test and bench_kernels --advance),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -146,6 +147,15 @@ for step in $steps; do
         timeout 200 python3 benchmarks/bench_kernels.py --stream-k --out "$OUT" \
             > "$OUT/bench_stream_k.txt" 2>&1
         echo "bench_kernels --stream-k: exit $?"; tail -20 "$OUT/bench_stream_k.txt" ;;
+    advance)  # simt ADVANCE (issue 15, item 3; written 2026-11-26 without a GPU): its GPU
+        # test (results against float64, bit-equal to ADVANCE=0), then its speed against
+        # ADVANCE=0 and cuBLAS on the table's own-kernel configs
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
+            tests/gpu/test_simt_advance_gpu.py > "$OUT/gpu-advance.txt" 2>&1
+        echo "ADVANCE tests: exit $?"; tail -4 "$OUT/gpu-advance.txt"
+        timeout 200 python3 benchmarks/bench_kernels.py --advance --out "$OUT" \
+            > "$OUT/bench_advance.txt" 2>&1
+        echo "bench_kernels --advance: exit $?"; tail -10 "$OUT/bench_advance.txt" ;;
     dask)
         timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
             > "$OUT/bench_multigpu.txt" 2>&1

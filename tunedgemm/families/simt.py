@@ -35,9 +35,9 @@ STREAM_K_ON = (1, 2)
 # ADVANCE=1 (kernels/sgemm_simt.cu): the k-tile copies walk cursors set up once per block
 # instead of recomputing every address and edge test per k-tile. In the 4096^3 NN config's
 # main loop that is 171 of the 265 non-FFMA instructions per k-tile, which caps FFMA issue
-# at 88.5% (docs: helper-notes simt-sass-study). Compiled and launchable when a config names
-# it; not yet in the search space until the H100 says it is faster (then its value joins the
-# tunable, and the table is regenerated).
+# at 88.5% (docs/tuning.md, "The SIMT main loop in SASS"). Compiled and launchable when a
+# config names it; not in the search space until the H100 says it is faster (then its value
+# joins the tunable, and the table is regenerated).
 ADVANCE_ON = (1,)
 
 
