@@ -301,7 +301,9 @@ struct KMajor {
 
 #if ADVANCE
     // ADVANCE=1: load_regs from a cursor set up once per block and moved one k-tile on by
-    // each load (XMajor::Cursor says why).
+    // each load (XMajor::Cursor says why). Its edge loads repeat the ones above on purpose:
+    // with ADVANCE=0 the kernel's text, and so the shipped table's measurements, stay as
+    // they were (a shared helper would change both).
     struct Cursor {
         const float* g;        // vector 0 of this thread in the next k-tile
         long long rstep;       // floats from x-row r * XSTEP to (r + 1) * XSTEP
