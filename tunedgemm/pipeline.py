@@ -96,8 +96,9 @@ STREAM_STORES = True
 # A tile whose A panel goes up in this call, after its B panel is on the device, is
 # multiplied segment by segment of that panel (row blocks of the tile, as staging buffers
 # land) instead of after the whole panel: the first products of a call, and those after a
-# row switch, start on the first segment. Written 2026-11-26 without a GPU (the start and
-# the row switch cost two H200s 23 + 5 of 117 ms at 16384^2 float32): off until measured.
+# row switch, start on the first segment (on one GPU, B goes up first for that). Written
+# 2026-11-26 without a GPU (the start and the row switch cost two H200s 23 + 5 of 117 ms at
+# 16384^2 float32; one GPU's first product started at 30-35 ms): off until measured.
 EARLY_PRODUCTS = False
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
@@ -547,13 +548,15 @@ class _Run:
         """The A and B blocks of one product on the device: A first, unless this GPU has just
         claimed the B panel in the exchange (no GPU holds it or is uploading it), or the
         panel goes up in parts: then B first, for the other GPUs wait for it, while they
-        stage their own A panels. B first too where it is held and `early` is given: then
-        early(a_block, b_block, lo, hi, event) as each segment of an A upload is queued."""
+        stage their own A panels. B first too where `early` is given and B is held, or comes
+        from the host with no other GPU to wait for: then early(a_block, b_block, lo, hi,
+        event) as each segment of an A upload is queued."""
         exchange, ordinal = self.exchange or (None, 0)
         held = self.ring_b.find(b_key)
         claimed = exchange is not None and held is None and (
             exchange.parts_of(b_key) > 1 or exchange.claim(b_key, ordinal))
-        if claimed or (early is not None and held is not None and held.matrix is not None):
+        b_ready = exchange is None or (held is not None and held.matrix is not None)
+        if claimed or (early is not None and b_ready):
             b_mat = self._operand(self.ring_b, b_key, b_src)
             hook: Segment | None = None
             if early is not None:

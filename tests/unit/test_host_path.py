@@ -570,17 +570,41 @@ def test_early_products_multiply_a_new_a_panel_segment_by_segment(monkeypatch):
     assert log.index(("wait", "segment 1")) > log.index(launches[0])  # launched as they land
 
 
-@pytest.mark.parametrize("change", ["off", "one segment", "unaligned rows", "b not held"])
+def test_early_products_on_one_gpu_upload_b_first(monkeypatch):
+    """With no other GPU to wait for, B goes up before the A panel, whose segments are then
+    multiplied as they land."""
+    monkeypatch.setattr(pipeline, "EARLY_PRODUCTS", True)
+    log: list = []
+    run = early_run(600, 300, 100, 256 * 400, log)
+    uploads: list[str] = []
+    upload = run._upload
+
+    def logged(src, ring, *args, **kwargs):
+        uploads.append("B" if ring is run.ring_b else "A")
+        return upload(src, ring, *args, **kwargs)
+
+    run._upload = logged  # type: ignore[method-assign]
+    run.tile(0, 0)
+    assert uploads == ["B", "A"]
+    assert [(e[1], e[2]) for e in log if e[0] == "launch"] == [(256, 300), (256, 300), (88, 300)]
+
+
+@pytest.mark.parametrize("change", ["off", "one segment", "unaligned rows", "b from a peer"])
 def test_early_products_only_where_they_apply(monkeypatch, change):
     monkeypatch.setattr(pipeline, "EARLY_PRODUCTS", change != "off")
     log: list = []
     m, n, k = 600, 300, 100
     rows = {"one segment": 600, "unaligned rows": 255}.get(change, 256)
     run = early_run(m, n, k, rows * 400, log)
-    if change != "b not held":
+    if change == "b from a peer":  # another GPU uploads it: A first, while that goes up
+        exchange = types.SimpleNamespace(parts_of=lambda key: 1, claim=lambda key, gpu: False)
+        run.exchange = (exchange, 1)  # type: ignore[assignment]
+        run._shared_panel = lambda key, view, slot: run._device_block(  # type: ignore[method-assign]
+            run.ring_b, slot, view.shape, "F")
+    else:
         b_slot = run.ring_b.next()
         b_slot.matrix, b_slot.key = run._device_block(run.ring_b, b_slot, (k, n), "F"), (0, 0)
-    assert run._segments_of_a(m) == ([] if change != "b not held" else [256, 256, 88])
+    assert run._segments_of_a(m) == ([] if change != "b from a peer" else [256, 256, 88])
     run.tile(0, 0)
     assert [(e[1], e[2]) for e in log if e[0] == "launch"] == [(600, 300)]  # the whole tile
 
