@@ -740,10 +740,12 @@ class _Run:
         s = self.dtype.itemsize
         if not EARLY_PRODUCTS or p.tk < p.k or _order_of(problem.a) != "C":
             return []
-        step = max(1, self.stage_in.nbytes // (padded(p.k, s) * s))  # (A block: rows of k)
-        if rows <= step or (_order_of(problem.out) == "F" and step * s % _ALIGN_BYTES):
+        # (the A block's lines: rows of k, padded)
+        segments = _ranges_within(rows, padded(p.k, s) * s, self.stage_in.nbytes)
+        row_bytes = s if _order_of(problem.out) == "F" else 0  # (C-ordered rows: padded)
+        if len(segments) < 2 or any(lo * row_bytes % _ALIGN_BYTES for lo, _ in segments):
             return []
-        return [min(step, rows - lo) for lo in range(0, rows, step)]
+        return [hi - lo for lo, hi in segments]
 
     def _download(self, c_mat: DeviceMatrix, tile: np.ndarray, c_slot: _Slot) -> None:
         from . import pinned
@@ -817,7 +819,12 @@ def _outer(block: np.ndarray, order: str) -> int:
 def _segments(block: np.ndarray, order: str, line: int, most: int) -> list[tuple[int, int]]:
     """Ranges of block's outer dimension (columns for order 'F', rows for 'C') of at most
     `most` bytes each, at `line` bytes per unit (at least one unit each)."""
-    extent = _outer(block, order)
+    return _ranges_within(_outer(block, order), line, most)
+
+
+def _ranges_within(extent: int, line: int, most: int) -> list[tuple[int, int]]:
+    """Ranges of 0:extent of at most `most` bytes each, at `line` bytes per unit (at least
+    one unit each): how a block goes through the staging buffers (_segments)."""
     step = max(1, most // line)
     return [(lo, min(lo + step, extent)) for lo in range(0, max(extent, 1), step)]
 
