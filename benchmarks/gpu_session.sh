@@ -8,7 +8,7 @@
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
-# advance (simt ADVANCE's GPU test and bench_kernels --advance),
+# advance (simt ADVANCE's GPU test and bench_kernels --advance), register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -118,7 +118,7 @@ for step in $steps; do
             done
         done ;;
     multigpu-ab)  # pipeline settings compared (MULTIGPU_AB: BENCH_PIPELINE values; default
-        # EARLY_PRODUCTS off and on; written 2026-11-26 without a GPU): the GPU tests of
+        # EARLY_PRODUCTS off and on): the GPU tests of
         # the multi-GPU host path (MULTIGPU_AB_TESTS=0: none), then for each setting the profile at 16384^2 and host
         # float32 at 16384^2 on 1 and 2 GPUs (MULTIGPU_AB_SIZES: other sizes)
         if [ "${MULTIGPU_AB_TESTS:-1}" = 1 ]; then
@@ -156,6 +156,9 @@ for step in $steps; do
         timeout 200 python3 benchmarks/bench_kernels.py --advance --out "$OUT" \
             > "$OUT/bench_advance.txt" 2>&1
         echo "bench_kernels --advance: exit $?"; tail -10 "$OUT/bench_advance.txt" ;;
+    register)  # page-locking host operands in place against staging them (probe_register.py)
+        timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
+        echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;
     dask)
         timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
             > "$OUT/bench_multigpu.txt" 2>&1

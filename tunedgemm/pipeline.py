@@ -96,10 +96,11 @@ STREAM_STORES = True
 # A tile whose A panel goes up in this call, after its B panel is on the device, is
 # multiplied segment by segment of that panel (row blocks of the tile, as staging buffers
 # land) instead of after the whole panel: the first products of a call, and those after a
-# row switch, start on the first segment (on one GPU, B goes up first for that). Written
-# 2026-11-26 without a GPU (the start and the row switch cost two H200s 23 + 5 of 117 ms at
-# 16384^2 float32; one GPU's first product started at 30-35 ms): off until measured.
-EARLY_PRODUCTS = False
+# row switch, start on the first segment (on one GPU, B goes up first for that). Two H100s
+# (2026-11-26 05:42 UTC, multigpu-ab, float32, medians of 3): 16384^2 on two GPUs 124.4 ms
+# without, 116.2 with (first products at 30-31 and 23-24 ms), one GPU 206.4 and 199.1;
+# 32768^2 796.8 and 751.6 on two, 1503.2 and 1427.1 on one.
+EARLY_PRODUCTS = True
 # Pinned staging buffers hold at most this much (or one line of a block): a block larger than
 # that goes up, or comes down, in several segments through the ring. Buffers the size of
 # whole panels (3 GiB at 16384^2 float64) outgrew the pinned pool, which then re-pinned
