@@ -174,7 +174,9 @@ def main() -> int:
     for spans, threads in ((whole, 1), (split, 1), (split, 4), (split, 16)):
         label = "whole" if spans is whole else f"{len(spans)} pieces"
         note(f"lock, {label}, {threads} thread(s)", locker.timed("lock", spans, threads))
-        if threads == 16:  # the uploads from locked memory, before unlocking
+        # The uploads from locked memory, before unlocking: within one locked range (a copy
+        # across two ranges locked apart failed, "invalid argument", two H100s 2026-11-26).
+        if spans is whole:
             for count in range(1, len(contexts) + 1):
                 note(f"upload locked, contiguous, {count} GPU(s)",
                      uploads(drv, contexts[:count], arr, column_panel=False))  # fmt: skip

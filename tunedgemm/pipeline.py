@@ -62,9 +62,10 @@ PANELS_PER_GPU = 2
 MULTI_GPU_EDGE = 5632
 # Several GPUs only for products of at least this edge cubed (m n k), per itemsize: below,
 # the process's own GPU alone. 8192^2 float32 ran 0.74-0.99x one GPU on two GPUs (two
-# H100s 2026-11-25, two H200s 2026-11-26), 16384^2 1.37-1.72x; float64 8192^2 1.06x (two
-# H100s). Between 8192 and 16384 float32 is unmeasured: 10240 is a guess in between.
-SPREAD_FROM = {4: 10240, 8: 8192}
+# H100s 2026-11-25, two H200s 2026-11-26), 16384^2 1.37-1.82x; float64 8192^2 1.06x and
+# 0.89x (two H100s, 2026-11-25 and 2026-11-26 06:05 UTC), 16384^2 1.23x. Between 8192 and
+# 16384 neither is measured: 10240 is a guess in between.
+SPREAD_FROM = {4: 10240, 8: 10240}
 # Several GPUs: a worker takes its next tile only when its GPU has at most this many tiles'
 # products unfinished. Taking tiles as fast as it could queue them, the worker whose host
 # work ran faster took more: on two H200s (2026-11-26) one GPU computed 9 tiles of 16384^2
