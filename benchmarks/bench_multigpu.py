@@ -8,7 +8,8 @@ Usage: python benchmarks/bench_multigpu.py [--gpus N] [--quick] [--repeats 3] [-
    (--quick: 4096^2 and 8192^2), in one subprocess per GPU count k = 1..N, run with
    TUNEDGEMM_DEVICES=0..k-1. Wall-clock medians (a host call is complete when it returns).
    Peer, in the k = 1 process: CuPy's plain path on one GPU,
-   cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)).
+   cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)). After the timed calls, one more result
+   is checked against a float64 reference on 256 random rows and columns.
 2. Dask: 32768^2 float32 in chunks of 8192 (--quick: 16384^2 in chunks of 4096), CuPy blocks
    made on the workers, on a cluster of k = 1..N GPU workers (one process per GPU,
    tunedgemm.dask.local_gpu_cluster): tunedgemm.dask.matmul(x, y), in IEEE arithmetic and
@@ -54,7 +55,8 @@ def plan(args: argparse.Namespace, gpus: int) -> list[str]:
     for k in range(1, gpus + 1):
         peer = " and CuPy's plain path" if k == 1 else ""
         steps.append(f"host: TUNEDGEMM_DEVICES={','.join(map(str, range(k)))}: {routines}"
-                     f"{peer} at {', '.join(f'{s}^2' for s in sizes)}; median of {args.repeats}")
+                     f"{peer} at {', '.join(f'{s}^2' for s in sizes)}; median of {args.repeats}, "
+                     "checked on sampled rows and columns")
     for k in range(1, gpus + 1):
         steps.append(f"dask: {k} GPU worker(s): tunedgemm.dask.matmul (transfer auto and "
                      f"comm) vs x @ y, {n}^2 float32 in chunks of {chunk}; median of "
@@ -114,6 +116,9 @@ def host_row(n: int, dtype: str, repeats: int, peer: bool) -> dict[str, Any]:
     routine = tunedgemm.sgemm if dtype == "float32" else tunedgemm.dgemm
     row: dict[str, Any] = {"dtype": dtype, "n": n}
     row["tunedgemm_ms"] = wall_median_ms(lambda: routine(1.0, a, b), reps=repeats)
+    # One more call, untimed, to check: keeping a timed call's result alive would change how
+    # the next one allocates its result.
+    row["check"] = sampled_check(routine(1.0, a, b), a, b)
     if peer:
         import cupy
 
@@ -121,6 +126,22 @@ def host_row(n: int, dtype: str, repeats: int, peer: bool) -> dict[str, Any]:
         row["cupy_ms"] = wall_median_ms(plain, reps=repeats)
         cupy.get_default_memory_pool().free_all_blocks()
     return row
+
+
+def sampled_check(result: np.ndarray, a: np.ndarray, b: np.ndarray, lines: int = 256,
+                  seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """A host product a @ b checked on `lines` random rows and columns of its result against
+    a float64 reference (tunedgemm.checks): only those rows of a and columns of b are
+    multiplied, so it serves products too large for a float64 reference whole."""
+    from tunedgemm import checks
+
+    rng = np.random.default_rng(seed)
+    rows, cols = (np.sort(rng.choice(extent, min(lines, extent), replace=False))
+                  for extent in result.shape)  # fmt: skip
+    exact, scale = checks.float64_reference(1.0, a[rows], b[:, cols], 0.0, None)
+    error = checks.scaled_error(result[np.ix_(rows, cols)], exact, scale)
+    tolerance = checks.tolerance(a.shape[1], result.dtype)
+    return {"passed": bool(error <= tolerance), "error": error, "tolerance": float(tolerance)}
 
 
 def host_table_row(row: dict[str, Any], k: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -136,8 +157,15 @@ def host_table_row(row: dict[str, Any], k: int, rows: list[dict[str, Any]]) -> d
     print(f"{row['dtype']:8} {n:6d} {k:4d} {row.get('panels_per_gpu', 0):6d} "
           f"{row['tunedgemm_ms']:10.1f} "
           f"{2 * n**3 / row['tunedgemm_ms'] / 1e9:8.1f} {row['speedup_vs_1']:8.2f} "
-          f"{cupy_ms:9.1f} {row['tunedgemm_ms'] / cupy_ms:9.2f}", flush=True)  # fmt: skip
+          f"{cupy_ms:9.1f} {row['tunedgemm_ms'] / cupy_ms:9.2f} "
+          f"{check_text(row.get('check'))}", flush=True)  # fmt: skip
     return row
+
+
+def check_text(check: dict[str, Any] | None) -> str:
+    if check is None:
+        return "-"
+    return f"{'ok' if check['passed'] else 'WRONG'} ({check['error']:.1e})"
 
 
 def host_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
@@ -145,7 +173,7 @@ def host_products(args: argparse.Namespace, gpus: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     print(f"\n{'dtype':8} {'n':>6} {'GPUs':>4} {'panels':>6} {'ms':>10} {'TFLOP/s':>8} "
           f"{'x 1 GPU':>8} "
-          f"{'CuPy ms':>9} {'ours/CuPy':>9}")  # fmt: skip
+          f"{'CuPy ms':>9} {'ours/CuPy':>9} check")  # fmt: skip
     # One GPU once; on several, a child per PANELS_PER_GPU asked for (--panels-per-gpu).
     runs = [(k, panels) for k in range(1, gpus + 1)
             for panels in ([None] if k == 1 else args.panels_per_gpu or [None])]  # fmt: skip
@@ -409,6 +437,8 @@ def main() -> int:
     plot_multigpu(data, out)
     print(f"wrote {out / 'bench_multigpu.json'} and {out / 'multigpu.png'}")
     wrong = [r for r in data.get("dask", []) if not all(c["passed"] for c in r["check"].values())]
+    wrong += [r for r in data.get("host_to_host", [])
+              if not r.get("check", {}).get("passed", True)]  # fmt: skip
     return 1 if wrong else 0
 
 
