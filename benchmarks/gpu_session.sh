@@ -118,8 +118,8 @@ for step in $steps; do
             done
         done ;;
     multigpu-ab)  # pipeline settings compared (MULTIGPU_AB: BENCH_PIPELINE values; default
-        # EARLY_PRODUCTS off and on): the GPU tests of
-        # the multi-GPU host path (MULTIGPU_AB_TESTS=0: none), then for each setting the profile at 16384^2 and host
+        # EARLY_PRODUCTS off and on): the GPU tests of the multi-GPU host path
+        # (MULTIGPU_AB_TESTS=0: none), then for each setting the profile at 16384^2 and host
         # float32 at 16384^2 on 1 and 2 GPUs (MULTIGPU_AB_SIZES: other sizes)
         if [ "${MULTIGPU_AB_TESTS:-1}" = 1 ]; then
             timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_multigpu.py \
