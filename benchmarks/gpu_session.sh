@@ -8,6 +8,7 @@
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
+# newresult-torch (the same on torch tensors, float64),
 # advance (simt ADVANCE's GPU test and bench_kernels --advance), register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
@@ -87,6 +88,13 @@ for step in $steps; do
             echo "profile_new_result $dtype $n: exit $?"
             grep -v "^ \|List reduced\|cProfile" "$OUT/profile_new_result-$dtype-$n.txt"
         done; done ;;
+    newresult-torch)  # the same on torch tensors, float64 (issue 13's short rows)
+        for n in 512 256; do
+            timeout 90 python3 benchmarks/profile_new_result.py --lib torch --size $n \
+                --dtype float64 > "$OUT/profile_new_result-torch-float64-$n.txt" 2>&1
+            echo "profile_new_result torch float64 $n: exit $?"
+            grep -v "^ \|List reduced\|cProfile" "$OUT/profile_new_result-torch-float64-$n.txt"
+        done ;;
     multigpu)  # issue 20: every GPU this machine has
         (cd /tmp && nvidia-smi topo -m > "$OUT/topology.txt" 2>&1; python3 -m tunedgemm info > "$OUT/info.txt" 2>&1)
         TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${MULTIGPU_TESTS_LIMIT:-120} python3 -m pytest -q -m gpu \

@@ -1,6 +1,11 @@
 """Why a new device result costs more than writing into c (a development aid, issue 13).
 
-Usage: python benchmarks/profile_new_result.py [--size N]
+Usage: python benchmarks/profile_new_result.py [--size N] [--dtype float64] [--lib torch]
+
+With --lib torch (issue 13's short rows: dgemm with a new torch result ran 0.85-0.91x cuBLAS
+into c at 256^3-512^3 where into c ran 1.05-1.19x): on torch tensors, the new result, into c,
+a new result kept, torch.empty_strided alone and torch's own `a @ b` and matmul(out=), host
+and event microseconds per call as below, what each plan runs, and cProfile of the new result.
 
 On CuPy operands of N^3 (default 512, float32; --dtype float64 for dgemm), with a new result, into a
 preallocated c, a new result kept alive (no frees in the loop) and CuPy's own allocation
@@ -29,7 +34,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=512)
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--lib", choices=("cupy", "torch"), default="cupy")
     args = parser.parse_args()
+    if args.lib == "torch":
+        return _torch(args.size, np.dtype(args.dtype))
     import cupy
 
     import tunedgemm as tg
@@ -50,25 +58,9 @@ def main() -> int:
         "cupy matmul out=c": lambda: cupy.matmul(a, b, out=c_rows),
     }
     c_rows = cupy.empty((n, n), dtype)
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    for name, work in forms.items():
-        for _ in range(10):
-            work()
-        cupy.cuda.Device().synchronize()
-        kept.clear()
-        rows = []
-        for _ in range(5):
-            start.record()
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                work()
-            host = (time.perf_counter() - t0) / calls * 1e6
-            stop.record()
-            stop.synchronize()
-            rows.append((host, cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls))
-            kept.clear()
-        host, device = (float(np.median([r[i] for r in rows])) for i in (0, 1))
-        print(f"{n} {name:20s} host {host:6.1f} us   events {device:6.1f} us", flush=True)
+    events = cupy.cuda.Event(), cupy.cuda.Event()
+    _time_forms(n, forms, kept, calls, events, cupy.cuda.get_elapsed_time,
+                cupy.cuda.Device().synchronize)  # fmt: skip
     print("new:", tg.plan(a, b).explain())
     print("into:", tg.plan(a, b, c).explain())
     from tunedgemm import autotune
@@ -86,6 +78,64 @@ def main() -> int:
     for name in ("new result", "into c", "new result kept", "cupy a @ b"):
         print(f"{n} {name:20s} {_waits_for_device(cupy, spin, forms[name])}", flush=True)
         kept.clear()
+    for name in ("new result", "new result kept"):
+        _profile(name, forms[name], calls)
+        kept.clear()
+    return 0
+
+
+def _time_forms(n: int, forms: dict, kept: list, calls: int, events: tuple, elapsed_ms,
+                synchronize) -> None:  # fmt: skip
+    """Each form's host and device (CUDA-event) microseconds per call: medians of 5 loops of
+    `calls` calls, after 10 warm-up calls; `kept` (results a form keeps) emptied between."""
+    start, stop = events
+    for name, work in forms.items():
+        for _ in range(10):
+            work()
+        synchronize()
+        kept.clear()
+        rows = []
+        for _ in range(5):
+            start.record()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                work()
+            host = (time.perf_counter() - t0) / calls * 1e6
+            stop.record()
+            stop.synchronize()
+            rows.append((host, elapsed_ms(start, stop) * 1e3 / calls))
+            kept.clear()
+        host, device = (float(np.median([r[i] for r in rows])) for i in (0, 1))
+        print(f"{n} {name:20s} host {host:6.1f} us   events {device:6.1f} us", flush=True)
+
+
+def _torch(n: int, dtype: np.dtype, calls: int = 300) -> int:
+    """The torch forms (see the docstring): timed as the CuPy ones are."""
+    import torch
+
+    import tunedgemm as tg
+
+    routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+    torch_dtype = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
+    rng = np.random.default_rng(1)
+    a, b = (torch.from_numpy(rng.uniform(-1, 1, (n, n)).astype(dtype)).cuda() for _ in "ab")
+    c = torch.empty_strided((n, n), (1, n), dtype=torch_dtype[dtype], device=a.device)
+    c_rows = torch.empty((n, n), dtype=torch_dtype[dtype], device=a.device)
+    kept: list = []
+    forms = {
+        "new result": lambda: routine(1.0, a, b),
+        "into c": lambda: routine(1.0, a, b, c=c, overwrite_c=1),
+        "new result kept": lambda: kept.append(routine(1.0, a, b)),
+        "torch.empty_strided": lambda: torch.empty_strided(
+            (n, n), (1, n), dtype=torch_dtype[dtype], device=a.device),
+        "torch a @ b": lambda: a @ b,
+        "torch matmul out=c": lambda: torch.matmul(a, b, out=c_rows),
+    }  # fmt: skip
+    events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    _time_forms(n, forms, kept, calls, events, lambda start, stop: start.elapsed_time(stop),
+                torch.cuda.synchronize)  # fmt: skip
+    print("new:", tg.plan(a, b).explain())
+    print("into:", tg.plan(a, b, c).explain())
     for name in ("new result", "new result kept"):
         _profile(name, forms[name], calls)
         kept.clear()
