@@ -14,6 +14,11 @@ shapes whose tiles fill the SMs badly) and cuBLAS, into bench_stream_k.json.
 times the simt config the table picks for own kernels (TUNEDGEMM_CUBLAS=0; the family default
 where it picks another family) with ADVANCE = 0 and 1 (issue 15, item 3: the k-tile copies'
 addressing), on squares and odd shapes, into bench_advance.json.
+
+    python benchmarks/bench_kernels.py --roll [--out DIR]
+
+times the same configs unrolled (ADVANCE 0 and 1) and with the BK loop rolled (ADVANCE=1,
+ROLL_K in simt.ROLL_K_ON: a main loop that fits the instruction cache), into bench_roll.json.
 """
 
 from __future__ import annotations
@@ -97,12 +102,27 @@ ADVANCE_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (3000, 3000, 3000),
                   (1024, 1024, 1024), (777, 3333, 1555)]  # fmt: skip
 
 
-def variants_row(shape: tuple[int, int, int], base: dict[str, int], name: str,
-                 values: tuple[int, ...]) -> dict[str, Any]:  # fmt: skip
-    """A simt config with tunable `name` at each of `values` (their workspaces allocated once,
-    outside the timing, as a plan keeps one) and cuBLAS, CUDA-event medians on the same
-    operands, all timed twice in turn (the lesser median kept) so that clocks drift alike."""
+def one_tunable(name: str, values: tuple[int, ...]) -> dict[str, dict[str, int]]:
+    """Variants setting one tunable, labelled as the rows record them ("advance1")."""
+    return {f"{name.lower()}{v}": {name: v} for v in values}
+
+
+def roll_variants() -> dict[str, dict[str, int]]:
+    """ADVANCE 0 and 1 unrolled (the measured pair), then ADVANCE=1 with each ROLL_K_ON."""
+    from tunedgemm.families import simt
+
+    pairs = [(0, 0), (1, 0), *((1, r) for r in simt.ROLL_K_ON)]
+    return {f"advance{a}_roll_k{r}": {"ADVANCE": a, "ROLL_K": r} for a, r in pairs}
+
+
+def variants_row(shape: tuple[int, int, int], base: dict[str, int],
+                 variants: dict[str, dict[str, int]]) -> dict[str, Any]:  # fmt: skip
+    """A simt config with each variant's changes (their workspaces allocated once, outside
+    the timing, as a plan keeps one) and cuBLAS, CUDA-event medians on the same operands, all
+    timed twice in turn (the lesser median kept) so that clocks drift alike. A variant the
+    family's constraints rule out for this config is not run (NaN, its reasons recorded)."""
     from tunedgemm import cuda, gpu_backend, launch, reference
+    from tunedgemm.families import FAMILIES
     from tunedgemm.params import KernelConfig
     from tunedgemm.timing import gpu_median_ms
     from tunedgemm.tuning import problems
@@ -110,25 +130,30 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int], name: str,
     m, n, k = shape
     problem = problems.make(m, n, k, "float32", padded=True)
     row: dict[str, Any] = {"m": m, "n": n, "k": k, "config": base}
-    runs: list[tuple[int, Callable[[], Any]]] = []
+    runs: list[tuple[str, Callable[[], Any]]] = []
     held = []  # the workspaces, alive until the timing is done
-    for value in values:
-        config = KernelConfig.make("simt", {**base, name: value})
+    for label, changes in variants.items():
+        config = KernelConfig.make("simt", {**base, **changes})
+        row[f"{label}_ms"] = math.nan
+        ruled_out = FAMILIES["simt"].violations(config, "float32")
+        if ruled_out:
+            row[f"{label}_ruled_out"] = ruled_out
+            continue
         nbytes = launch.workspace_bytes(config, problem.dtype, problem.form)
         held.append(cuda.allocate(nbytes) if nbytes else None)
-        runs.append((value, functools.partial(
+        runs.append((label, functools.partial(
             gpu_backend.run, problem.form, problem.dtype, 1.0, 0.0, config,
             workspace=int(held[-1] or 0))))  # fmt: skip
-        row[f"{name.lower()}{value}_workspace_bytes"] = nbytes
+        row[f"{label}_workspace_bytes"] = nbytes
+    for label, _ in runs:
+        row[f"{label}_ms"] = math.inf
     for _ in range(2):
-        for value, work in runs:
-            ms = gpu_median_ms(work, warmup=3, reps=15)
-            key = f"{name.lower()}{value}_ms"
-            row[key] = min(ms, row.get(key, math.inf))
+        for label, work in runs:
+            row[f"{label}_ms"] = min(gpu_median_ms(work, warmup=3, reps=15), row[f"{label}_ms"])
     row["cublas_ms"] = math.nan
     if reference.status()[0]:
-        row["cublas_ms"] = gpu_median_ms(
-            lambda: reference.gemm(problem.form, problem.dtype, 1.0, 0.0), warmup=3, reps=15)
+        row["cublas_ms"] = gpu_median_ms(lambda: reference.gemm(
+            problem.form, problem.dtype, 1.0, 0.0), warmup=3, reps=15)  # fmt: skip
     return row
 
 
@@ -146,7 +171,7 @@ def table_simt_config(shape: tuple[int, int, int]) -> dict[str, int]:
     return dict(FAMILIES["simt"].default_config("float32").as_dict())
 
 
-def variants_main(out: Path, name: str, values: tuple[int, ...], shapes: list[Any],
+def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[Any],
                   base: Any, filename: str) -> None:  # fmt: skip
     """Print and write (out/filename) variants_row for each shape; base(shape): the config."""
     from tunedgemm import cuda, reference
@@ -154,18 +179,19 @@ def variants_main(out: Path, name: str, values: tuple[int, ...], shapes: list[An
     device = cuda.device().name()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# {device}, {cuda.sm_count()} SMs, {stamp}, {reference.status()[1]}")
-    print("# ms (CUDA-event medians); ratio = cuBLAS ms / ours")
-    names = [f"{name}={v}" for v in values]
-    print(f"{'m x n x k':>18} " + " ".join(f"{x:>11} {'ratio':>6}" for x in names) +
+    print("# ms (CUDA-event medians); ratio = cuBLAS ms / ours; nan: ruled out for the config")
+    names = {label: ",".join(f"{k}={v}" for k, v in changes.items())
+             for label, changes in variants.items()}  # fmt: skip
+    width = {label: max(11, len(name)) for label, name in names.items()}
+    print(f"{'m x n x k':>18} " + " ".join(f"{names[x]:>{width[x]}} {'ratio':>6}" for x in names) +
           f" {'cuBLAS':>9}")  # fmt: skip
     rows = []
     for shape in shapes:
-        row = variants_row(shape, base(shape), name, values)
+        row = variants_row(shape, base(shape), variants)
         rows.append(row)
-        cells = [(row[f"{name.lower()}{v}_ms"], row["cublas_ms"] / row[f"{name.lower()}{v}_ms"])
-                 for v in values]  # fmt: skip
+        cells = [(x, row[f"{x}_ms"], row["cublas_ms"] / row[f"{x}_ms"]) for x in variants]
         print(f"{'x'.join(map(str, shape)):>18} " +
-              " ".join(f"{ms:11.4f} {r:6.2f}" for ms, r in cells) +
+              " ".join(f"{ms:{width[x]}.4f} {r:6.2f}" for x, ms, r in cells) +
               f" {row['cublas_ms']:9.4f}", flush=True)  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     record = {"device": device, "sms": cuda.sm_count(), "date": stamp,
@@ -188,6 +214,8 @@ def main() -> int:
                         help="simt STREAM_K 0/1/2 vs cuBLAS on wave-quantised shapes")  # fmt: skip
     parser.add_argument("--advance", action="store_true",
                         help="the table's simt config with ADVANCE 0/1 vs cuBLAS")  # fmt: skip
+    parser.add_argument("--roll", action="store_true",
+                        help="the table's simt config with ROLL_K 0/2/4 vs cuBLAS")  # fmt: skip
     args = parser.parse_args()
 
     from tunedgemm import cuda, reference
@@ -196,16 +224,19 @@ def main() -> int:
     if not ok:
         print(f"bench_kernels: needs a GPU ({why})")
         return 1
-    if args.stream_k or args.advance:
+    if args.stream_k or args.advance or args.roll:
         from tunedgemm.families import FAMILIES, simt
 
         if args.stream_k:
             default = FAMILIES["simt"].default_config("float32").as_dict()
-            variants_main(Path(args.out), "STREAM_K", (0, *simt.STREAM_K_ON), WAVE_SHAPES,
-                          lambda shape: default, "bench_stream_k.json")  # fmt: skip
+            variants_main(Path(args.out), one_tunable("STREAM_K", (0, *simt.STREAM_K_ON)),
+                          WAVE_SHAPES, lambda shape: default, "bench_stream_k.json")  # fmt: skip
+        elif args.advance:
+            variants_main(Path(args.out), one_tunable("ADVANCE", (0, *simt.ADVANCE_ON)),
+                          ADVANCE_SHAPES, table_simt_config, "bench_advance.json")  # fmt: skip
         else:
-            variants_main(Path(args.out), "ADVANCE", (0, *simt.ADVANCE_ON), ADVANCE_SHAPES,
-                          table_simt_config, "bench_advance.json")  # fmt: skip
+            variants_main(Path(args.out), roll_variants(), ADVANCE_SHAPES, table_simt_config,
+                          "bench_roll.json")  # fmt: skip
         return 0
     shapes = {"all": SQUARES + IRREGULAR, "squares": SQUARES, "irregular": IRREGULAR}
     device = cuda.device().name()

@@ -9,7 +9,8 @@
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
 # newresult-torch (the same on torch tensors, float64),
-# advance (simt ADVANCE's GPU test and bench_kernels --advance), register (probe_register),
+# advance (simt ADVANCE's GPU test and bench_kernels --advance), roll (the same for simt
+# ROLL_K: test_simt_roll_gpu.py and bench_kernels --roll), register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -164,6 +165,16 @@ for step in $steps; do
         timeout 200 python3 benchmarks/bench_kernels.py --advance --out "$OUT" \
             > "$OUT/bench_advance.txt" 2>&1
         echo "bench_kernels --advance: exit $?"; tail -10 "$OUT/bench_advance.txt" ;;
+    roll)  # simt ROLL_K (issue 15, item 3; written 2026-11-26 without a GPU): its GPU test
+        # (results against float64, bit-equal to ROLL_K=0), then its speed against the
+        # unrolled loop (ADVANCE 0 and 1) and cuBLAS on the table's own-kernel configs;
+        # about 4 minutes at most on a fresh machine
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout 140 python3 -m pytest -q -m gpu -p no:cacheprovider \
+            tests/gpu/test_simt_roll_gpu.py > "$OUT/gpu-roll.txt" 2>&1
+        echo "ROLL_K tests: exit $?"; tail -4 "$OUT/gpu-roll.txt"
+        timeout 100 python3 benchmarks/bench_kernels.py --roll --out "$OUT" \
+            > "$OUT/bench_roll.txt" 2>&1
+        echo "bench_kernels --roll: exit $?"; tail -10 "$OUT/bench_roll.txt" ;;
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;

@@ -31,7 +31,9 @@
 //    stride, m/n-edge sizes), moved one k-tile on per load, instead of recomputing every
 //    address (64-bit products of ld) and edge test per k-tile (CUTLASS's predicated tile
 //    iterators do the same); the 4-byte k-major cp.async path (KMajor::load_async) is unchanged;
-//  * register fragments double-buffered across the fully unrolled BK loop;
+//  * register fragments double-buffered across the BK loop, fully unrolled; or, with
+//    ROLL_K=R, rolled into BK/R iterations of R unrolled k-steps, so that the loop body fits
+//    the instruction cache (BK=16, TM=16, TN=8 unrolled: ~37 KB of SASS per k-tile);
 //  * group-M rasterisation of the linear block index for L2 reuse;
 //  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges); with
 //    SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles) the same stores write raw partial
@@ -78,6 +80,9 @@
 #ifndef ADVANCE
 #define ADVANCE 0      // 1: k-tile copies walk pointers set up once (0: addresses recomputed per k-tile)
 #endif
+#ifndef ROLL_K
+#define ROLL_K 0       // k-steps per iteration of a rolled BK loop, even, dividing BK (0: fully unrolled)
+#endif
 // Derived (passed by tunedgemm/families/simt.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -102,6 +107,9 @@ static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile
 static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "THREADS must match the warp layout");
 static_assert(BK % 4 == 0, "BK must be a multiple of 4");
 static_assert(STAGES >= 2, "need at least two stages");
+#if ROLL_K
+static_assert(ROLL_K % 2 == 0 && BK % ROLL_K == 0, "ROLL_K must be even and divide BK");
+#endif
 static_assert((THREADS & (THREADS - 1)) == 0 && (BM & (BM - 1)) == 0 && (BN & (BN - 1)) == 0 &&
               (BK & (BK - 1)) == 0, "THREADS, BM, BN, BK must be powers of two");
 #if ALIGNED
@@ -629,6 +637,37 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         for (int v = 0; v < TM / 4; ++v) af[0][v] = *reinterpret_cast<const float4*>(a_s + v * 4 * WTM);
 #pragma unroll
         for (int u = 0; u < TN / 4; ++u) bf[0][u] = *reinterpret_cast<const float4*>(b_s + u * 4 * WTN);
+#if ROLL_K
+        // ROLL_K=R: BK / R iterations of R unrolled k-steps, the same fmas in the same k order
+        // as the unrolled loop below. R is even, so every iteration starts on fragment buffer
+        // 0; its last k-step prefetches the next iteration's first fragments unless it ends
+        // the tile (ptxas keeps two copies of that k-step, with and without the loads, and
+        // branches between them). The fragment rows are walked by pointer: an add per
+        // iteration, where kb * LDA_S recomputed costs an IMAD and a LEA per operand.
+        const float* a_k = a_s;   // k-row kb of the tile
+        const float* b_k = b_s;
+#pragma unroll 1
+        for (int kb = 0; kb < BK; kb += ROLL_K, a_k += ROLL_K * LDA_S, b_k += ROLL_K * LDB_S) {
+#pragma unroll
+            for (int j = 0; j < ROLL_K; ++j) {
+                const int cur = j & 1;
+                if (j + 1 < ROLL_K || kb + ROLL_K < BK) {
+#pragma unroll
+                    for (int v = 0; v < TM / 4; ++v)
+                        af[cur ^ 1][v] = *reinterpret_cast<const float4*>(a_k + (j + 1) * LDA_S + v * 4 * WTM);
+#pragma unroll
+                    for (int u = 0; u < TN / 4; ++u)
+                        bf[cur ^ 1][u] = *reinterpret_cast<const float4*>(b_k + (j + 1) * LDB_S + u * 4 * WTN);
+                }
+#pragma unroll
+                for (int r = 0; r < TM; ++r) {
+                    const float a = comp(af[cur][r / 4], r % 4);
+#pragma unroll
+                    for (int c = 0; c < TN; ++c) acc[r][c] = fmaf(a, comp(bf[cur][c / 4], c % 4), acc[r][c]);
+                }
+            }
+        }
+#else
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
             const int cur = kk & 1;
@@ -647,6 +686,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                 for (int c = 0; c < TN; ++c) acc[r][c] = fmaf(a, comp(bf[cur][c / 4], c % 4), acc[r][c]);
             }
         }
+#endif
 
         // Register-staged operands: their slot was freed by this iteration's barrier and is
         // read STAGES-1 iterations from now, after at least one more barrier.

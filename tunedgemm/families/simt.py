@@ -40,6 +40,14 @@ STREAM_K_ON = (1, 2)
 # joins the tunable, and the table is regenerated).
 ADVANCE_ON = (1,)
 
+# ROLL_K=R (kernels/sgemm_simt.cu): the per-k-tile loop over BK k-steps runs BK/R rolled
+# iterations of R unrolled k-steps instead of unrolling all BK. The 4096^3 NN config's
+# unrolled loop body is ~37 KB of SASS against an instruction cache of about 12 KB per
+# scheduler, with two warps per scheduler to hide a miss; rolled, it is a few KB, for a few
+# loop-control instructions per iteration. Same fmas in the same k order (bit-equal results).
+# Out of the search space until the H100 measures it, as ADVANCE_ON.
+ROLL_K_ON = (2, 4)
+
 
 def _threads(p: Params) -> int:
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
@@ -60,6 +68,10 @@ def _reg_estimate(p: Params) -> int:
     # Calibrated against ptxas (sm_90a) so that every config allowed compiles without spills.
     staged = p["BK"] * max(p["BM"], p["BN"]) // _threads(p)
     return p["TM"] * p["TN"] + 2 * (p["TM"] + p["TN"]) + staged + 24
+
+
+def _even_divisor(r: int, bk: int) -> bool:
+    return r > 0 and r % 2 == 0 and bk % r == 0
 
 
 def _loads_whole(p: Params) -> bool:
@@ -95,6 +107,8 @@ FAMILY = KernelFamily(
         Tunable("STREAM_K", (0,), "persistent stream-K blocks per SM (0: data-parallel)", 0),
         # Recorded configs ran the per-k-tile addressing, which ADVANCE=0 compiles to unchanged.
         Tunable("ADVANCE", (0,), "k-tile copies walk cursors set up once (0: recomputed)", 0),
+        # Recorded configs ran the fully unrolled BK loop, which ROLL_K=0 compiles to unchanged.
+        Tunable("ROLL_K", (0,), "k-steps per rolled iteration of the BK loop (0: unrolled)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -134,6 +148,17 @@ FAMILY = KernelFamily(
             lambda p, s: p["ADVANCE"] == 0 or p["STREAM_K"] == 0,
         ),
         Constraint(
+            "ROLL_K is 0 or an even divisor of BK (fragments stay double-buffered)",
+            lambda p, s: p["ROLL_K"] == 0 or _even_divisor(p["ROLL_K"], p["BK"]),
+        ),
+        # ptxas (nvcc 13.0, sm_90) gives a rolled iteration of 4 or more k-steps more registers
+        # than the unrolled loop (199 -> 255 in the 4096^3 config): at a 128-register cap it
+        # spilled 128-440 bytes in 7 of the shipped configs (none with ROLL_K = 2).
+        Constraint(
+            "ROLL_K >= 4 needs more than 128 registers per thread (THREADS x MIN_BLOCKS <= 256)",
+            lambda p, s: p["ROLL_K"] <= 2 or register_cap(_threads(p), p["MIN_BLOCKS"]) > 128,
+        ),
+        Constraint(
             "registers fit __launch_bounds__(THREADS, MIN_BLOCKS) without spills",
             lambda p, s: _reg_estimate(p) <= register_cap(_threads(p), p["MIN_BLOCKS"]),
         ),
@@ -156,6 +181,7 @@ FAMILY = KernelFamily(
             "MIN_BLOCKS": 2,
             "STREAM_K": 0,
             "ADVANCE": 0,
+            "ROLL_K": 0,
         },
     },
     threads=_threads,
