@@ -28,6 +28,16 @@ steps=${*:-tests device precision host}
 # The tests import the working tree's package (editable install on a development machine):
 # build the C short route there too.
 python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || echo "build_ext failed"
+
+# A simt variant's GPU test, then bench_kernels --NAME: simt_variant NAME TEST TEST_LIMIT
+# BENCH_LIMIT (writes gpu-NAME.txt and bench_NAME.txt).
+simt_variant() {
+    TUNEDGEMM_TEST_PRECOMPILE=0 timeout "$3" python3 -m pytest -q -m gpu -p no:cacheprovider \
+        "$2" > "$OUT/gpu-$1.txt" 2>&1
+    echo "$1 tests: exit $?"; tail -4 "$OUT/gpu-$1.txt"
+    timeout "$4" python3 benchmarks/bench_kernels.py "--$1" --out "$OUT" > "$OUT/bench_$1.txt" 2>&1
+    echo "bench_kernels --$1: exit $?"; tail -10 "$OUT/bench_$1.txt"
+}
 for step in $steps; do
     case $step in
     tests)
@@ -156,25 +166,14 @@ for step in $steps; do
         timeout 200 python3 benchmarks/bench_kernels.py --stream-k --out "$OUT" \
             > "$OUT/bench_stream_k.txt" 2>&1
         echo "bench_kernels --stream-k: exit $?"; tail -20 "$OUT/bench_stream_k.txt" ;;
-    advance)  # simt ADVANCE (issue 15, item 3; written 2026-11-26 without a GPU): its GPU
-        # test (results against float64, bit-equal to ADVANCE=0), then its speed against
+    advance)  # simt ADVANCE (issue 15, item 3; measured 2026-11-26 06:05 UTC): its GPU test
+        # (results against float64, bit-equal to ADVANCE=0), then its speed against
         # ADVANCE=0 and cuBLAS on the table's own-kernel configs
-        TUNEDGEMM_TEST_PRECOMPILE=0 timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
-            tests/gpu/test_simt_advance_gpu.py > "$OUT/gpu-advance.txt" 2>&1
-        echo "ADVANCE tests: exit $?"; tail -4 "$OUT/gpu-advance.txt"
-        timeout 200 python3 benchmarks/bench_kernels.py --advance --out "$OUT" \
-            > "$OUT/bench_advance.txt" 2>&1
-        echo "bench_kernels --advance: exit $?"; tail -10 "$OUT/bench_advance.txt" ;;
-    roll)  # simt ROLL_K (issue 15, item 3; written 2026-11-26 without a GPU): its GPU test
-        # (results against float64, bit-equal to ROLL_K=0), then its speed against the
-        # unrolled loop (ADVANCE 0 and 1) and cuBLAS on the table's own-kernel configs;
-        # about 4 minutes at most on a fresh machine
-        TUNEDGEMM_TEST_PRECOMPILE=0 timeout 140 python3 -m pytest -q -m gpu -p no:cacheprovider \
-            tests/gpu/test_simt_roll_gpu.py > "$OUT/gpu-roll.txt" 2>&1
-        echo "ROLL_K tests: exit $?"; tail -4 "$OUT/gpu-roll.txt"
-        timeout 100 python3 benchmarks/bench_kernels.py --roll --out "$OUT" \
-            > "$OUT/bench_roll.txt" 2>&1
-        echo "bench_kernels --roll: exit $?"; tail -10 "$OUT/bench_roll.txt" ;;
+        simt_variant advance tests/gpu/test_simt_advance_gpu.py 200 200 ;;
+    roll)  # simt ROLL_K (issue 15, item 3; written 2026-11-26 without a GPU): the same, its
+        # speed against the unrolled loop (ADVANCE 0 and 1); about 4 minutes at most on a
+        # fresh machine
+        simt_variant roll tests/gpu/test_simt_roll_gpu.py 140 100 ;;
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;
