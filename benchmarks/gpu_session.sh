@@ -10,7 +10,8 @@
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
 # newresult-torch (the same on torch tensors, float64),
 # advance (simt ADVANCE's GPU test and bench_kernels --advance), roll (the same for simt
-# ROLL_K: test_simt_roll_gpu.py and bench_kernels --roll), register (probe_register),
+# ROLL_K: test_simt_roll_gpu.py and bench_kernels --roll), ncu (Nsight Compute on those
+# variants and cuBLAS: ncu_simt.py), register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -174,6 +175,19 @@ for step in $steps; do
         # speed against the unrolled loop (ADVANCE 0 and 1); about 4 minutes at most on a
         # fresh machine
         simt_variant roll tests/gpu/test_simt_roll_gpu.py 140 100 ;;
+    ncu)  # Nsight Compute on one launch of each simt variant and cuBLAS at NCU_SHAPE
+        # (default 4096^3): warp stall reasons, issue slots, instruction mix (issue 15, item 3)
+        PATH=$PATH:/usr/local/cuda/bin timeout ${NCU_LIMIT:-240} ncu --clock-control none \
+            --profile-from-start off --section WarpStateStats --section SchedulerStats \
+            --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
+            --section Occupancy --section MemoryWorkloadAnalysis --section SpeedOfLight \
+            -o "$OUT/ncu-simt" python3 benchmarks/ncu_simt.py --shape ${NCU_SHAPE:-4096x4096x4096} \
+            > "$OUT/ncu-simt-run.txt" 2>&1
+        echo "ncu: exit $?"; tail -12 "$OUT/ncu-simt-run.txt"
+        PATH=$PATH:/usr/local/cuda/bin ncu --import "$OUT/ncu-simt.ncu-rep" --page details \
+            > "$OUT/ncu-simt.txt" 2>&1
+        grep -E "^  [a-zA-Z_0-9]|Stall|Issue Slots|Issued Ipc|No Eligible|Eligible Warps|Warp Cycles Per Issued|Duration|Registers" \
+            "$OUT/ncu-simt.txt" | head -120 ;;
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;
