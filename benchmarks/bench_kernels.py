@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
+import itertools
 import json
 import math
 import os
@@ -115,6 +116,36 @@ def roll_variants() -> dict[str, dict[str, int]]:
     return {f"advance{a}_roll_k{r}": {"ADVANCE": a, "ROLL_K": r} for a, r in pairs}
 
 
+AROUND_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+# Tunables --around leaves alone: ADVANCE is set, and the schedules (split-K, stream-K) and
+# the rolled loop are measured by their own options.
+AROUND_FIXED = ("ADVANCE", "ROLL_K", "SPLIT_K", "STREAM_K")
+
+
+def _values(family: Any, name: str) -> tuple[int, ...]:
+    return next(t.values for t in family.tunables if t.name == name)
+
+
+def around_variants(base: dict[str, int]) -> dict[str, dict[str, int]]:
+    """The base config with ADVANCE 0 and 1, then each one-tunable neighbour and each pair of
+    k-tile depth and ring depth (cuBLAS's FFMA kernel at 4096^3: BK=8 in 3 stages), with
+    ADVANCE=1."""
+    from tunedgemm.families import FAMILIES
+
+    variants = {"advance0": {"ADVANCE": 0}, "advance1": {"ADVANCE": 1}}
+    for tunable in FAMILIES["simt"].tunables:
+        if tunable.name in AROUND_FIXED:
+            continue
+        for value in tunable.values:
+            if value != base[tunable.name]:
+                variants[f"{tunable.name}={value}"] = {"ADVANCE": 1, tunable.name: value}
+    simt = FAMILIES["simt"]
+    for bk, stages in itertools.product(*(_values(simt, n) for n in ("BK", "STAGES"))):
+        if bk != base["BK"] and stages != base["STAGES"]:
+            variants[f"BK={bk},STAGES={stages}"] = {"ADVANCE": 1, "BK": bk, "STAGES": stages}
+    return variants
+
+
 def variants_row(shape: tuple[int, int, int], base: dict[str, int],
                  variants: dict[str, dict[str, int]]) -> dict[str, Any]:  # fmt: skip
     """A simt config with each variant's changes (their workspaces allocated once, outside
@@ -172,7 +203,7 @@ def table_simt_config(shape: tuple[int, int, int]) -> dict[str, int]:
 
 
 def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[Any],
-                  base: Any, filename: str) -> None:  # fmt: skip
+                  base: Any, filename: str) -> list[dict[str, Any]]:  # fmt: skip
     """Print and write (out/filename) variants_row for each shape; base(shape): the config."""
     from tunedgemm import cuda, reference
 
@@ -198,6 +229,7 @@ def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[A
               "reference": reference.status()[1],
               "command": " ".join(["python", *sys.argv]), "rows": rows}  # fmt: skip
     (out / filename).write_text(json.dumps(record, indent=1))
+    return rows
 
 
 def geometric_mean(values: list[float]) -> float:
@@ -216,6 +248,8 @@ def main() -> int:
                         help="the table's simt config with ADVANCE 0/1 vs cuBLAS")  # fmt: skip
     parser.add_argument("--roll", action="store_true",
                         help="the table's simt config with ROLL_K 0/2/4 vs cuBLAS")  # fmt: skip
+    parser.add_argument("--around", action="store_true",
+                        help="the table's simt config and its neighbours vs cuBLAS")  # fmt: skip
     args = parser.parse_args()
 
     from tunedgemm import cuda, reference
@@ -224,6 +258,17 @@ def main() -> int:
     if not ok:
         print(f"bench_kernels: needs a GPU ({why})")
         return 1
+    if args.around:
+        for shape in AROUND_SHAPES:  # one file per shape: each has its own neighbours
+            base = table_simt_config(shape)
+            variants = around_variants(base)
+            (row,) = variants_main(Path(args.out), variants, [shape], lambda s, b=base: b,
+                                   f"bench_around-{shape[0]}.json")  # fmt: skip
+            ranked = sorted(variants, key=lambda label: row[f"{label}_ms"])
+            for label in ranked:  # fastest first, one per line
+                ms = row[f"{label}_ms"]
+                print(f"  {label:>14} {ms:9.4f} ms  cuBLAS / it {row['cublas_ms'] / ms:5.3f}")
+        return 0
     if args.stream_k or args.advance or args.roll:
         from tunedgemm.families import FAMILIES, simt
 

@@ -175,19 +175,36 @@ for step in $steps; do
         # speed against the unrolled loop (ADVANCE 0 and 1); about 4 minutes at most on a
         # fresh machine
         simt_variant roll tests/gpu/test_simt_roll_gpu.py 140 100 ;;
-    ncu)  # Nsight Compute on one launch of each simt variant and cuBLAS at NCU_SHAPE
-        # (default 4096^3): warp stall reasons, issue slots, instruction mix (issue 15, item 3)
-        PATH=$PATH:/usr/local/cuda/bin timeout ${NCU_LIMIT:-240} ncu --clock-control none \
-            --profile-from-start off --section WarpStateStats --section SchedulerStats \
+    ncu)  # Nsight Compute on one launch of each simt variant (NCU_VARIANTS, labels of
+        # bench_kernels --around) and cuBLAS at NCU_SHAPE (default 4096^3): stall reasons per
+        # kernel (ncu-simt-raw.csv) and per SASS instruction (ncu-simt-sass-N.csv), issue slots
+        export PATH=$PATH:/usr/local/cuda/bin
+        timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
+            --section WarpStateStats --section SchedulerStats --section SourceCounters \
             --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
             --section Occupancy --section MemoryWorkloadAnalysis --section SpeedOfLight \
             -o "$OUT/ncu-simt" python3 benchmarks/ncu_simt.py --shape ${NCU_SHAPE:-4096x4096x4096} \
-            > "$OUT/ncu-simt-run.txt" 2>&1
+            ${NCU_VARIANTS:+--variants $NCU_VARIANTS} > "$OUT/ncu-simt-run.txt" 2>&1
         echo "ncu: exit $?"; tail -12 "$OUT/ncu-simt-run.txt"
-        PATH=$PATH:/usr/local/cuda/bin ncu --import "$OUT/ncu-simt.ncu-rep" --page details \
-            > "$OUT/ncu-simt.txt" 2>&1
-        grep -E "^  [a-zA-Z_0-9]|Stall|Issue Slots|Issued Ipc|No Eligible|Eligible Warps|Warp Cycles Per Issued|Duration|Registers" \
-            "$OUT/ncu-simt.txt" | head -120 ;;
+        ncu --import "$OUT/ncu-simt.ncu-rep" --page details > "$OUT/ncu-simt.txt" 2>&1
+        ncu --import "$OUT/ncu-simt.ncu-rep" --page raw --csv > "$OUT/ncu-simt-raw.csv" 2>&1
+        for id in 0 1 2 3 4 5; do
+            ncu --import "$OUT/ncu-simt.ncu-rep" --page source --csv --print-source sass \
+                --launch-skip $id --launch-count 1 > "$OUT/ncu-simt-sass-$id.csv" 2>&1
+        done
+        grep -E "^  [a-zA-Z_0-9]|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Duration" \
+            "$OUT/ncu-simt.txt" | head -60
+        python3 - "$OUT/ncu-simt-raw.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+names, body = rows[head], [r for r in rows[head + 2:] if r]
+stalls = [i for i, n in enumerate(names) if "average_warps_issue_stalled" in n and n.endswith("_per_issue_active.ratio")]
+for r in body:
+    top = sorted(((float(r[i].replace(",", "") or 0), names[i].split("stalled_")[1].split("_per")[0]) for i in stalls), reverse=True)[:9]
+    print(r[names.index("Kernel Name")][:24], " ".join(f"{n} {v:.2f}" for v, n in top))
+PY
+        ;;
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;

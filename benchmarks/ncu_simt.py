@@ -3,10 +3,10 @@
 Usage (on the GPU machine; `gpu_session.sh ncu` runs it):
 
     ncu --clock-control none --profile-from-start off --section WarpStateStats ... \
-        python benchmarks/ncu_simt.py [--shape 4096x4096x4096]
+        python benchmarks/ncu_simt.py [--shape 4096x4096x4096] [--variants advance0 advance1 ...]
 
-Every variant of bench_kernels --roll (the table's own-kernel simt config at the shape with
-ADVANCE 0 and 1 unrolled, and ADVANCE=1 with each ROLL_K_ON) and cuBLAS run on the same
+The named variants of bench_kernels --around (the table's own-kernel simt config at the shape
+with ADVANCE 0 or 1, or a neighbour of it, as "BK=8,STAGES=3") and cuBLAS run on the same
 float32 NN operands: three warm-up launches each outside the profiled range, then one launch
 each inside it (cuProfilerStart / cuProfilerStop), in the order printed, so that ncu's
 report lists the kernels in that order. Without ncu it is a plain run of the same launches.
@@ -27,10 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="4096x4096x4096")
+    parser.add_argument("--variants", nargs="+",
+                        default=["advance0", "advance1", "BK=8,STAGES=3", "BK=8,STAGES=4"],
+                        help="labels of bench_kernels.around_variants")  # fmt: skip
     args = parser.parse_args()
     m, n, k = (int(d) for d in args.shape.split("x"))
 
-    from bench_kernels import roll_variants, table_simt_config
+    from bench_kernels import around_variants, table_simt_config
 
     from tunedgemm import cuda, gpu_backend, launch, reference
     from tunedgemm.families import FAMILIES
@@ -45,7 +48,10 @@ def main() -> int:
     base = table_simt_config((m, n, k))
     launches = []
     held = []  # workspaces, alive to the end
-    for label, changes in roll_variants().items():
+    variants = around_variants(base)
+    for label, changes in variants.items():
+        if label not in args.variants:
+            continue
         config = KernelConfig.make("simt", {**base, **changes})
         if FAMILIES["simt"].violations(config, "float32"):
             continue
