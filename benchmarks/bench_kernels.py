@@ -119,7 +119,7 @@ def roll_variants() -> dict[str, dict[str, int]]:
 AROUND_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 # Tunables --around leaves alone: ADVANCE is set, and the schedules (split-K, stream-K) and
 # the rolled loop are measured by their own options.
-AROUND_FIXED = ("ADVANCE", "ROLL_K", "SPLIT_K", "STREAM_K")
+AROUND_FIXED = ("ADVANCE", "EARLY_BARRIER", "ROLL_K", "SPLIT_K", "STREAM_K")
 
 
 def _values(family: Any, name: str) -> tuple[int, ...]:
@@ -127,22 +127,26 @@ def _values(family: Any, name: str) -> tuple[int, ...]:
 
 
 def around_variants(base: dict[str, int]) -> dict[str, dict[str, int]]:
-    """The base config with ADVANCE 0 and 1, then each one-tunable neighbour and each pair of
-    k-tile depth and ring depth (cuBLAS's FFMA kernel at 4096^3: BK=8 in 3 stages), with
-    ADVANCE=1."""
+    """The base config with ADVANCE 0 and 1, then with ADVANCE=1 and EARLY_BARRIER 0 and 1:
+    the base, each one-tunable neighbour and each pair of k-tile depth and ring depth
+    (cuBLAS's FFMA kernel at 4096^3: BK=8 in 3 stages)."""
     from tunedgemm.families import FAMILIES
 
-    variants = {"advance0": {"ADVANCE": 0}, "advance1": {"ADVANCE": 1}}
-    for tunable in FAMILIES["simt"].tunables:
-        if tunable.name in AROUND_FIXED:
-            continue
-        for value in tunable.values:
-            if value != base[tunable.name]:
-                variants[f"{tunable.name}={value}"] = {"ADVANCE": 1, tunable.name: value}
     simt = FAMILIES["simt"]
+    changes: dict[str, dict[str, int]] = {"": {}}
+    for tunable in simt.tunables:
+        if tunable.name not in AROUND_FIXED:
+            for value in tunable.values:
+                if value != base[tunable.name]:
+                    changes[f"{tunable.name}={value}"] = {tunable.name: value}
     for bk, stages in itertools.product(*(_values(simt, n) for n in ("BK", "STAGES"))):
         if bk != base["BK"] and stages != base["STAGES"]:
-            variants[f"BK={bk},STAGES={stages}"] = {"ADVANCE": 1, "BK": bk, "STAGES": stages}
+            changes[f"BK={bk},STAGES={stages}"] = {"BK": bk, "STAGES": stages}
+    variants = {"advance0": {"ADVANCE": 0}}
+    for early in (0, 1):
+        for label, change in changes.items():
+            name = ",".join(x for x in (label, "early" if early else "") if x) or "advance1"
+            variants[name] = {"ADVANCE": 1, "EARLY_BARRIER": early, **change}
     return variants
 
 

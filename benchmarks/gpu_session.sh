@@ -11,7 +11,8 @@
 # newresult-torch (the same on torch tensors, float64),
 # advance (simt ADVANCE's GPU test and bench_kernels --advance), roll (the same for simt
 # ROLL_K: test_simt_roll_gpu.py and bench_kernels --roll), ncu (Nsight Compute on those
-# variants and cuBLAS: ncu_simt.py), register (probe_register),
+# variants and cuBLAS: ncu_simt.py), around (simt EARLY_BARRIER's GPU test and bench_kernels
+# --around: the table's config and its neighbours), register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -205,6 +206,10 @@ for r in body:
     print(r[names.index("Kernel Name")][:24], " ".join(f"{n} {v:.2f}" for v, n in top))
 PY
         ;;
+    around)  # simt EARLY_BARRIER (issue 15, item 3; written 2026-11-26 from ncu's stall
+        # samples): its GPU test, then bench_kernels --around (the table's 4096^3 and 8192^3
+        # config, its neighbours, each with EARLY_BARRIER 0 and 1)
+        simt_variant around tests/gpu/test_simt_early_barrier_gpu.py 240 240 ;;
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;

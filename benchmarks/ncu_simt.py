@@ -6,7 +6,7 @@ Usage (on the GPU machine; `gpu_session.sh ncu` runs it):
         python benchmarks/ncu_simt.py [--shape 4096x4096x4096] [--variants advance0 advance1 ...]
 
 The named variants of bench_kernels --around (the table's own-kernel simt config at the shape
-with ADVANCE 0 or 1, or a neighbour of it, as "BK=8,STAGES=3") and cuBLAS run on the same
+with ADVANCE 0 or 1, or a neighbour of it, as "STAGES=4,early") and cuBLAS run on the same
 float32 NN operands: three warm-up launches each outside the profiled range, then one launch
 each inside it (cuProfilerStart / cuProfilerStop), in the order printed, so that ncu's
 report lists the kernels in that order. Without ncu it is a plain run of the same launches.
@@ -28,7 +28,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="4096x4096x4096")
     parser.add_argument("--variants", nargs="+",
-                        default=["advance0", "advance1", "BK=8,STAGES=3", "BK=8,STAGES=4"],
+                        default=["advance0", "advance1", "early", "STAGES=4,early"],
                         help="labels of bench_kernels.around_variants")  # fmt: skip
     args = parser.parse_args()
     m, n, k = (int(d) for d in args.shape.split("x"))

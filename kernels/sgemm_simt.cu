@@ -34,6 +34,9 @@
 //  * register fragments double-buffered across the BK loop, fully unrolled; or, with
 //    ROLL_K=R, rolled into BK/R iterations of R unrolled k-steps, so that the loop body fits
 //    the instruction cache (BK=16, TM=16, TN=8 unrolled: ~37 KB of SASS per k-tile);
+//  * EARLY_BARRIER=1: the barrier of k-tile t+1 moves before tile t's last k-step, whose
+//    fmas cover the loads of tile t+1's first fragments (CUTLASS's multistage main loop);
+//    with EARLY_BARRIER=0 every k-tile's first fmas wait on its first shared loads;
 //  * group-M rasterisation of the linear block index for L2 reuse;
 //  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges); with
 //    SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles) the same stores write raw partial
@@ -83,6 +86,9 @@
 #ifndef ROLL_K
 #define ROLL_K 0       // k-steps per iteration of a rolled BK loop, even, dividing BK (0: fully unrolled)
 #endif
+#ifndef EARLY_BARRIER
+#define EARLY_BARRIER 0   // 1: each k-tile's barrier before its last k-step (0: at its top)
+#endif
 // Derived (passed by tunedgemm/families/simt.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -109,6 +115,9 @@ static_assert(BK % 4 == 0, "BK must be a multiple of 4");
 static_assert(STAGES >= 2, "need at least two stages");
 #if ROLL_K
 static_assert(ROLL_K % 2 == 0 && BK % ROLL_K == 0, "ROLL_K must be even and divide BK");
+#endif
+#if EARLY_BARRIER
+static_assert(ROLL_K == 0, "EARLY_BARRIER runs the unrolled BK loop (ROLL_K = 0)");
 #endif
 static_assert((THREADS & (THREADS - 1)) == 0 && (BM & (BM - 1)) == 0 && (BN & (BN - 1)) == 0 &&
               (BK & (BK - 1)) == 0, "THREADS, BM, BN, BK must be powers of two");
@@ -618,6 +627,65 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     const int a_off = wm * WM + lm * 4;
     const int b_off = wn * WN + ln * 4;
 
+#if EARLY_BARRIER
+    // EARLY_BARRIER=1 (CUTLASS's multistage main loop order): the barrier that makes tile t+1
+    // visible comes before tile t's last k-step, whose fmas then cover the loads of tile t+1's
+    // first fragments; so no k-tile starts with its first fmas waiting on shared memory (with
+    // the barrier at the top, both warps of a scheduler were released together into that
+    // wait). Every read of tile t's slot is issued before that barrier (the last k-step's
+    // fragments were prefetched in the one before), so the slot is free for tile t+STAGES
+    // right after it. The same fmas in the same k order: the same bits as EARLY_BARRIER=0.
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    float4 af[2][TM / 4], bf[2][TN / 4];
+#pragma unroll
+    for (int v = 0; v < TM / 4; ++v) af[0][v] = *reinterpret_cast<const float4*>(As + a_off + v * 4 * WTM);
+#pragma unroll
+    for (int u = 0; u < TN / 4; ++u) bf[0][u] = *reinterpret_cast<const float4*>(Bs + b_off + u * 4 * WTN);
+    int rs = 0;               // ring slot read this iteration (tile t)
+    int ws = STAGES - 1;      // ring slot written this iteration (tile t + STAGES - 1)
+    for (int t = 0; t < nkt; ++t) {
+        const bool more = t + STAGES - 1 < nkt;
+        if (more) issue_tile(ws, kt_begin + t + STAGES - 1);
+        cp_async_commit();
+
+        const int ns = (rs + 1 == STAGES) ? 0 : rs + 1;   // tile t+1's slot
+        const float* a_s = As + rs * A_STAGE + a_off;
+        const float* b_s = Bs + rs * B_STAGE + b_off;
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            const int cur = kk & 1;   // BK is even: the last k-step prefetches into buffer 0
+            if (kk + 1 < BK) {
+#pragma unroll
+                for (int v = 0; v < TM / 4; ++v)
+                    af[cur ^ 1][v] = *reinterpret_cast<const float4*>(a_s + (kk + 1) * LDA_S + v * 4 * WTM);
+#pragma unroll
+                for (int u = 0; u < TN / 4; ++u)
+                    bf[cur ^ 1][u] = *reinterpret_cast<const float4*>(b_s + (kk + 1) * LDB_S + u * 4 * WTN);
+            } else if (t + 1 < nkt) {
+                // Register-staged operands of tile t+STAGES-1 into the slot freed by the last
+                // barrier (more implies t + 1 < nkt); then tile t+1 landed and visible to all.
+                if (more) store_regs(ws);
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+#pragma unroll
+                for (int v = 0; v < TM / 4; ++v)
+                    af[cur ^ 1][v] = *reinterpret_cast<const float4*>(As + ns * A_STAGE + a_off + v * 4 * WTM);
+#pragma unroll
+                for (int u = 0; u < TN / 4; ++u)
+                    bf[cur ^ 1][u] = *reinterpret_cast<const float4*>(Bs + ns * B_STAGE + b_off + u * 4 * WTN);
+            }
+#pragma unroll
+            for (int r = 0; r < TM; ++r) {
+                const float a = comp(af[cur][r / 4], r % 4);
+#pragma unroll
+                for (int c = 0; c < TN; ++c) acc[r][c] = fmaf(a, comp(bf[cur][c / 4], c % 4), acc[r][c]);
+            }
+        }
+        rs = ns;
+        ws = (ws + 1 == STAGES) ? 0 : ws + 1;
+    }
+#else
     int rs = 0;               // ring slot read this iteration (tile t)
     int ws = STAGES - 1;      // ring slot written this iteration (tile t + STAGES - 1)
     for (int t = 0; t < nkt; ++t) {
@@ -695,6 +763,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         rs = (rs + 1 == STAGES) ? 0 : rs + 1;
         ws = (ws + 1 == STAGES) ? 0 : ws + 1;
     }
+#endif
     cp_async_wait<0>();   // only empty groups can remain; drain for tidiness
 
 #if STREAM_K

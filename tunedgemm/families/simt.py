@@ -48,6 +48,13 @@ ADVANCE_ON = (1,)
 # Out of the search space until the H100 measures it, as ADVANCE_ON.
 ROLL_K_ON = (2, 4)
 
+# EARLY_BARRIER=1 (kernels/sgemm_simt.cu): each k-tile's barrier moves before the previous
+# tile's last k-step, whose fmas cover the next tile's first fragment loads. Nsight Compute on
+# the 4096^3 NN config (2026-11-26, docs/tuning.md) put 2.6% of all warp samples on the
+# tile's first FFMA waiting for those loads, with the barrier at the top releasing both
+# warps of a scheduler into the same wait. Out of the search space until measured.
+EARLY_BARRIER_ON = (1,)
+
 
 def _threads(p: Params) -> int:
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
@@ -72,6 +79,10 @@ def _reg_estimate(p: Params) -> int:
 
 def _even_divisor(r: int, bk: int) -> bool:
     return r > 0 and r % 2 == 0 and bk % r == 0
+
+
+def _cap_above_128(p: Params) -> bool:
+    return register_cap(_threads(p), p["MIN_BLOCKS"]) > 128
 
 
 def _loads_whole(p: Params) -> bool:
@@ -109,6 +120,8 @@ FAMILY = KernelFamily(
         Tunable("ADVANCE", (0,), "k-tile copies walk cursors set up once (0: recomputed)", 0),
         # Recorded configs ran the fully unrolled BK loop, which ROLL_K=0 compiles to unchanged.
         Tunable("ROLL_K", (0,), "k-steps per rolled iteration of the BK loop (0: unrolled)", 0),
+        # Recorded configs ran the barrier at each k-tile's top: EARLY_BARRIER=0, unchanged.
+        Tunable("EARLY_BARRIER", (0,), "k-tile barrier before the last k-step (0: at the top)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -156,7 +169,19 @@ FAMILY = KernelFamily(
         # spilled 128-440 bytes in 7 of the shipped configs (none with ROLL_K = 2).
         Constraint(
             "ROLL_K >= 4 needs more than 128 registers per thread (THREADS x MIN_BLOCKS <= 256)",
-            lambda p, s: p["ROLL_K"] <= 2 or register_cap(_threads(p), p["MIN_BLOCKS"]) > 128,
+            lambda p, s: p["ROLL_K"] <= 2 or _cap_above_128(p),
+        ),
+        Constraint("EARLY_BARRIER is 0 or 1", lambda p, s: p["EARLY_BARRIER"] in (0, 1)),
+        Constraint(
+            "EARLY_BARRIER=1 runs the unrolled BK loop (ROLL_K = 0)",
+            lambda p, s: p["EARLY_BARRIER"] == 0 or p["ROLL_K"] == 0,
+        ),
+        # The next tile's fragments live beside the last k-step's (ptxas, nvcc 13.0: 199 -> 253
+        # registers in the 4096^3 config; at a 128-register cap the family default spilled
+        # 8-16 bytes).
+        Constraint(
+            "EARLY_BARRIER=1 needs over 128 registers per thread (THREADS x MIN_BLOCKS <= 256)",
+            lambda p, s: p["EARLY_BARRIER"] == 0 or _cap_above_128(p),
         ),
         Constraint(
             "registers fit __launch_bounds__(THREADS, MIN_BLOCKS) without spills",
@@ -182,6 +207,7 @@ FAMILY = KernelFamily(
             "STREAM_K": 0,
             "ADVANCE": 0,
             "ROLL_K": 0,
+            "EARLY_BARRIER": 0,
         },
     },
     threads=_threads,
