@@ -119,7 +119,7 @@ def roll_variants() -> dict[str, dict[str, int]]:
 AROUND_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 # Tunables --around leaves alone: ADVANCE is set, and the schedules (split-K, stream-K) and
 # the rolled loop are measured by their own options.
-AROUND_FIXED = ("ADVANCE", "EARLY_BARRIER", "ROLL_K", "SPLIT_K", "STREAM_K")
+AROUND_FIXED = ("ADVANCE", "EARLY_BARRIER", "MAXNREG", "ROLL_K", "SPLIT_K", "STREAM_K")
 
 
 def _values(family: Any, name: str) -> tuple[int, ...]:
@@ -147,6 +147,14 @@ def around_variants(base: dict[str, int]) -> dict[str, dict[str, int]]:
         for label, change in changes.items():
             name = ",".join(x for x in (label, "early" if early else "") if x) or "advance1"
             variants[name] = {"ADVANCE": 1, "EARLY_BARRIER": early, **change}
+    # Register caps (ptxas schedules by them) on the base and the ring depths, both barriers.
+    from tunedgemm.families.simt import MAXNREG_ON
+
+    for cap, early, stages in itertools.product(MAXNREG_ON, (0, 1), _values(simt, "STAGES")):
+        name = ",".join(x for x in (f"STAGES={stages}" if stages != base["STAGES"] else "",
+                                    "early" if early else "", f"maxnreg={cap}") if x)  # fmt: skip
+        variants[name] = {"ADVANCE": 1, "EARLY_BARRIER": early, "STAGES": stages,
+                          "MAXNREG": cap}  # fmt: skip
     return variants
 
 
@@ -220,6 +228,16 @@ def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[A
     width = {label: max(11, len(name)) for label, name in names.items()}
     print(f"{'m x n x k':>18} " + " ".join(f"{names[x]:>{width[x]}} {'ratio':>6}" for x in names) +
           f" {'cuBLAS':>9}")  # fmt: skip
+    from tunedgemm.compiler import precompile
+    from tunedgemm.families import FAMILIES
+    from tunedgemm.params import KernelConfig
+
+    # nvcc in parallel first (variants_row would compile them one at a time): NN, aligned,
+    # as problems.make(padded=True) lays the operands out.
+    configs = {KernelConfig.make("simt", {**base(shape), **changes})
+               for shape in shapes for changes in variants.values()}  # fmt: skip
+    precompile([c for c in configs if not FAMILIES["simt"].violations(c, "float32")],
+               "float32", False, False, True, jobs=os.cpu_count() or 8)  # fmt: skip
     rows = []
     for shape in shapes:
         row = variants_row(shape, base(shape), variants)

@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="4096x4096x4096")
-    parser.add_argument("--variants", nargs="+",
-                        default=["advance0", "advance1", "early", "STAGES=4,early"],
-                        help="labels of bench_kernels.around_variants")  # fmt: skip
+    parser.add_argument("--variants", nargs="+", help="labels of bench_kernels.around_variants",
+                        default=["advance1", "early", "early,maxnreg=224",
+                                 "STAGES=4,early,maxnreg=224"])  # fmt: skip
     args = parser.parse_args()
     m, n, k = (int(d) for d in args.shape.split("x"))
 

@@ -89,6 +89,18 @@
 #ifndef EARLY_BARRIER
 #define EARLY_BARRIER 0   // 1: each k-tile's barrier before its last k-step (0: at its top)
 #endif
+#ifndef MAXNREG
+#define MAXNREG 0      // registers per thread ptxas may use (0: what __launch_bounds__ allows)
+#endif
+// ptxas schedules the unrolled loop by the registers it may use: given all 255 of
+// __launch_bounds__(256, 1), the EARLY_BARRIER loop bunched its shared loads (four LDS.128
+// back to back, four cycles apart) instead of spreading them among the fmas; at 228 it
+// spreads them again with no spills. __maxnreg__ may not stand beside __launch_bounds__.
+#if MAXNREG
+#define SIMT_BOUNDS __maxnreg__(MAXNREG)
+#else
+#define SIMT_BOUNDS __launch_bounds__(THREADS, MIN_BLOCKS)
+#endif
 // Derived (passed by tunedgemm/families/simt.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -467,7 +479,7 @@ __device__ __forceinline__ void store_partial(float* slot, const float (&acc)[TM
 // The data-parallel kernel (one block per tile of C, or per tile and k-slice) and, with
 // STREAM_K > 0, the stream-K one: the same body with the walk over tiles around it (the
 // STREAM_K blocks below), so that STREAM_K = 0 compiles to the very same code as before.
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+extern "C" __global__ void SIMT_BOUNDS
 #if STREAM_K
 streamk_gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
              const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc,

@@ -55,6 +55,12 @@ ROLL_K_ON = (2, 4)
 # warps of a scheduler into the same wait. Out of the search space until measured.
 EARLY_BARRIER_ON = (1,)
 
+# MAXNREG=R (kernels/sgemm_simt.cu): __maxnreg__(R) in place of __launch_bounds__, a lower
+# register budget that changes how ptxas schedules the main loop (with EARLY_BARRIER=1 at
+# 255 registers it bunched the shared loads; nvcc 13.0 at 228: spread again, no spills).
+# Out of the search space until measured.
+MAXNREG_ON = (216, 224, 232)
+
 
 def _threads(p: Params) -> int:
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
@@ -81,8 +87,12 @@ def _even_divisor(r: int, bk: int) -> bool:
     return r > 0 and r % 2 == 0 and bk % r == 0
 
 
+def _launch_cap(p: Params) -> int:
+    return register_cap(_threads(p), p["MIN_BLOCKS"])
+
+
 def _cap_above_128(p: Params) -> bool:
-    return register_cap(_threads(p), p["MIN_BLOCKS"]) > 128
+    return _launch_cap(p) > 128
 
 
 def _loads_whole(p: Params) -> bool:
@@ -120,6 +130,8 @@ FAMILY = KernelFamily(
         Tunable("ADVANCE", (0,), "k-tile copies walk cursors set up once (0: recomputed)", 0),
         # Recorded configs ran the fully unrolled BK loop, which ROLL_K=0 compiles to unchanged.
         Tunable("ROLL_K", (0,), "k-steps per rolled iteration of the BK loop (0: unrolled)", 0),
+        # Recorded configs ran under __launch_bounds__, which MAXNREG=0 keeps.
+        Tunable("MAXNREG", (0,), "register cap __maxnreg__ (0: __launch_bounds__'s)", 0),
         # Recorded configs ran the barrier at each k-tile's top: EARLY_BARRIER=0, unchanged.
         Tunable("EARLY_BARRIER", (0,), "k-tile barrier before the last k-step (0: at the top)", 0),
     ),
@@ -184,8 +196,13 @@ FAMILY = KernelFamily(
             lambda p, s: p["EARLY_BARRIER"] == 0 or _cap_above_128(p),
         ),
         Constraint(
+            "MAXNREG is 0 or a multiple of 8 within __launch_bounds__'s cap",
+            lambda p, s: p["MAXNREG"] == 0
+            or (p["MAXNREG"] % 8 == 0 and p["MAXNREG"] <= _launch_cap(p)),
+        ),
+        Constraint(
             "registers fit __launch_bounds__(THREADS, MIN_BLOCKS) without spills",
-            lambda p, s: _reg_estimate(p) <= register_cap(_threads(p), p["MIN_BLOCKS"]),
+            lambda p, s: _reg_estimate(p) <= (p["MAXNREG"] or _launch_cap(p)),
         ),
         blocks_fit_in_smem(_smem_bytes),
     ),
@@ -208,6 +225,7 @@ FAMILY = KernelFamily(
             "ADVANCE": 0,
             "ROLL_K": 0,
             "EARLY_BARRIER": 0,
+            "MAXNREG": 0,
         },
     },
     threads=_threads,
