@@ -12,7 +12,8 @@
 # advance (simt ADVANCE's GPU test and bench_kernels --advance), roll (the same for simt
 # ROLL_K: test_simt_roll_gpu.py and bench_kernels --roll), ncu (Nsight Compute on those
 # variants and cuBLAS: ncu_simt.py), around (simt EARLY_BARRIER's GPU test and bench_kernels
-# --around: the table's config and its neighbours), register (probe_register),
+# --around: the table's config and its neighbours), fused (dmma SPLITK_FUSED's GPU test,
+# probe_call_cost, small float64 bench_device), register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -210,6 +211,20 @@ PY
         # samples): its GPU test, then bench_kernels --around (the table's 4096^3 and 8192^3
         # config, its neighbours, each with EARLY_BARRIER 0 and 1)
         simt_variant around tests/gpu/test_simt_early_barrier_gpu.py 240 240 ;;
+    fused)  # dmma SPLITK_FUSED (issues 13 and 15; written 2026-11-26): its GPU test, then what
+        # each split-K candidate and its fused twin cost a call at 256^3 and 512^3 float64, then
+        # the public float64 calls there against cuBLAS (autotuning times the twins too)
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider \
+            tests/gpu/test_dmma_fused_splitk_gpu.py > "$OUT/gpu-fused.txt" 2>&1
+        echo "fused tests: exit $?"; tail -4 "$OUT/gpu-fused.txt"
+        for n in 256 512; do
+            timeout 120 python3 benchmarks/probe_call_cost.py --size $n > "$OUT/probe_call_cost-$n.txt" 2>&1
+            echo "probe_call_cost $n: exit $?"; cat "$OUT/probe_call_cost-$n.txt"
+        done
+        timeout 150 python3 benchmarks/bench_device.py --libs torch,cupy --dtypes float64 \
+            --shapes 256x256x256,512x512x512,1024x1024x1024 --forms gemm --out "$OUT" \
+            --name bench_device-f64-small > "$OUT/bench_device-f64-small.txt" 2>&1
+        echo "bench_device: exit $?"; tail -16 "$OUT/bench_device-f64-small.txt" ;;
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;

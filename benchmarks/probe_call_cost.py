@@ -10,6 +10,8 @@ host time per call in a run of back-to-back calls without the hold, and the even
 call of that run (what a loop of calls costs). Then the public call's front door: CuPy
 `dgemm(1.0, a, b, c=c, overwrite_c=1)` with TUNEDGEMM_REFINE=0 (the table's choice: cuBLAS,
 its heuristic's first algorithm) against that algorithm alone, host microseconds per call.
+Each dmma split-K candidate is followed by its fused twin (SPLITK_FUSED=1: the slices summed
+in the same launch).
 """
 
 from __future__ import annotations
@@ -46,6 +48,17 @@ def run_us(work, calls: int = 50, loops: int = 5) -> tuple[float, float]:
     return best_host, best_events
 
 
+def _fused(config):
+    """The config with SPLITK_FUSED=1, where dmma allows it; else None."""
+    from tunedgemm.families import FAMILIES
+    from tunedgemm.params import KernelConfig
+
+    if config.family != "dmma" or config.as_dict().get("SPLIT_K", 1) == 1:
+        return None
+    twin = KernelConfig.make("dmma", {**config.as_dict(), "SPLITK_FUSED": 1})
+    return None if FAMILIES["dmma"].violations(twin, "float64") else twin
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=512)
@@ -69,7 +82,9 @@ def main() -> int:
                                     form.lda, form.ldb, form.ldc, count=8):  # fmt: skip
         rows[str(algo)] = lambda algo=algo: algo(form.a, form.b, form.c, 1.0, 0.0, 0)
     workspace = cuda.allocate(1 << 26)
-    for config in (c for c in candidates if isinstance(c, KernelConfig)):
+    own = [c for c in candidates if isinstance(c, KernelConfig)]
+    # Each dmma split-K candidate's fused twin (SPLITK_FUSED=1: one launch) right after it.
+    for config in own + [_fused(c) for c in own if _fused(c) is not None]:
         kernels = launch.launcher(config, dtype, form.trans_a, form.trans_b, form.aligned(),
                                   id(cuda.context()))  # fmt: skip
         rows[str(config)] = lambda k=kernels: k(form, 1.0, 0.0, 0, int(workspace))
@@ -78,7 +93,7 @@ def main() -> int:
     for name, work in rows.items():
         gpu_ms, host_ms = timing.gpu_and_host_ms(work, 2, 5)
         host, events = run_us(work)
-        print(f"{name[:70]:70} {gpu_ms * 1e3:9.1f} {host_ms * 1e3:9.1f} {host:9.1f} "
+        print(f"{name[-70:]:70} {gpu_ms * 1e3:9.1f} {host_ms * 1e3:9.1f} {host:9.1f} "
               f"{events:10.1f}", flush=True)  # fmt: skip
     os.environ["TUNEDGEMM_REFINE"] = "0"
     a = cupy.asarray(np.random.default_rng(1).uniform(-1, 1, (n, n)).astype(dtype))

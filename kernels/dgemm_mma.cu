@@ -30,6 +30,8 @@
 //   * Optional split-K: blockIdx.z takes a contiguous range of k-tiles and writes its raw partial
 //     sums to the launcher's workspace, which splitk_reduce (common.cuh) adds in a fixed order:
 //     deterministic. Otherwise an alpha/beta epilogue that never reads C when beta == 0.
+//     SPLITK_FUSED=1 does that sum in the same launch (splitk_finish): one launch instead of
+//     two, which a call bound by its host's launches feels most.
 //   * Epilogue (EPILOGUE): 0 stores each accumulator straight from its fragment, 8 bytes a lane,
 //     a warp's access covering 8 rows (64 bytes, half a 128-byte line) of each of 4 columns;
 //     1 stages each warp's tile, 8 columns (one n8 mma tile) at a time, in the operand ring
@@ -73,6 +75,9 @@
 #ifndef EPILOGUE
 #define EPILOGUE 0     // C stores: 0 straight from the fragments; 1 staged in shared memory, along m
 #endif
+#ifndef SPLITK_FUSED
+#define SPLITK_FUSED 0 // split-K sums: 1 by the tile's last k-slice block; 0 by splitk_reduce
+#endif
 // Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -105,6 +110,9 @@
 #endif
 #if EPILOGUE != 0 && EPILOGUE != 1
 #error "EPILOGUE must be 0 or 1"
+#endif
+#if SPLITK_FUSED && (SPLIT_K == 1 || EPILOGUE != 0)
+#error "SPLITK_FUSED needs SPLIT_K > 1 and EPILOGUE 0"
 #endif
 
 // Stage one BX x BK slice of an operand G (extent X along mn, K along k) into shared memory.
@@ -217,9 +225,52 @@ __device__ __forceinline__ double epilogue_value(double acc, double old, double 
 }
 #endif
 
+#if SPLITK_FUSED
+// SPLITK_FUSED=1: the k-slice blocks of a tile each take a ticket on the tile's flag once their
+// partial sum is in the workspace (W, leading dimension ldw, slice z at W + z * ldw * n); the
+// block that draws the last one adds the slices in the fixed order 0..SPLIT_K-1 and applies
+// the epilogue to the caller's C, element by element as splitk_reduce does (the same bits),
+// and puts the flag back to 0. No block waits on another. The flags (one int per tile, tile
+// bm + bn * gridDim.x) belong to one stream and are 0 between its launches
+// (tunedgemm/launch.py: splitk_flags).
+__device__ __forceinline__ void splitk_finish(const REAL* W, int ldw, int m, int n, int row0,
+                                              int col0, int bm, int bn, REAL alpha, REAL beta,
+                                              REAL* C, int ldc, int* flags)
+{
+    __shared__ int last;
+    __threadfence();   // this block's partial sums, visible to the block that sums them
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int* const flag = flags + bm + bn * gridDim.x;
+        last = atomicAdd(flag, 1) == SPLIT_K - 1;
+        if (last) *flag = 0;   // every slice has drawn: ready for the next launch
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const size_t slice = (size_t)ldw * (size_t)n;
+    for (int e = threadIdx.x; e < BM * BN; e += THREADS) {   // down each column: coalesced
+        const int i = row0 + e % BM, j = col0 + e / BM;
+        if (i >= m || j >= n) continue;
+        const REAL* w = W + (size_t)i + (size_t)j * ldw;
+        REAL sum = __ldcg(w);   // (L2: other blocks' stores, never this SM's L1)
+#pragma unroll
+        for (int z = 1; z < SPLIT_K; ++z) sum += __ldcg(w + z * slice);
+        REAL* const c = C + (size_t)i + (size_t)j * ldc;
+        *c = blas_epilogue(sum, alpha, beta, c);
+    }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+#if SPLITK_FUSED   // C, ldc name the workspace (as in every split-K launch); Cout, ldcout C
+gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
+     const REAL* __restrict__ B, int ldb, REAL beta, REAL* C, int ldc, REAL* __restrict__ Cout,
+     int ldcout, int* __restrict__ flags)
+#else
 gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
      const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc)
+#endif
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     double* const sA = reinterpret_cast<double*>(smem_raw);
@@ -234,9 +285,15 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     int kt0, ntiles;
     block_k_tiles(k, BK, SPLIT_K, kt0, ntiles);
 #if SPLIT_K > 1
+#if SPLITK_FUSED
+    REAL* const W = C;
+#endif
     C = SPLIT_SLICE(C, ldc, n);
     if (ntiles <= 0) {   // an empty slice: zeros for splitk_reduce to add
         zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
+#if SPLITK_FUSED
+        splitk_finish(W, ldc, m, n, row0, col0, bm, bn, alpha, beta, Cout, ldcout, flags);
+#endif
         return;
     }
 #endif
@@ -379,6 +436,9 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                     if (gi < m && gj < n)
                         store_c(C + (size_t)gi + (size_t)gj * ldc, acc[i][j][2 * h + e], alpha, beta);
                 }
+#if SPLITK_FUSED
+    splitk_finish(W, ldc, m, n, row0, col0, bm, bn, alpha, beta, Cout, ldcout, flags);
+#endif
 #else
     // Staged epilogue. Every warp is past its last read of the ring (the stale fragment reads
     // after the last tile's barrier included) before any warp overwrites it.

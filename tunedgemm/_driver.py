@@ -45,6 +45,7 @@ def lib() -> Any:
         ("cuPointerGetAttribute", [_P, _I, ctypes.c_uint64]),
         ("cuMemGetAddressRange_v2", [ctypes.POINTER(_U64), ctypes.POINTER(_SIZE), _U64]),
         ("cuMemcpyDtoDAsync_v2", [_U64, _U64, _SIZE, _P]),
+        ("cuMemsetD32Async", [_U64, _U, _SIZE, _P]),
         ("cuCtxGetCurrent", [ctypes.POINTER(_P)]),
         ("cuCtxEnablePeerAccess", [_P, _U]),
         ("cuDeviceGet", [ctypes.POINTER(_I), _I]),

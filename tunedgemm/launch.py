@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,7 +111,7 @@ class GemmLauncher:
     (Plan.stream_k) is too: streamk_gemm's blocks leave the partial sums of split tiles in
     the workspace and streamk_fixup adds them in k order (tunedgemm/streamk.py)."""
 
-    __slots__ = ("fixup", "gemm", "plan", "reduce", "sms")
+    __slots__ = ("fixup", "fused", "gemm", "plan", "reduce", "sms")
 
     def __init__(self, p: Plan) -> None:
         from . import _driver
@@ -120,6 +121,7 @@ class GemmLauncher:
         self.plan = p
         self.reduce = self.fixup = None
         self.sms = 0
+        self.fused = bool(defines.get("SPLITK_FUSED", 0))
         if p.stream_k:
             self.sms = cuda.sm_count()
             self.gemm = _driver.Launcher(
@@ -129,10 +131,11 @@ class GemmLauncher:
                 compiler.raw_function(p.source, defines, "streamk_fixup"),
                 f"iii{real}P{real}Piiiii", (streamk.FIXUP_THREADS, 1, 1), 0)  # fmt: skip
             return
+        fused_args = "PiP" if self.fused else ""  # C, ldc and the tile flags (splitk_flags)
         self.gemm = _driver.Launcher(
             compiler.raw_function(p.source, defines, "gemm", p.smem_bytes),
-            f"iii{real}PiPi{real}Pi", p.block, p.smem_bytes)  # fmt: skip
-        if p.split_k > 1:
+            f"iii{real}PiPi{real}Pi{fused_args}", p.block, p.smem_bytes)  # fmt: skip
+        if p.split_k > 1 and not self.fused:
             self.reduce = _driver.Launcher(
                 compiler.raw_function(p.source, defines, "splitk_reduce"),
                 f"ii{real}Pi{real}Pi", (REDUCE_THREADS, 1, 1), 0)  # fmt: skip
@@ -143,14 +146,21 @@ class GemmLauncher:
         if self.fixup is not None:
             self._stream_k(form, alpha, beta, stream, workspace)
             return
-        if self.reduce is None:
+        if self.reduce is None and not self.fused:
             self.gemm.launch(p.grid(m, n), stream, (m, n, form.k, alpha, form.a, form.lda,
                              form.b, form.ldb, beta, form.c, form.ldc))  # fmt: skip
             return
         if not workspace:
             raise ValueError("a split-K launch needs a workspace (Plan.workspace_bytes)")
         ldw = p.workspace_ld(m)
-        self.gemm.launch(p.grid(m, n), stream, (m, n, form.k, alpha, form.a, form.lda,
+        grid = p.grid(m, n)
+        if self.fused:  # one launch: the tile's last k-slice block sums the slices
+            self.gemm.launch(grid, stream, (m, n, form.k, alpha, form.a, form.lda, form.b,
+                             form.ldb, beta, workspace, ldw, form.c, form.ldc,
+                             splitk_flags(stream, grid[0] * grid[1])))  # fmt: skip
+            return
+        assert self.reduce is not None
+        self.gemm.launch(grid, stream, (m, n, form.k, alpha, form.a, form.lda,
                          form.b, form.ldb, beta, workspace, ldw))  # fmt: skip
         self.reduce.launch(p.reduce_grid(m, n), stream,
                            (m, n, alpha, workspace, ldw, beta, form.c, form.ldc))  # fmt: skip
@@ -173,6 +183,38 @@ class GemmLauncher:
         if sched.fixup_blocks:
             self.fixup.launch((sched.fixup_blocks, 1, 1), stream, (m, n, k, alpha, workspace,
                               beta, form.c, form.ldc, sched.ctas, *sched.args))  # fmt: skip
+
+
+# Fused split-K (SPLITK_FUSED=1): one int per tile that the k-slice blocks of the tile count
+# on, 0 between launches (the last block puts it back). One buffer per context and stream,
+# kept for the process: launches on one stream run in order and may share it, launches on
+# two streams may run at once and must not.
+SPLITK_FLAG_TILES = 1 << 20  # tiles of one launch at most (4 MiB of flags per stream)
+_splitk_flags: dict[tuple[Any, ...], Any] = {}
+_splitk_flags_lock = threading.Lock()
+
+
+def splitk_flags(stream: int, tiles: int) -> int:
+    """The address of the tile flags of fused split-K launches on the raw stream handle, zeroed
+    on that stream before its first use."""
+    from . import _driver
+
+    if tiles > SPLITK_FLAG_TILES:
+        raise ValueError(f"a fused split-K launch of {tiles} tiles (at most "
+                         f"{SPLITK_FLAG_TILES}): use SPLITK_FUSED=0")  # fmt: skip
+    key: tuple[Any, ...] = (_driver._context_key(), stream)
+    if stream == cuda.CU_STREAM_PER_THREAD:
+        key += (threading.get_ident(),)
+    found = _splitk_flags.get(key)
+    if found is None:
+        with _splitk_flags_lock:
+            found = _splitk_flags.get(key)
+            if found is None:
+                found = cuda.allocate(4 * SPLITK_FLAG_TILES)
+                zero = _driver.lib().cuMemsetD32Async(int(found), 0, SPLITK_FLAG_TILES, stream)
+                _driver.check(zero, "cuMemsetD32Async")
+                _splitk_flags[key] = found
+    return int(found)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -202,7 +244,7 @@ def gemm(
     run = launcher(config, np.dtype(dtype), form.trans_a, form.trans_b, form.aligned(),
                    id(cuda.context()))  # fmt: skip
     handle = stream_handle(stream)
-    if (run.reduce is None and run.fixup is None) or workspace:
+    if (run.reduce is None and run.fixup is None and not run.fused) or workspace:
         run(form, alpha, beta, handle, workspace)
         return
     # A workspace of this call's own from the pool, back to it once the launches have run:

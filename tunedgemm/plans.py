@@ -143,7 +143,7 @@ class DevicePlan:
         config, reason = choice.config, choice.reason
         candidates = choice.candidates
         tuned: Any = None
-        timed = _with_lt_algorithms(key, candidates) + _composed(key)
+        timed = _with_lt_algorithms(key, _with_fused_split_k(candidates)) + _composed(key)
         if len(timed) > 1 and key.k > 0 and key.batch == 1 and autotune.enabled():
             tuned = autotune.choose(form, np.dtype(key.dtype), timed, key.precision)
             if tuned != config:
@@ -319,6 +319,21 @@ def _with_lt_algorithms(key: GemmKey, candidates: tuple[Any, ...]) -> tuple[Any,
     return tuple(out)
 
 
+def _with_fused_split_k(candidates: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The candidates and, after them, the fused twin (SPLITK_FUSED=1: one launch, the same
+    bits) of each dmma split-K config among them, which the table's configs predate."""
+    from .families import FAMILIES, dmma
+
+    twins = []
+    fused = {"SPLITK_FUSED": dmma.SPLITK_FUSED_ON[0]}
+    for c in candidates:
+        if isinstance(c, KernelConfig) and c.family == "dmma" and c.as_dict()["SPLIT_K"] > 1:
+            twin = KernelConfig.make("dmma", {**c.as_dict(), **fused})
+            if not FAMILIES["dmma"].violations(twin, "float64") and twin not in candidates:
+                twins.append(twin)
+    return candidates + tuple(dict.fromkeys(twins))
+
+
 def _composed(key: GemmKey) -> tuple[Any, ...]:
     """Runners composed of cuBLAS calls that autotuning may time for the key: "3xtf32" on
     cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete."""
@@ -388,7 +403,7 @@ def _runner(key: GemmKey, config: Any) -> Any:
     own = launch.GemmLauncher(launch.plan(config, key.dtype, ta, tb, key.aligned))
     if key.batch > 1 or own.fixup is not None:  # (stream-K: a workspace per stream)
         return _OwnLaunches(own, key)
-    if own.reduce is not None:
+    if own.reduce is not None or own.fused:
         return _SplitK(own, key)
     # One launch of one kernel: the grid worked out once, the arguments packed per call.
     grid, launch_gemm = own.plan.grid(m, n), own.gemm.launch
@@ -402,18 +417,20 @@ def _runner(key: GemmKey, config: Any) -> Any:
 class _SplitK:
     """run(a, b, c, alpha, beta, stream) of one product by an own split-K kernel: its
     k-slices into the plan's workspace for the stream, then the reduction into C, each one
-    launch with its grid worked out once. (At 256^3-512^3 split-K configs are the fastest own
+    launch with its grid worked out once (fused split-K, SPLITK_FUSED: the one launch, whose
+    last block of each tile reduces). (At 256^3-512^3 split-K configs are the fastest own
     kernels and the calls are bound by host time: the general launcher cost microseconds a
     call that the kernels do not.)"""
 
-    __slots__ = ("gemm", "key", "ldw", "reduce", "workspaces")
+    __slots__ = ("gemm", "key", "ldw", "reduce", "tiles", "workspaces")
 
     def __init__(self, own: Any, key: GemmKey) -> None:
         p, m, n = own.plan, key.m, key.n
         self.key, self.ldw = key, p.workspace_ld(m)
         self.workspaces = cuda.StreamWorkspaces(p.workspace_bytes(m, n))
-        self.gemm = (own.gemm.launch, p.grid(m, n))
-        self.reduce = (own.reduce.launch, p.reduce_grid(m, n))
+        grid = p.grid(m, n)
+        self.gemm, self.tiles = (own.gemm.launch, grid), grid[0] * grid[1]
+        self.reduce = None if own.fused else (own.reduce.launch, p.reduce_grid(m, n))
 
     def reserve(self, stream: int) -> None:
         self.workspaces(stream)
@@ -421,9 +438,17 @@ class _SplitK:
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
         key, ldw = self.key, self.ldw
         workspace = self.workspaces(s)
-        (launch_gemm, grid), (launch_reduce, reduce_grid) = self.gemm, self.reduce
+        launch_gemm, grid = self.gemm
+        if self.reduce is None:
+            from .launch import splitk_flags
+
+            flags = splitk_flags(s, self.tiles)
+            launch_gemm(grid, s, (key.m, key.n, key.k, alpha, a, key.lda, b, key.ldb, beta,
+                                  workspace, ldw, c, key.ldc, flags))  # fmt: skip
+            return
         launch_gemm(grid, s, (key.m, key.n, key.k, alpha, a, key.lda, b, key.ldb, beta,
                               workspace, ldw))  # fmt: skip
+        launch_reduce, reduce_grid = self.reduce
         launch_reduce(reduce_grid, s, (key.m, key.n, alpha, workspace, ldw, beta, c, key.ldc))
 
 

@@ -49,6 +49,14 @@ def _regs_estimate(p: Params) -> int:
     return acc + frags + _copies_per_thread(p) + 24
 
 
+# SPLITK_FUSED=1 (kernels/dgemm_mma.cu): split-K's slices summed by the tile's last block in
+# the same launch instead of a splitk_reduce launch; the same bits. At 256^3 and 512^3 a
+# dgemm call is bound by its host's launches (benchmarks/probe_call_cost.py, 2026-11-26: an
+# own launch about 7 us, a split-K config's two about 13-14 us). Out of the search space
+# until measured.
+SPLITK_FUSED_ON = (1,)
+
+
 FAMILY = KernelFamily(
     name="dmma",
     source="dgemm_mma.cu",
@@ -73,6 +81,8 @@ FAMILY = KernelFamily(
         # bit-equal to 0 on 16-byte-aligned shapes (tests/gpu/test_dmma_epilogue_gpu.py): out
         # of the space, so neither the tuner nor a table can choose it, until that passes.
         Tunable("EPILOGUE", (0,), "C stores: 0 from the fragments, 1 staged along m", 0),
+        # Recorded split-K configs ran splitk_reduce as a second launch: SPLITK_FUSED=0.
+        Tunable("SPLITK_FUSED", (0,), "split-K sums by the last slice (0: splitk_reduce)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -91,6 +101,10 @@ FAMILY = KernelFamily(
         Constraint("GROUP_M >= 1", lambda p, s: p["GROUP_M"] >= 1),
         Constraint("MIN_BLOCKS >= 1", lambda p, s: p["MIN_BLOCKS"] >= 1),
         Constraint("EPILOGUE is 0 or 1", lambda p, s: p["EPILOGUE"] in (0, 1)),
+        Constraint(
+            "SPLITK_FUSED=1 needs SPLIT_K > 1 and EPILOGUE 0",
+            lambda p, s: p["SPLITK_FUSED"] == 0 or (p["SPLIT_K"] > 1 and p["EPILOGUE"] == 0),
+        ),
         Constraint("float64 only", lambda p, s: s == 8),
         Constraint("between 4 and 16 warps per block", lambda p, s: 128 <= _threads(p) <= 512),
         Constraint(
@@ -116,6 +130,7 @@ FAMILY = KernelFamily(
             "SPLIT_K": 1,
             "MIN_BLOCKS": 1,
             "EPILOGUE": 0,
+            "SPLITK_FUSED": 0,
         },
     },
     threads=_threads,
