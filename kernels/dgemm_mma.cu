@@ -248,16 +248,31 @@ __device__ __forceinline__ void splitk_finish(const REAL* W, int ldw, int m, int
     __syncthreads();
     if (!last) return;
     __threadfence();
+    // The tile's elements down its columns (coalesced), CHUNK per thread at a time with all
+    // their slices' loads issued before the first add: one block does this pass alone, and
+    // an add chain per element, one load after another, left it bound by L2's latency.
+    constexpr int CHUNK = 4, ELEMS = BM * BN;
+    static_assert(ELEMS % (THREADS * CHUNK) == 0, "whole chunks of the tile per thread");
     const size_t slice = (size_t)ldw * (size_t)n;
-    for (int e = threadIdx.x; e < BM * BN; e += THREADS) {   // down each column: coalesced
-        const int i = row0 + e % BM, j = col0 + e / BM;
-        if (i >= m || j >= n) continue;
-        const REAL* w = W + (size_t)i + (size_t)j * ldw;
-        REAL sum = __ldcg(w);   // (L2: other blocks' stores, never this SM's L1)
+    for (int base = threadIdx.x; base < ELEMS; base += THREADS * CHUNK) {
+        REAL part[CHUNK][SPLIT_K];
 #pragma unroll
-        for (int z = 1; z < SPLIT_K; ++z) sum += __ldcg(w + z * slice);
-        REAL* const c = C + (size_t)i + (size_t)j * ldc;
-        *c = blas_epilogue(sum, alpha, beta, c);
+        for (int u = 0; u < CHUNK; ++u) {
+            const int e = base + u * THREADS, i = row0 + e % BM, j = col0 + e / BM;
+            const REAL* w = W + (size_t)min(i, m - 1) + (size_t)min(j, n - 1) * ldw;
+#pragma unroll
+            for (int z = 0; z < SPLIT_K; ++z) part[u][z] = __ldcg(w + z * slice);   // (L2)
+        }
+#pragma unroll
+        for (int u = 0; u < CHUNK; ++u) {
+            const int e = base + u * THREADS, i = row0 + e % BM, j = col0 + e / BM;
+            if (i >= m || j >= n) continue;
+            REAL sum = part[u][0];
+#pragma unroll
+            for (int z = 1; z < SPLIT_K; ++z) sum += part[u][z];
+            REAL* const c = C + (size_t)i + (size_t)j * ldc;
+            *c = blas_epilogue(sum, alpha, beta, c);
+        }
     }
 }
 #endif
