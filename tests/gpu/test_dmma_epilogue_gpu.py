@@ -10,10 +10,10 @@ rows between m and ldc left as they were (no 16-byte store may spill past C's la
 from __future__ import annotations
 
 import itertools
-import os
 
 import numpy as np
 import pytest
+from dmma_variants import precompile, whole_c
 
 from tunedgemm import checks, gpu_backend
 from tunedgemm.families import FAMILIES
@@ -46,22 +46,7 @@ def _pair(change: dict[str, int]) -> tuple[KernelConfig, KernelConfig]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _compiled() -> None:
-    """Every variant of the configs here, compiled in parallel before the first launch."""
-    from tunedgemm.compiler import precompile
-
-    configs = sorted({c for change in CHANGES.values() for c in _pair(change)})
-    for ta, tb, aligned in itertools.product((False, True), repeat=3):
-        precompile(configs, "float64", ta, tb, aligned, jobs=os.cpu_count() or 4)
-
-
-def _whole_c(problem) -> np.ndarray:
-    """C's buffer, ldc x n, padding rows included."""
-    import pycuda.driver as drv
-
-    form = problem.form
-    whole = np.empty((form.ldc, form.n), np.float64, order="F")
-    drv.memcpy_dtoh(whole.ravel(order="K"), form.c)
-    return whole
+    precompile(c for change in CHANGES.values() for c in _pair(change))
 
 
 @pytest.mark.xfail(reason="H100, 2026-11-25 16:48 UTC: 12 of these 16 cases were not bit-equal "
@@ -89,7 +74,7 @@ def test_staged_epilogue_is_bit_equal_to_direct_and_accurate(name, trans_a, tran
                 else:
                     problem.set_c(c0)  # padding rows NaN
                 gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
-                whole = _whole_c(problem)
+                whole = whole_c(problem)
                 assert np.isnan(whole[m:]).all(), f"{config} wrote past row m at {(m, n, k)}"
                 outs.append(whole[:m])
             where = (m, n, k, trans_a, trans_b, padded, alpha, beta)

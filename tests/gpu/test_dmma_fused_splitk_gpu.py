@@ -12,10 +12,10 @@ it used at 0 for the next:
 from __future__ import annotations
 
 import itertools
-import os
 
 import numpy as np
 import pytest
+from dmma_variants import precompile, whole_c
 
 from tunedgemm import checks, gpu_backend
 from tunedgemm.families import FAMILIES, dmma
@@ -46,22 +46,7 @@ def _pair(change: dict[str, int]) -> tuple[KernelConfig, KernelConfig]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _compiled() -> None:
-    """Every variant of the configs here, compiled in parallel before the first launch."""
-    from tunedgemm.compiler import precompile
-
-    configs = sorted({c for change in CHANGES.values() for c in _pair(change)})
-    for ta, tb, aligned in itertools.product((False, True), repeat=3):
-        precompile(configs, "float64", ta, tb, aligned, jobs=os.cpu_count() or 4)
-
-
-def _whole_c(problem) -> np.ndarray:
-    """C's buffer, ldc x n, padding rows included."""
-    import pycuda.driver as drv
-
-    form = problem.form
-    whole = np.empty((form.ldc, form.n), np.float64, order="F")
-    drv.memcpy_dtoh(whole.ravel(order="K"), form.c)
-    return whole
+    precompile(c for change in CHANGES.values() for c in _pair(change))
 
 
 def _run(problem, config, alpha, beta, c0, stream=None) -> np.ndarray:
@@ -72,7 +57,7 @@ def _run(problem, config, alpha, beta, c0, stream=None) -> np.ndarray:
     gpu_backend.run(problem.form, problem.dtype, alpha, beta, config, stream=stream)
     if stream is not None:
         stream.synchronize()
-    return _whole_c(problem)
+    return whole_c(problem)
 
 
 @pytest.mark.parametrize("name", sorted(CHANGES))
