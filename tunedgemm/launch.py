@@ -217,6 +217,15 @@ def splitk_flags(stream: int, tiles: int) -> int:
     return int(found)
 
 
+def _drop_splitk_flags(index: int) -> None:
+    """At exit, in GPU `index`'s context: free its streams' flags there (tunedgemm.cuda)."""
+    for key in [k for k in _splitk_flags if k[0] == index]:
+        del _splitk_flags[key]
+
+
+cuda.on_release(_drop_splitk_flags)
+
+
 @functools.lru_cache(maxsize=1024)
 def launcher(config: KernelConfig, dtype: np.dtype, trans_a: bool, trans_b: bool, aligned: bool,
              ctx_id: int) -> GemmLauncher:  # fmt: skip
