@@ -422,10 +422,13 @@ class _SplitK:
     kernels and the calls are bound by host time: the general launcher cost microseconds a
     call that the kernels do not.)"""
 
-    __slots__ = ("gemm", "key", "ldw", "reduce", "tiles", "workspaces")
+    __slots__ = ("flags", "gemm", "key", "ldw", "reduce", "tiles", "workspaces")
 
     def __init__(self, own: Any, key: GemmKey) -> None:
+        from .launch import splitk_flags
+
         p, m, n = own.plan, key.m, key.n
+        self.flags = splitk_flags  # (bound here: the call path imports nothing)
         self.key, self.ldw = key, p.workspace_ld(m)
         self.workspaces = cuda.StreamWorkspaces(p.workspace_bytes(m, n))
         grid = p.grid(m, n)
@@ -440,9 +443,7 @@ class _SplitK:
         workspace = self.workspaces(s)
         launch_gemm, grid = self.gemm
         if self.reduce is None:
-            from .launch import splitk_flags
-
-            flags = splitk_flags(s, self.tiles)
+            flags = self.flags(s, self.tiles)
             launch_gemm(grid, s, (key.m, key.n, key.k, alpha, a, key.lda, b, key.ldb, beta,
                                   workspace, ldw, c, key.ldc, flags))  # fmt: skip
             return
