@@ -19,6 +19,12 @@ addressing), on squares and odd shapes, into bench_advance.json.
 
 times the same configs unrolled (ADVANCE 0 and 1) and with the BK loop rolled (ADVANCE=1,
 ROLL_K in simt.ROLL_K_ON: a main loop that fits the instruction cache), into bench_roll.json.
+
+    python benchmarks/bench_kernels.py --fma-order [--out DIR]
+
+times the same configs with each k-step's fmas in serpentine order (FMA_ORDER in
+simt.FMA_ORDER_ON) against row by row, with ADVANCE 0 and 1 and with ADVANCE=1 in a 4-deep
+ring (the best of --around at 4096^3), into bench_fma_order.json.
 """
 
 from __future__ import annotations
@@ -116,10 +122,21 @@ def roll_variants() -> dict[str, dict[str, int]]:
     return {f"advance{a}_roll_k{r}": {"ADVANCE": a, "ROLL_K": r} for a, r in pairs}
 
 
+def fma_order_variants() -> dict[str, dict[str, int]]:
+    """Each FMA_ORDER (0 and simt.FMA_ORDER_ON) with ADVANCE 0, 1, and ADVANCE=1 in 4 stages."""
+    from tunedgemm.families import simt
+
+    bases = {"advance0": {"ADVANCE": 0}, "advance1": {"ADVANCE": 1},
+             "advance1_stages4": {"ADVANCE": 1, "STAGES": 4}}  # fmt: skip
+    return {f"{label}_order{order}": {**changes, "FMA_ORDER": order}
+            for label, changes in bases.items() for order in (0, *simt.FMA_ORDER_ON)}
+
+
 AROUND_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 # Tunables --around leaves alone: ADVANCE is set, and the schedules (split-K, stream-K) and
 # the rolled loop are measured by their own options.
-AROUND_FIXED = ("ADVANCE", "EARLY_BARRIER", "MAXNREG", "ROLL_K", "SPLIT_K", "STREAM_K")
+AROUND_FIXED = ("ADVANCE", "EARLY_BARRIER", "FMA_ORDER", "MAXNREG", "ROLL_K", "SPLIT_K",
+                "STREAM_K")  # fmt: skip
 
 
 def _values(family: Any, name: str) -> tuple[int, ...]:
@@ -272,6 +289,8 @@ def main() -> int:
                         help="the table's simt config with ROLL_K 0/2/4 vs cuBLAS")  # fmt: skip
     parser.add_argument("--around", action="store_true",
                         help="the table's simt config and its neighbours vs cuBLAS")  # fmt: skip
+    parser.add_argument("--fma-order", action="store_true",
+                        help="the table's simt config with each FMA_ORDER vs cuBLAS")  # fmt: skip
     args = parser.parse_args()
 
     from tunedgemm import cuda, reference
@@ -290,6 +309,10 @@ def main() -> int:
             for label in ranked:  # fastest first, one per line
                 ms = row[f"{label}_ms"]
                 print(f"  {label:>14} {ms:9.4f} ms  cuBLAS / it {row['cublas_ms'] / ms:5.3f}")
+        return 0
+    if args.fma_order:
+        variants_main(Path(args.out), fma_order_variants(), ADVANCE_SHAPES, table_simt_config,
+                      "bench_fma_order.json")  # fmt: skip
         return 0
     if args.stream_k or args.advance or args.roll:
         from tunedgemm.families import FAMILIES, simt

@@ -12,7 +12,8 @@
 # advance (simt ADVANCE's GPU test and bench_kernels --advance), roll (the same for simt
 # ROLL_K: test_simt_roll_gpu.py and bench_kernels --roll), ncu (Nsight Compute on those
 # variants and cuBLAS: ncu_simt.py), around (simt EARLY_BARRIER's GPU test and bench_kernels
-# --around: the table's config and its neighbours), fused (dmma SPLITK_FUSED's GPU test,
+# --around: the table's config and its neighbours), order (the same for simt FMA_ORDER:
+# test_simt_fma_order_gpu.py and bench_kernels --fma-order), fused (dmma SPLITK_FUSED's GPU test,
 # probe_call_cost, small float64 bench_device), register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
@@ -211,6 +212,9 @@ PY
         # samples): its GPU test, then bench_kernels --around (the table's 4096^3 and 8192^3
         # config, its neighbours, each with EARLY_BARRIER 0 and 1)
         simt_variant around tests/gpu/test_simt_early_barrier_gpu.py 240 240 ;;
+    order)  # simt FMA_ORDER (issue 15, item 3; written 2026-11-26 from ncu's dispatch stalls on
+        # FFMAs): its GPU test, then bench_kernels --fma-order (the table's configs, each order)
+        simt_variant fma-order tests/gpu/test_simt_fma_order_gpu.py 300 240 ;;
     fused)  # dmma SPLITK_FUSED (issues 13 and 15; written 2026-11-26): its GPU test, then what
         # each split-K candidate and its fused twin cost a call at 256^3 and 512^3 float64, then
         # the public float64 calls there against cuBLAS (autotuning times the twins too)

@@ -89,6 +89,9 @@
 #ifndef EARLY_BARRIER
 #define EARLY_BARRIER 0   // 1: each k-tile's barrier before its last k-step (0: at its top)
 #endif
+#ifndef FMA_ORDER
+#define FMA_ORDER 0    // order of a k-step's fmas: 0 row by row, 1 rows serpentine, 2 columns serpentine
+#endif
 #ifndef MAXNREG
 #define MAXNREG 0      // registers per thread ptxas may use (0: what __launch_bounds__ allows)
 #endif
@@ -159,6 +162,40 @@ __device__ __forceinline__ float comp(const float4& v, int i)
 {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
+
+#if FMA_ORDER
+// One k-step's outer product in serpentine order: FMA_ORDER=1 runs the rows, every other
+// row backwards, so consecutive fmas share the a value within a row and the b value across
+// a row change; FMA_ORDER=2 runs the columns likewise (b shared within a column). ptxas keeps
+// a shared source in its operand reuse cache, so each fma reads fewer registers from the
+// banked file (CUTLASS's SIMT thread-level mma walks its tile this way). The sums are the
+// same fmas in the same k order as FMA_ORDER=0: the same bits.
+__device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float4 (&af)[TM / 4],
+                                              const float4 (&bf)[TN / 4])
+{
+#if FMA_ORDER == 1
+#pragma unroll
+    for (int r = 0; r < TM; ++r) {
+        const float a = comp(af[r / 4], r % 4);
+#pragma unroll
+        for (int c0 = 0; c0 < TN; ++c0) {
+            const int c = (r & 1) ? TN - 1 - c0 : c0;
+            acc[r][c] = fmaf(a, comp(bf[c / 4], c % 4), acc[r][c]);
+        }
+    }
+#else
+#pragma unroll
+    for (int c = 0; c < TN; ++c) {
+        const float b = comp(bf[c / 4], c % 4);
+#pragma unroll
+        for (int r0 = 0; r0 < TM; ++r0) {
+            const int r = (c & 1) ? TM - 1 - r0 : r0;
+            acc[r][c] = fmaf(comp(af[r / 4], r % 4), b, acc[r][c]);
+        }
+    }
+#endif
+}
+#endif
 
 // Loader geometry. THREADS, BM, BN, BK are powers of two, so the chunk c = tid + r * THREADS
 // of a tile splits into a per-thread part (from tid) plus a compile-time part (from r),
@@ -687,12 +724,16 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                 for (int u = 0; u < TN / 4; ++u)
                     bf[cur ^ 1][u] = *reinterpret_cast<const float4*>(Bs + ns * B_STAGE + b_off + u * 4 * WTN);
             }
+#if FMA_ORDER
+            outer_product(acc, af[cur], bf[cur]);
+#else
 #pragma unroll
             for (int r = 0; r < TM; ++r) {
                 const float a = comp(af[cur][r / 4], r % 4);
 #pragma unroll
                 for (int c = 0; c < TN; ++c) acc[r][c] = fmaf(a, comp(bf[cur][c / 4], c % 4), acc[r][c]);
             }
+#endif
         }
         rs = ns;
         ws = (ws + 1 == STAGES) ? 0 : ws + 1;
@@ -739,12 +780,16 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                     for (int u = 0; u < TN / 4; ++u)
                         bf[cur ^ 1][u] = *reinterpret_cast<const float4*>(b_k + (j + 1) * LDB_S + u * 4 * WTN);
                 }
+#if FMA_ORDER
+                outer_product(acc, af[cur], bf[cur]);
+#else
 #pragma unroll
                 for (int r = 0; r < TM; ++r) {
                     const float a = comp(af[cur][r / 4], r % 4);
 #pragma unroll
                     for (int c = 0; c < TN; ++c) acc[r][c] = fmaf(a, comp(bf[cur][c / 4], c % 4), acc[r][c]);
                 }
+#endif
             }
         }
 #else
@@ -759,12 +804,16 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                 for (int u = 0; u < TN / 4; ++u)
                     bf[cur ^ 1][u] = *reinterpret_cast<const float4*>(b_s + (kk + 1) * LDB_S + u * 4 * WTN);
             }
+#if FMA_ORDER
+            outer_product(acc, af[cur], bf[cur]);
+#else
 #pragma unroll
             for (int r = 0; r < TM; ++r) {
                 const float a = comp(af[cur][r / 4], r % 4);
 #pragma unroll
                 for (int c = 0; c < TN; ++c) acc[r][c] = fmaf(a, comp(bf[cur][c / 4], c % 4), acc[r][c]);
             }
+#endif
         }
 #endif
 
