@@ -1,14 +1,17 @@
 """Tuned choice vs the best single fixed config vs cuBLAS, on shapes the table was not tuned on,
 and a grid over (M, N) at a few K for a heatmap of speed relative to cuBLAS.
 
-Usage: python benchmarks/bench_tuning.py [--dtype float32 float64] [--shapes 16] [--out DIR]
-           [--unpadded]
+Usage: python benchmarks/bench_tuning.py [--dtype float32 float64] [--shapes 24] [--out DIR]
+           [--unpadded] [--seed S] [--low 32] [--high 16384] [--no-heatmap]
 Operands have leading dimensions padded to 16 bytes, as host calls lay them out (--unpadded:
-as given). Random shapes are log-uniform in [128, 8192] per dimension (seeded; work capped
-at 2 * 4096^3 flops). The fixed-config pool is each family's default plus the configs the
-table uses most; the best single fixed config is the one with the best geometric mean over
-the random shapes. "tuned" is what a call runs: the table's candidates for the shape timed
-once there (tunedgemm/autotune.py); "pred" is the table's predicted choice alone.
+as given). Random shapes are log-uniform in [--low, --high] per dimension (issue 15: 24 in
+[32, 16384]), drawn fresh each run unless --seed is given (the seed is printed and recorded),
+work capped at 2 * 8192^3 flops. The fixed-config pool is each family's default plus the
+configs the table uses most; the best single fixed config is the one with the best geometric
+mean over the random shapes. "tuned" is what a call runs: the table's candidates for the
+shape and their twins (tunedgemm/plans.py, with_twins) timed once there
+(tunedgemm/autotune.py); "pred" is the table's predicted choice alone. The share of the
+table's entries whose choice is an own kernel is printed and recorded per dtype.
 Every time is per call in a run of calls (tunedgemm.timing.call_ms): the GPU's time by CUDA
 events, or the host's time to queue the call where that is longer (launch-bound calls); the
 least of MEASUREMENTS such medians, since on the lent machines one median in a few comes out
@@ -37,14 +40,34 @@ HEAT_K = [256, 4096]
 MEASUREMENTS = 2  # medians per time; the least is kept (noise only ever adds)
 
 
-def random_shapes(count: int, seed: int = 7) -> list[tuple[int, int, int]]:
+MAX_WORK = 8192**3  # m * n * k of the largest random shape (about 25 ms a float64 call)
+
+
+def random_shapes(count: int, seed: int, low: int = 32,
+                  high: int = 16384) -> list[tuple[int, int, int]]:  # fmt: skip
     rng = np.random.default_rng(seed)
     shapes: list[tuple[int, int, int]] = []
     while len(shapes) < count:
-        m, n, k = (int(x) for x in np.exp(rng.uniform(np.log(128), np.log(8192), 3)))
-        if 2 * m * n * k <= 2 * 4096**3:
+        m, n, k = (int(x) for x in np.exp(rng.uniform(np.log(low), np.log(high), 3)))
+        if m * n * k <= MAX_WORK:
             shapes.append((m, n, k))
     return shapes
+
+
+def own_entry_share(dtype: str) -> tuple[int, int]:
+    """(entries whose recorded choice is an own kernel, all entries) of the shipped table for
+    this dtype's IEEE keys, over every device it holds."""
+    from tunedgemm import table
+
+    current = table.current()
+    own = total = 0
+    if not isinstance(current, str):
+        for device in current.devices:
+            for key, entries in device.entries.items():
+                if key.split("/")[0] == dtype:
+                    total += len(entries)
+                    own += sum(e.choice != table.CUBLAS for e in entries)
+    return own, total
 
 
 def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
@@ -66,7 +89,7 @@ def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
 
 def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
     """Median ms of the tuned choice (own kernels only), each pool config and cuBLAS."""
-    from tunedgemm import autotune, gpu_backend, reference, selection, table
+    from tunedgemm import autotune, gpu_backend, plans, reference, selection, table
     from tunedgemm.timing import call_ms
     from tunedgemm.tuning import problems
 
@@ -87,13 +110,15 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     times["tuned_choice"] = str(tuned.config)  # type: ignore[assignment]
     # What a call runs: the table's candidates timed once at this shape (tunedgemm/autotune.py).
     start = time.perf_counter()
-    refined = autotune.choose(problem.form, problem.dtype, tuned.candidates or (tuned.config,))
+    refined = autotune.choose(problem.form, problem.dtype,
+                              plans.with_twins(tuned.candidates or (tuned.config,), dtype))
     times["refine_once_ms"] = (time.perf_counter() - start) * 1e3
     times["refined"] = timed(refined)
     times["refined_choice"] = str(refined)  # type: ignore[assignment]
     # The same with cuBLAS allowed: cuBLAS competes among the candidates.
     allowed = _choice_with_cublas(dtype, shape)
-    final = autotune.choose(problem.form, problem.dtype, allowed.candidates or (allowed.config,))
+    final = autotune.choose(problem.form, problem.dtype,
+                            plans.with_twins(allowed.candidates or (allowed.config,), dtype))
     times["table_choice"] = str(final)  # type: ignore[assignment]
     for config in configs:
         times[str(config)] = timed(config)
@@ -123,7 +148,11 @@ def gmean(values: list[float]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dtype", nargs="+", default=["float32", "float64"])
-    parser.add_argument("--shapes", type=int, default=16)
+    parser.add_argument("--shapes", type=int, default=24)
+    parser.add_argument("--seed", type=int, default=None, help="random shapes' seed (fresh)")
+    parser.add_argument("--low", type=int, default=32, help="least random dimension")
+    parser.add_argument("--high", type=int, default=16384, help="greatest random dimension")
+    parser.add_argument("--no-heatmap", action="store_true", help="random shapes only")
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--unpadded", action="store_true", help="leading dimensions as given")
     args = parser.parse_args()
@@ -138,13 +167,15 @@ def main() -> int:
         print(f"bench_tuning: needs a GPU ({cuda.status()[1]})")
         return 1
     os.environ[selection.CUBLAS_ENV] = "0"  # "tuned" means the table's best own kernel
+    seed = args.seed if args.seed is not None else int(time.time())
     record: dict[str, Any] = {"device": cuda.device().name(), "command": " ".join(sys.argv),
+                              "seed": seed,
                               "date": datetime.datetime.now(datetime.timezone.utc).strftime(
                                   "%Y-%m-%d %H:%M UTC"), "random": {}, "heatmap": {}}  # fmt: skip
-    print(f"# {record['device']}, {record['date']}")
+    print(f"# {record['device']}, {record['date']}, random shapes' seed {seed}")
     for dtype in args.dtype:
         pool = fixed_pool(dtype)
-        shapes = random_shapes(args.shapes)
+        shapes = random_shapes(args.shapes, seed, args.low, args.high)
         rows = [(s, time_all(s, dtype, pool)) for s in shapes]
         names = [str(c) for c in pool]
         best_fixed = max(names, key=lambda c: gmean([r[1]["cublas"] / r[1][c] for r in rows]))
@@ -166,16 +197,23 @@ def main() -> int:
         # The table's real choice with cuBLAS allowed, not the faster of the two after the fact.
         with_cublas = gmean([t["cublas"] / t["table"] for _, t in rows])
         worst_with_cublas = min(t["cublas"] / t["table"] for _, t in rows)
+        worst_own = min(t["cublas"] / t["refined"] for _, t in rows)
+        own, entries = own_entry_share(dtype)
         print(f"{dtype}: geometric mean speed-up tuned/fixed {over_fixed:.2f} (the table's "
               f"predicted choice alone: {predicted_over_fixed:.2f}), tuned/cuBLAS "
-              f"{over_cublas:.2f}, with cuBLAS as a candidate {with_cublas:.2f} "
-              f"(worst shape {worst_with_cublas:.2f})")  # fmt: skip
+              f"{over_cublas:.2f} (worst shape {worst_own:.2f}), with cuBLAS as a candidate "
+              f"{with_cublas:.2f} (worst shape {worst_with_cublas:.2f}); the table chooses an "
+              f"own kernel in {own} of its {entries} entries")  # fmt: skip
         record["random"][dtype] = {"best_fixed": best_fixed, "tuned_over_fixed": over_fixed,
                                    "predicted_over_fixed": predicted_over_fixed,
                                    "tuned_over_cublas": over_cublas,
                                    "with_cublas_over_cublas": with_cublas,
                                    "with_cublas_worst_shape": worst_with_cublas,
+                                   "tuned_worst_shape": worst_own,
+                                   "table_own_entries": own, "table_entries": entries,
                                    "rows": [{"shape": s, **t} for s, t in rows]}  # fmt: skip
+        if args.no_heatmap:
+            continue
         heat = []
         for k in HEAT_K:
             for m in HEAT_SIZES:

@@ -14,7 +14,9 @@
 # variants and cuBLAS: ncu_simt.py), around (simt EARLY_BARRIER's GPU test and bench_kernels
 # --around: the table's config and its neighbours), order (the same for simt FMA_ORDER:
 # test_simt_fma_order_gpu.py and bench_kernels --fma-order), fused (dmma SPLITK_FUSED's GPU test,
-# probe_call_cost, small float64 bench_device), register (probe_register),
+# probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
+# the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
+# register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -215,6 +217,18 @@ PY
     order)  # simt FMA_ORDER (issue 15, item 3; written 2026-11-26 from ncu's dispatch stalls on
         # FFMAs): its GPU test, then bench_kernels --fma-order (the table's configs, each order)
         simt_variant fma-order tests/gpu/test_simt_fma_order_gpu.py 300 240 ;;
+    squares)  # issue 15's square floors through the public call: sgemm/dgemm on GPUArrays, new
+        # result and into c, own kernels only (TUNEDGEMM_CUBLAS=0; autotuning times the
+        # table's candidates and their twins), against cuBLAS into c, at 4096^3 and 8192^3
+        TUNEDGEMM_CUBLAS=0 timeout ${SQUARES_LIMIT:-300} python3 benchmarks/bench_device.py \
+            --libs pycuda --forms gemm --shapes 4096x4096x4096,8192x8192x8192 --out "$OUT" \
+            --name bench_device-own-squares > "$OUT/bench_device-own-squares.txt" 2>&1
+        echo "bench_device own squares: exit $?"; tail -12 "$OUT/bench_device-own-squares.txt" ;;
+    random)  # issue 15's random-shape floors: bench_tuning on 24 fresh log-uniform shapes in
+        # [32, 16384], own kernels and with cuBLAS as a candidate, no heatmap
+        timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap \
+            --dtype ${RANDOM_DTYPES:-float32 float64} --out "$OUT" > "$OUT/bench_tuning.txt" 2>&1
+        echo "bench_tuning: exit $?"; grep -E "^#|geometric|best single" "$OUT/bench_tuning.txt" ;;
     fused)  # dmma SPLITK_FUSED (issues 13 and 15; written 2026-11-26): its GPU test, then what
         # each split-K candidate and its fused twin cost a call at 256^3 and 512^3 float64, then
         # the public float64 calls there against cuBLAS (autotuning times the twins too)

@@ -143,7 +143,7 @@ class DevicePlan:
         config, reason = choice.config, choice.reason
         candidates = choice.candidates
         tuned: Any = None
-        timed = _with_lt_algorithms(key, _with_fused_split_k(candidates)) + _composed(key)
+        timed = _with_lt_algorithms(key, with_twins(candidates, key.dtype)) + _composed(key)
         if len(timed) > 1 and key.k > 0 and key.batch == 1 and autotune.enabled():
             tuned = autotune.choose(form, np.dtype(key.dtype), timed, key.precision)
             if tuned != config:
@@ -319,18 +319,20 @@ def _with_lt_algorithms(key: GemmKey, candidates: tuple[Any, ...]) -> tuple[Any,
     return tuple(out)
 
 
-def _with_fused_split_k(candidates: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The candidates and, after them, the fused twin (SPLITK_FUSED=1: one launch, the same
-    bits) of each dmma split-K config among them, which the table's configs predate."""
-    from .families import FAMILIES, dmma
+def with_twins(candidates: tuple[Any, ...], dtype: str) -> tuple[Any, ...]:
+    """The candidates and, after them, each own config's twins (its family's `twins`: the
+    same bits by a kernel the table's configs predate, as dmma's one-launch split-K or
+    simt's faster main loop), where the family's constraints allow them."""
+    from .families import FAMILIES
 
     twins = []
-    fused = {"SPLITK_FUSED": dmma.SPLITK_FUSED_ON[0]}
     for c in candidates:
-        if isinstance(c, KernelConfig) and c.family == "dmma" and c.as_dict()["SPLIT_K"] > 1:
-            twin = KernelConfig.make("dmma", {**c.as_dict(), **fused})
-            if not FAMILIES["dmma"].violations(twin, "float64") and twin not in candidates:
-                twins.append(twin)
+        if isinstance(c, KernelConfig):
+            family = FAMILIES[c.family]
+            for changes in family.twins:
+                twin = KernelConfig.make(c.family, {**c.as_dict(), **changes})
+                if twin not in candidates and not family.violations(twin, dtype):
+                    twins.append(twin)
     return candidates + tuple(dict.fromkeys(twins))
 
 

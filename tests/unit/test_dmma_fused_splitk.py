@@ -33,11 +33,11 @@ def test_autotuning_times_each_dmma_split_k_candidate_with_its_fused_twin():
     split2, split4, whole = _config(SPLIT_K=2), _config(SPLIT_K=4), _config()
     simt = FAMILIES["simt"].default_config("float32")
     candidates = (split2, table.CUBLAS, whole, simt, split4, split2)
-    timed = plans._with_fused_split_k(candidates)
+    timed = plans.with_twins(candidates, "float64")
     assert timed[: len(candidates)] == candidates  # the table's order first, untouched
     assert timed[len(candidates):] == (_config(SPLIT_K=2, SPLITK_FUSED=1),
                                        _config(SPLIT_K=4, SPLITK_FUSED=1))  # fmt: skip
-    assert plans._with_fused_split_k((whole, table.CUBLAS)) == (whole, table.CUBLAS)
+    assert plans.with_twins((whole, table.CUBLAS), "float64") == (whole, table.CUBLAS)
 
 
 def test_one_fused_launch_has_at_most_the_flags_of_a_stream():

@@ -135,4 +135,5 @@ FAMILY = KernelFamily(
     },
     threads=_threads,
     smem_bytes=_smem_bytes,
+    twins=tuple({"SPLITK_FUSED": v} for v in SPLITK_FUSED_ON),
 )
