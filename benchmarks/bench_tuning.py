@@ -9,7 +9,8 @@ as given). Random shapes are log-uniform in [--low, --high] per dimension (issue
 work capped at 2 * 8192^3 flops. The fixed-config pool is each family's default plus the
 configs the table uses most; the best single fixed config is the one with the best geometric
 mean over the random shapes. "tuned" is what a call runs: the table's candidates for the
-shape and their twins (tunedgemm/plans.py, with_twins) timed once there
+shape, the wave-filling splits and twins a call adds (tunedgemm/plans.py, own_candidates)
+timed once there
 (tunedgemm/autotune.py); "pred" is the table's predicted choice alone. The share of the
 table's entries whose choice is an own kernel is printed and recorded per dtype.
 Every time is per call in a run of calls (tunedgemm.timing.call_ms): the GPU's time by CUDA
@@ -90,17 +91,20 @@ def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
 def precompile_candidates(shapes: list[tuple[int, int, int]], dtype: str,
                           pool: list[Any]) -> None:  # fmt: skip
     """Compile, nvcc in parallel, every own config time_all will meet (the pool, and at each
-    shape the table's candidates with cuBLAS and without, with their twins): autotuning
-    would otherwise compile them one at a time (about 4 s each on the H100 machine)."""
+    shape the table's candidates with cuBLAS and without, with what plans.own_candidates
+    adds): autotuning would otherwise compile them one at a time (about 4 s each on the H100
+    machine)."""
     import os
 
     from tunedgemm import compiler, plans
     from tunedgemm.params import KernelConfig
+    from tunedgemm.tuning import problems
 
     configs = set(c for c in pool if isinstance(c, KernelConfig))
     for shape in shapes:
+        key = plans.GemmKey.of(problems.make(*shape, dtype, padded=PADDED).form, dtype, "ieee")
         for choice in (_choice_with_cublas(dtype, shape, False), _choice_with_cublas(dtype, shape)):
-            timed = plans.with_twins(choice.candidates or (choice.config,), dtype)
+            timed = plans.own_candidates(choice.candidates or (choice.config,), key)
             configs.update(c for c in timed if isinstance(c, KernelConfig))
     compiler.precompile(sorted(configs), dtype, False, False, PADDED, jobs=os.cpu_count() or 8)
 
@@ -112,6 +116,7 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     from tunedgemm.tuning import problems
 
     problem = problems.make(*shape, dtype, padded=PADDED)
+    key = plans.GemmKey.of(problem.form, dtype, "ieee")
     tuned = selection.choose(dtype, *shape, warn=False)
     times: dict[str, float] = {}
 
@@ -129,14 +134,14 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     # What a call runs: the table's candidates timed once at this shape (tunedgemm/autotune.py).
     start = time.perf_counter()
     refined = autotune.choose(problem.form, problem.dtype,
-                              plans.with_twins(tuned.candidates or (tuned.config,), dtype))
+                              plans.own_candidates(tuned.candidates or (tuned.config,), key))
     times["refine_once_ms"] = (time.perf_counter() - start) * 1e3
     times["refined"] = timed(refined)
     times["refined_choice"] = str(refined)  # type: ignore[assignment]
     # The same with cuBLAS allowed: cuBLAS competes among the candidates.
     allowed = _choice_with_cublas(dtype, shape)
     final = autotune.choose(problem.form, problem.dtype,
-                            plans.with_twins(allowed.candidates or (allowed.config,), dtype))
+                            plans.own_candidates(allowed.candidates or (allowed.config,), key))
     times["table_choice"] = str(final)  # type: ignore[assignment]
     for config in configs:
         times[str(config)] = timed(config)

@@ -226,7 +226,7 @@ PY
         echo "bench_device own squares: exit $?"; tail -12 "$OUT/bench_device-own-squares.txt" ;;
     random)  # issue 15's random-shape floors: bench_tuning on 24 fresh log-uniform shapes in
         # [32, 16384], own kernels and with cuBLAS as a candidate, no heatmap
-        timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap \
+        timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap ${RANDOM_SEED:+--seed $RANDOM_SEED} \
             --dtype ${RANDOM_DTYPES:-float32 float64} --out "$OUT" > "$OUT/bench_tuning.txt" 2>&1
         echo "bench_tuning: exit $?"; grep -E "^#|geometric|best single" "$OUT/bench_tuning.txt" ;;
     fused)  # dmma SPLITK_FUSED (issues 13 and 15; written 2026-11-26): its GPU test, then what

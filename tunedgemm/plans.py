@@ -143,8 +143,10 @@ class DevicePlan:
         config, reason = choice.config, choice.reason
         candidates = choice.candidates
         tuned: Any = None
-        timed = _with_lt_algorithms(key, with_twins(candidates, key.dtype)) + _composed(key)
-        if len(timed) > 1 and key.k > 0 and key.batch == 1 and autotune.enabled():
+        timed: tuple[Any, ...] = ()
+        if key.k > 0 and key.batch == 1 and autotune.enabled():
+            timed = _with_lt_algorithms(key, own_candidates(candidates, key)) + _composed(key)
+        if len(timed) > 1:
             tuned = autotune.choose(form, np.dtype(key.dtype), timed, key.precision)
             if tuned != config:
                 reason = f"{tuned}: fastest when timed at this shape; table: {reason}"
@@ -317,6 +319,46 @@ def _with_lt_algorithms(key: GemmKey, candidates: tuple[Any, ...]) -> tuple[Any,
     for c in candidates:
         out += algorithms if c == table.CUBLAS else [c]
     return tuple(out)
+
+
+def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]:
+    """What autotuning times of the table's candidates for the key: each, the wave-filling
+    split of those that leave SMs idle, and every one's twins."""
+    if any(isinstance(c, KernelConfig) and "SPLIT_K" in c.as_dict() for c in candidates):
+        candidates = with_wave_filling_splits(candidates, key, cuda.sm_count())  # the driver's
+    return with_twins(candidates, key.dtype)
+
+
+MAX_SPLIT_K = 32  # the widest k-split autotuning tries (each slice keeps >= 2 k-tiles)
+
+
+def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
+                             sms: int) -> tuple[Any, ...]:  # fmt: skip
+    """The candidates and, after them, each split-K-capable own config whose grid leaves SMs
+    idle at this shape (tiles x SPLIT_K < sms) again with the least power-of-two split that
+    fills them, as far as each slice keeps two k-tiles and MAX_SPLIT_K allows. The table's
+    splits stop at 4, so at small m x n with long k (322x57x5243: 6 tiles of 64 x 64) its
+    configs ran a few blocks on 132 SMs, at 0.43-0.65x cuBLAS (bench_tuning, 2026-11-26)."""
+    from .families import FAMILIES
+
+    wider = []
+    for c in candidates:
+        if not isinstance(c, KernelConfig) or "SPLIT_K" not in c.as_dict():
+            continue
+        family, params = FAMILIES[c.family], c.as_dict()
+        if family.stream_k(params):
+            continue
+        bm, bn = family.block_tile(params)
+        tiles = -(-key.m // bm) * -(-key.n // bn)
+        k_tiles = -(-key.k // params.get("BK", 16))
+        split = params["SPLIT_K"]
+        while tiles * split < sms and 2 * split <= min(MAX_SPLIT_K, k_tiles // 2):
+            split *= 2
+        if split != params["SPLIT_K"]:
+            alternative = KernelConfig.make(c.family, {**params, "SPLIT_K": split})
+            if alternative not in candidates and not family.violations(alternative, key.dtype):
+                wider.append(alternative)
+    return candidates + tuple(dict.fromkeys(wider))
 
 
 def with_twins(candidates: tuple[Any, ...], dtype: str) -> tuple[Any, ...]:

@@ -24,7 +24,12 @@ pytestmark = pytest.mark.gpu
 
 # Small m x n with long k (split-K's shapes), odd edges, and k too short for every slice to
 # get a k-tile (empty slices must still write their zeros).
-SHAPES = [(37, 45, 1037), (64, 96, 2048), (33, 29, 20), (130, 7, 515)]
+SHAPES = [(37, 45, 1037), (64, 96, 2048), (33, 29, 20), (130, 7, 515), (322, 57, 5243)]
+
+
+# The wider splits autotuning adds where a grid leaves SMs idle (plans.with_wave_filling_splits),
+# on each family's default, with its twins.
+WIDE_SPLITS = (8, plans.MAX_SPLIT_K)
 
 
 def _split_configs() -> list[tuple[str, KernelConfig]]:
@@ -33,6 +38,13 @@ def _split_configs() -> list[tuple[str, KernelConfig]]:
     for split in (2, 4):
         base = tf32.default_config("float32").as_dict()
         found.append(("float32", KernelConfig.make("tf32", {**base, "SPLIT_K": split})))
+    for name, dtype in (("simt", "float32"), ("dmma", "float64"), ("tf32", "float32"),
+                        ("tf32_wgmma", "float32")):  # fmt: skip
+        family = FAMILIES[name]
+        for split in WIDE_SPLITS:
+            wide = KernelConfig.make(name, {**family.default_config(dtype).as_dict(),
+                                            "SPLIT_K": split})  # fmt: skip
+            found += [(dtype, c) for c in plans.with_twins((wide,), dtype)]
     return found
 
 
@@ -40,7 +52,7 @@ CONFIGS = _split_configs()
 
 
 def _tolerance(config: KernelConfig, k: int, dtype: np.dtype) -> float:
-    if config.family == "tf32":  # its precision modes round the operands (docs/precision.md)
+    if config.family in ("tf32", "tf32_wgmma"):  # modes that round operands (docs/precision.md)
         return checks.tf32_tolerance(k)
     return checks.tolerance(k, dtype)
 

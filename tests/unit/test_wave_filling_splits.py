@@ -1,0 +1,66 @@
+"""Autotuning's wave-filling splits: an own candidate whose grid leaves SMs idle at the call's
+shape is timed again with the least power-of-two k-split that fills them (each slice keeping
+two k-tiles, at most plans.MAX_SPLIT_K), beside the table's candidates and their twins."""
+
+from __future__ import annotations
+
+from tunedgemm import cuda, plans, table
+from tunedgemm.families import FAMILIES, simt
+from tunedgemm.params import KernelConfig
+
+SMS = 132
+SMALL = {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
+         "GROUP_M": 16, "SPLIT_K": 4, "MIN_BLOCKS": 2}  # fmt: skip
+
+
+def _simt(**changes: int) -> KernelConfig:
+    return FAMILIES["simt"].recorded({**SMALL, **changes})
+
+
+def _key(m: int, n: int, k: int, dtype: str = "float32") -> plans.GemmKey:
+    return plans.GemmKey(dtype, "ieee", m, n, k, False, False, m, k, m, True)
+
+
+def test_a_starved_grid_gets_the_split_that_fills_the_sms():
+    # 322 x 57: 6 tiles of 64 x 64; 6 x 32 = 192 blocks fill 132 SMs, 6 x 16 = 96 do not.
+    timed = plans.with_wave_filling_splits((_simt(), table.CUBLAS), _key(322, 57, 5243), SMS)
+    assert timed == (_simt(), table.CUBLAS, _simt(SPLIT_K=32))
+
+
+def test_the_least_split_that_fills_them_and_never_a_narrower_one():
+    # 1473 x 140: 24 x 3 = 72 tiles; 72 x 2 = 144 >= 132.
+    assert plans.with_wave_filling_splits((_simt(SPLIT_K=1),), _key(1473, 140, 7081), SMS)[1:] \
+        == (_simt(SPLIT_K=2),)  # fmt: skip
+    # 72 tiles at SPLIT_K=4 already fill the SMs.
+    assert plans.with_wave_filling_splits((_simt(),), _key(1473, 140, 7081), SMS) == (_simt(),)
+
+
+def test_each_slice_keeps_two_k_tiles_and_the_split_stays_within_the_cap():
+    # k = 320: 10 k-tiles of 32; a split of 8 would leave slices under two k-tiles: 4 stays.
+    assert plans.with_wave_filling_splits((_simt(),), _key(64, 64, 320), SMS) == (_simt(),)
+    # k = 1024: 32 k-tiles, so 16 slices of two; the one tile would take more.
+    assert plans.with_wave_filling_splits((_simt(),), _key(64, 64, 1024), SMS)[1:] == \
+        (_simt(SPLIT_K=16),)  # fmt: skip
+    # Very long k: the cap.
+    assert plans.with_wave_filling_splits((_simt(),), _key(64, 64, 1 << 20), SMS)[1:] == \
+        (_simt(SPLIT_K=plans.MAX_SPLIT_K),)  # fmt: skip
+
+
+def test_filled_grids_stream_k_and_cublas_are_left_alone():
+    big = (_simt(SPLIT_K=1), table.CUBLAS)
+    assert plans.with_wave_filling_splits(big, _key(4096, 4096, 4096), SMS) == big
+    streamk = _simt(SPLIT_K=1, STREAM_K=1)
+    assert plans.with_wave_filling_splits((streamk,), _key(322, 57, 5243), SMS) == (streamk,)
+
+
+def test_float64_candidates_widen_as_well():
+    dmma = FAMILIES["dmma"].default_config("float64")
+    timed = plans.with_wave_filling_splits((dmma,), _key(100, 100, 8192, "float64"), SMS)
+    assert len(timed) == 2 and timed[1].as_dict()["SPLIT_K"] > dmma.as_dict()["SPLIT_K"]
+
+
+def test_own_candidates_give_the_wider_split_its_twins_too(monkeypatch):
+    monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    timed = plans.own_candidates((_simt(),), _key(322, 57, 5243))
+    twin = simt.LOOP_TWIN
+    assert timed == (_simt(), _simt(SPLIT_K=32), _simt(**twin), _simt(SPLIT_K=32, **twin))
