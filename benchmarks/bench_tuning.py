@@ -13,6 +13,8 @@ shape, the wave-filling splits and twins a call adds (tunedgemm/plans.py, own_ca
 timed once there
 (tunedgemm/autotune.py); "pred" is the table's predicted choice alone. The share of the
 table's entries whose choice is an own kernel is printed and recorded per dtype.
+Each own config runs as a planned call launches it (plans.launcher, its split-K workspace
+kept), cuBLAS through scikit-cuda's binding (reference.direct), both on the same operands.
 Every time is per call in a run of calls (tunedgemm.timing.call_ms): the GPU's time by CUDA
 events, or the host's time to queue the call where that is longer (launch-bound calls); the
 least of MEASUREMENTS such medians, since on the lent machines one median in a few comes out
@@ -111,7 +113,7 @@ def precompile_candidates(shapes: list[tuple[int, int, int]], dtype: str,
 
 def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
     """Median ms of the tuned choice (own kernels only), each pool config and cuBLAS."""
-    from tunedgemm import autotune, gpu_backend, plans, reference, selection, table
+    from tunedgemm import autotune, plans, reference, selection, table
     from tunedgemm.timing import call_ms
     from tunedgemm.tuning import problems
 
@@ -124,8 +126,10 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
         return min(call_ms(work, warmup=2, reps=5) for _ in range(MEASUREMENTS))
 
     def timed(config: Any) -> float:
+        """A config as a planned call launches it (plans.launcher: its workspace kept)."""
         try:
-            return best(lambda: gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, config))
+            run, form = plans.launcher(key, config), problem.form
+            return best(lambda: run(form.a, form.b, form.c, 1.0, 0.0, 0))
         except Exception:
             return math.inf
 
@@ -145,10 +149,20 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     times["table_choice"] = str(final)  # type: ignore[assignment]
     for config in configs:
         times[str(config)] = timed(config)
-    times["cublas"] = (best(lambda: reference.gemm(problem.form, problem.dtype, 1.0, 0.0))
+    times["cublas"] = (best(_cublas_call(problem.form, problem.dtype))
                        if reference.status()[0] else math.nan)  # fmt: skip
     times["table"] = times["cublas"] if final == table.CUBLAS else timed(final)
     return times
+
+
+def _cublas_call(form: Any, dtype: Any) -> Any:
+    """The peer: cuBLAS's GEMM through scikit-cuda's binding on the same operands, by the
+    leanest path (reference.direct), as a call of a cuBLAS user costs."""
+    from tunedgemm import reference
+
+    call = reference.direct(dtype)
+    return lambda: call(form.trans_a, form.trans_b, form.m, form.n, form.k, 1.0, form.a,
+                        form.lda, form.b, form.ldb, 0.0, form.c, form.ldc, 0)  # fmt: skip
 
 
 def _choice_with_cublas(dtype: str, shape: tuple[int, int, int], allowed: bool = True) -> Any:

@@ -182,24 +182,29 @@ for step in $steps; do
         simt_variant roll tests/gpu/test_simt_roll_gpu.py 140 100 ;;
     ncu)  # Nsight Compute on one launch of each simt variant (NCU_VARIANTS, labels of
         # bench_kernels --around) and cuBLAS at NCU_SHAPE (default 4096^3): stall reasons per
-        # kernel (ncu-simt-raw.csv) and per SASS instruction (ncu-simt-sass-N.csv), issue slots
+        # kernel (ncu-simt-raw.csv) and per SASS instruction (ncu-simt-sass-N.csv), issue slots;
+        # NCU_DTYPE=float64: the own dmma config a dgemm call runs there and cuBLAS's DGEMM
+        # instead (files ncu-dmma*)
         export PATH=$PATH:/usr/local/cuda/bin
+        name=ncu-simt; [ "${NCU_DTYPE:-float32}" = float64 ] && name=ncu-dmma
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
             --section WarpStateStats --section SchedulerStats --section SourceCounters \
             --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
             --section Occupancy --section MemoryWorkloadAnalysis --section SpeedOfLight \
-            -o "$OUT/ncu-simt" python3 benchmarks/ncu_simt.py --shape ${NCU_SHAPE:-4096x4096x4096} \
-            ${NCU_VARIANTS:+--variants $NCU_VARIANTS} > "$OUT/ncu-simt-run.txt" 2>&1
-        echo "ncu: exit $?"; tail -12 "$OUT/ncu-simt-run.txt"
-        ncu --import "$OUT/ncu-simt.ncu-rep" --page details > "$OUT/ncu-simt.txt" 2>&1
-        ncu --import "$OUT/ncu-simt.ncu-rep" --page raw --csv > "$OUT/ncu-simt-raw.csv" 2>&1
+            -o "$OUT/$name" python3 benchmarks/ncu_simt.py --shape ${NCU_SHAPE:-4096x4096x4096} \
+            ${NCU_VARIANTS:+--variants $NCU_VARIANTS} ${NCU_DTYPE:+--dtype $NCU_DTYPE} \
+            > "$OUT/$name-run.txt" 2>&1
+        echo "ncu: exit $?"; tail -12 "$OUT/$name-run.txt"
+        ncu --import "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
+        ncu --import "$OUT/$name.ncu-rep" --page raw --csv > "$OUT/$name-raw.csv" 2>&1
         for id in 0 1 2 3 4 5; do
-            ncu --import "$OUT/ncu-simt.ncu-rep" --page source --csv --print-source sass \
-                --launch-skip $id --launch-count 1 > "$OUT/ncu-simt-sass-$id.csv" 2>&1
+            ncu --import "$OUT/$name.ncu-rep" --page source --csv --print-source sass \
+                --launch-skip $id --launch-count 1 > "$OUT/$name-sass-$id.csv" 2>&1
         done
-        grep -E "^  [a-zA-Z_0-9]|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Duration" \
-            "$OUT/ncu-simt.txt" | head -60
-        python3 - "$OUT/ncu-simt-raw.csv" <<'PY'
+        grep -E "^  [a-zA-Z_0-9]|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Duration|\
+L2 Cache Throughput|DRAM Throughput|Compute \(SM\) Throughput|Cluster Size|Registers Per|\
+Block Size|Grid Size|L1/TEX Hit|L2 Hit" "$OUT/$name.txt" | head -90
+        python3 - "$OUT/$name-raw.csv" <<'PY'
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
 head = next(i for i, r in enumerate(rows) if r and r[0] == "ID")

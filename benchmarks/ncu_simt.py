@@ -4,12 +4,16 @@ Usage (on the GPU machine; `gpu_session.sh ncu` runs it):
 
     ncu --clock-control none --profile-from-start off --section WarpStateStats ... \
         python benchmarks/ncu_simt.py [--shape 4096x4096x4096] [--variants advance0 advance1 ...]
+        [--dtype float64]
 
 The named variants of bench_kernels --around (the table's own-kernel simt config at the shape
 with ADVANCE 0 or 1, or a neighbour of it, as "STAGES=4,early") and cuBLAS run on the same
 float32 NN operands: three warm-up launches each outside the profiled range, then one launch
 each inside it (cuProfilerStart / cuProfilerStop), in the order printed, so that ncu's
 report lists the kernels in that order. Without ncu it is a plain run of the same launches.
+With --dtype float64 the launches are instead the own config a dgemm call runs at the shape
+(TUNEDGEMM_CUBLAS=0: the table's choice refined by autotuning, as the public call) and cuBLAS's
+DGEMM, on float64 NN operands.
 """
 
 from __future__ import annotations
@@ -19,14 +23,27 @@ import ctypes
 import functools
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def _own_choice(problem: Any) -> Any:
+    """The own config a call of this problem runs with own kernels only (its plan's choice)."""
+    import os
+
+    from tunedgemm import plans, selection
+
+    os.environ[selection.CUBLAS_ENV] = "0"
+    key = plans.GemmKey.of(problem.form, problem.dtype.name, "ieee")
+    return plans.device_plan(key, problem.form, 0).choice
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="4096x4096x4096")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     parser.add_argument("--variants", nargs="+", help="labels of bench_kernels.around_variants",
                         default=["advance1", "early", "early,maxnreg=224",
                                  "STAGES=4,early,maxnreg=224"])  # fmt: skip
@@ -44,20 +61,22 @@ def main() -> int:
     if not ok:
         print(f"ncu_simt: needs a GPU ({why})")
         return 1
-    problem = problems.make(m, n, k, "float32", padded=True)
-    base = table_simt_config((m, n, k))
+    problem = problems.make(m, n, k, args.dtype, padded=True)
+    configs = []
+    if args.dtype == "float64":
+        configs.append(("dgemm's own", _own_choice(problem)))
+    else:
+        base = table_simt_config((m, n, k))
+        for label, changes in around_variants(base).items():
+            config = KernelConfig.make("simt", {**base, **changes})
+            if label in args.variants and not FAMILIES["simt"].violations(config, "float32"):
+                configs.append((f"simt {label}", config))
     launches = []
     held = []  # workspaces, alive to the end
-    variants = around_variants(base)
-    for label, changes in variants.items():
-        if label not in args.variants:
-            continue
-        config = KernelConfig.make("simt", {**base, **changes})
-        if FAMILIES["simt"].violations(config, "float32"):
-            continue
+    for label, config in configs:
         nbytes = launch.workspace_bytes(config, problem.dtype, problem.form)
         held.append(cuda.allocate(nbytes) if nbytes else None)
-        launches.append((f"simt {label}: {config}", functools.partial(
+        launches.append((f"{label}: {config}", functools.partial(
             gpu_backend.run, problem.form, problem.dtype, 1.0, 0.0, config,
             workspace=int(held[-1] or 0))))  # fmt: skip
     if reference.status()[0]:

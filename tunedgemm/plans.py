@@ -160,7 +160,7 @@ class DevicePlan:
             config, reason = table.CUBLAS, "cuBLAS strided-batched (own kernels run one product)"
         self.choice, self.reason = config, reason
         # A cuBLASLt algorithm that autotuning timed fastest runs as it was timed.
-        self.run = tuned if getattr(tuned, "is_cublas", False) else _runner(key, config)
+        self.run = tuned if getattr(tuned, "is_cublas", False) else launcher(key, config)
         _log_shape(key)
 
     def reserve(self, stream: int) -> None:
@@ -418,7 +418,7 @@ def _cublas_usable() -> bool:
     return reference.status()[0]
 
 
-def _runner(key: GemmKey, config: Any) -> Any:
+def launcher(key: GemmKey, config: Any) -> Any:
     """run(a, b, c, alpha, beta, stream): the launch of key's product at these addresses."""
     from . import launch, reference, table
 

@@ -95,7 +95,7 @@ def test_a_split_k_plan_shared_by_threads_on_their_own_streams(dtype, config):
     form = work[0].form
     key = plans.GemmKey.of(form, np.dtype(dtype).name, "ieee")
     assert all(plans.GemmKey.of(p.form, np.dtype(dtype).name, "ieee") == key for p in work)
-    run = plans._runner(key, config)
+    run = plans.launcher(key, config)
 
     def once(p, stream) -> np.ndarray:
         p.poison_c()

@@ -119,7 +119,7 @@ def test_run_refines_only_when_enabled(monkeypatch, timings):
     monkeypatch.setattr(selection, "choose", lambda *a, **k: selection.Choice(
         "predicted", "stand-in", ("predicted", "faster")))  # fmt: skip
     # Stand-in configs are strings: the plan's launch records the config it would launch.
-    monkeypatch.setattr(plans, "_runner", lambda key, config: (
+    monkeypatch.setattr(plans, "launcher", lambda key, config: (
         lambda a, b, c, alpha, beta, stream: ran.append(config)))  # fmt: skip
     table_ms.update({"predicted": 2.0, "faster": 1.0})
     monkeypatch.setenv(autotune.REFINE_ENV, "0")

@@ -918,7 +918,7 @@ def test_split_k_plans_keep_a_workspace_per_stream(fake_driver, fake_pool):
     split = type(config).make(config.family, {**config.as_dict(), "SPLIT_K": 4})
     key = plans.GemmKey("float64", "ieee", 100, 30, 4000, False, False, 100, 4000, 128, False,
                         batch=2, batch_strides=(0, 0, 128 * 30))  # fmt: skip
-    run = plans._runner(key, split)
+    run = plans.launcher(key, split)
     ldw = 100  # 100 doubles: 16-byte multiple already
     run.reserve(0x11)
     assert fake_pool.taken == [(0x7000_0000, 4 * ldw * 30 * 8)] and fake_driver.launches == []
