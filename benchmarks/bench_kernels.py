@@ -20,6 +20,12 @@ addressing), on squares and odd shapes, into bench_advance.json.
 times the same configs unrolled (ADVANCE 0 and 1) and with the BK loop rolled (ADVANCE=1,
 ROLL_K in simt.ROLL_K_ON: a main loop that fits the instruction cache), into bench_roll.json.
 
+    python benchmarks/bench_kernels.py --dmma [--out DIR]
+
+times the dmma config the table picks for own kernels at large float64 squares against the
+tile shape of cuBLAS's DGEMM kernel (128 x 64, four warps, two blocks per SM) in our kernel,
+outside the family's space, with each mma shape, into bench_dmma_tiles.json.
+
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
 times the same configs with each k-step's fmas in serpentine order (FMA_ORDER in
@@ -176,11 +182,14 @@ def around_variants(base: dict[str, int]) -> dict[str, dict[str, int]]:
 
 
 def variants_row(shape: tuple[int, int, int], base: dict[str, int],
-                 variants: dict[str, dict[str, int]]) -> dict[str, Any]:  # fmt: skip
+                 variants: dict[str, dict[str, int]], family: str = "simt",
+                 dtype: str = "float32", outside: bool = False) -> dict[str, Any]:  # fmt: skip
     """A simt config with each variant's changes (their workspaces allocated once, outside
     the timing, as a plan keeps one) and cuBLAS, CUDA-event medians on the same operands, all
     timed twice in turn (the lesser median kept) so that clocks drift alike. A variant the
-    family's constraints rule out for this config is not run (NaN, its reasons recorded)."""
+    family's constraints rule out for this config is not run (NaN, its reasons recorded),
+    unless `outside` (a config named outside the space on purpose: it runs, the reasons still
+    recorded)."""
     from tunedgemm import cuda, gpu_backend, launch, reference
     from tunedgemm.families import FAMILIES
     from tunedgemm.params import KernelConfig
@@ -188,17 +197,18 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int],
     from tunedgemm.tuning import problems
 
     m, n, k = shape
-    problem = problems.make(m, n, k, "float32", padded=True)
+    problem = problems.make(m, n, k, dtype, padded=True)
     row: dict[str, Any] = {"m": m, "n": n, "k": k, "config": base}
     runs: list[tuple[str, Callable[[], Any]]] = []
     held = []  # the workspaces, alive until the timing is done
     for label, changes in variants.items():
-        config = KernelConfig.make("simt", {**base, **changes})
+        config = KernelConfig.make(family, {**base, **changes})
         row[f"{label}_ms"] = math.nan
-        ruled_out = FAMILIES["simt"].violations(config, "float32")
+        ruled_out = FAMILIES[family].violations(config, dtype)
         if ruled_out:
             row[f"{label}_ruled_out"] = ruled_out
-            continue
+            if not outside:
+                continue
         nbytes = launch.workspace_bytes(config, problem.dtype, problem.form)
         held.append(cuda.allocate(nbytes) if nbytes else None)
         runs.append((label, functools.partial(
@@ -217,6 +227,38 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int],
     return row
 
 
+DMMA_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3000, 3000, 3000)]
+# cuBLAS's DGEMM kernel at 4096^3 on the H100 (Nsight Compute, 2026-11-26 10:50 UTC):
+# sm90_xmma_gemm_f64f64_..._tilesize128x64x16_stage3_warpsize2x2x1_tensor16x8x8, 128 threads,
+# 246 registers, two blocks per SM; our table's 128 x 128 block of 256 threads runs one.
+CUBLAS_DGEMM_TILE = {"BM": 128, "BN": 64, "WM": 64, "WN": 32, "BK": 16, "STAGES": 3,
+                     "MIN_BLOCKS": 2}  # fmt: skip
+
+
+def dmma_variants() -> dict[str, dict[str, int]]:
+    """The table's dmma config, then cuBLAS's tile in our kernel (outside dmma's space: its
+    register and copy estimates rule it out, though ptxas compiles it without spills at
+    MMA_K=4 in every variant) with each mma shape and a few neighbours."""
+    tile = CUBLAS_DGEMM_TILE
+    return {"table": {}, "table,k8": {"MMA_K": 8},
+            **{f"tile128x64,k{k}": {**tile, "MMA_K": k} for k in (4, 8, 16)},
+            "tile128x64,k4,group1": {**tile, "MMA_K": 4, "GROUP_M": 1},
+            "tile64x128,k4": {**tile, "BM": 64, "BN": 128, "WM": 32, "WN": 64, "MMA_K": 4}}
+
+
+def table_dmma_config(shape: tuple[int, int, int]) -> dict[str, int]:
+    """The dmma config the table picks for own kernels at this float64 NN shape."""
+    from tunedgemm import selection
+    from tunedgemm.families import FAMILIES
+
+    os.environ["TUNEDGEMM_CUBLAS"] = "0"
+    selection.forget()
+    chosen = selection.choose("float64", *shape, warn=False).config
+    if not isinstance(chosen, str) and chosen.family == "dmma":
+        return dict(chosen.as_dict())
+    return dict(FAMILIES["dmma"].default_config("float64").as_dict())
+
+
 def table_simt_config(shape: tuple[int, int, int]) -> dict[str, int]:
     """The simt config the table picks for own kernels at this float32 NN shape, else the
     family default (where the table picks another family)."""
@@ -232,7 +274,8 @@ def table_simt_config(shape: tuple[int, int, int]) -> dict[str, int]:
 
 
 def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[Any],
-                  base: Any, filename: str) -> list[dict[str, Any]]:  # fmt: skip
+                  base: Any, filename: str, family: str = "simt", dtype: str = "float32",
+                  outside: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     """Print and write (out/filename) variants_row for each shape; base(shape): the config."""
     from tunedgemm import cuda, reference
 
@@ -251,13 +294,13 @@ def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[A
 
     # nvcc in parallel first (variants_row would compile them one at a time): NN, aligned,
     # as problems.make(padded=True) lays the operands out.
-    configs = {KernelConfig.make("simt", {**base(shape), **changes})
+    configs = {KernelConfig.make(family, {**base(shape), **changes})
                for shape in shapes for changes in variants.values()}  # fmt: skip
-    precompile([c for c in configs if not FAMILIES["simt"].violations(c, "float32")],
-               "float32", False, False, True, jobs=os.cpu_count() or 8)  # fmt: skip
+    precompile([c for c in configs if outside or not FAMILIES[family].violations(c, dtype)],
+               dtype, False, False, True, jobs=os.cpu_count() or 8)  # fmt: skip
     rows = []
     for shape in shapes:
-        row = variants_row(shape, base(shape), variants)
+        row = variants_row(shape, base(shape), variants, family, dtype, outside)
         rows.append(row)
         cells = [(x, row[f"{x}_ms"], row["cublas_ms"] / row[f"{x}_ms"]) for x in variants]
         print(f"{'x'.join(map(str, shape)):>18} " +
@@ -289,6 +332,8 @@ def main() -> int:
                         help="the table's simt config with ROLL_K 0/2/4 vs cuBLAS")  # fmt: skip
     parser.add_argument("--around", action="store_true",
                         help="the table's simt config and its neighbours vs cuBLAS")  # fmt: skip
+    parser.add_argument("--dmma", action="store_true",
+                        help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
                         help="the table's simt config with each FMA_ORDER vs cuBLAS")  # fmt: skip
     args = parser.parse_args()
@@ -309,6 +354,10 @@ def main() -> int:
             for label in ranked:  # fastest first, one per line
                 ms = row[f"{label}_ms"]
                 print(f"  {label:>14} {ms:9.4f} ms  cuBLAS / it {row['cublas_ms'] / ms:5.3f}")
+        return 0
+    if args.dmma:
+        variants_main(Path(args.out), dmma_variants(), DMMA_SHAPES, table_dmma_config,
+                      "bench_dmma_tiles.json", "dmma", "float64", outside=True)  # fmt: skip
         return 0
     if args.fma_order:
         variants_main(Path(args.out), fma_order_variants(), ADVANCE_SHAPES, table_simt_config,

@@ -219,6 +219,11 @@ PY
         # samples): its GPU test, then bench_kernels --around (the table's 4096^3 and 8192^3
         # config, its neighbours, each with EARLY_BARRIER 0 and 1)
         simt_variant around tests/gpu/test_simt_early_barrier_gpu.py 240 240 ;;
+    dmma-tiles)  # cuBLAS's DGEMM tile (128 x 64, 2 blocks per SM) in our dmma kernel against
+        # the table's configs at large float64 squares (bench_kernels --dmma)
+        timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma --out "$OUT" \
+            > "$OUT/bench_dmma_tiles.txt" 2>&1
+        echo "bench_kernels --dmma: exit $?"; tail -8 "$OUT/bench_dmma_tiles.txt" ;;
     order)  # simt FMA_ORDER (issue 15, item 3; written 2026-11-26 from ncu's dispatch stalls on
         # FFMAs): its GPU test, then bench_kernels --fma-order (the table's configs, each order)
         simt_variant fma-order tests/gpu/test_simt_fma_order_gpu.py 300 240 ;;
