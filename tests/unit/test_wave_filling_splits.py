@@ -64,3 +64,18 @@ def test_own_candidates_give_the_wider_split_its_twins_too(monkeypatch):
     timed = plans.own_candidates((_simt(),), _key(322, 57, 5243))
     twin = simt.LOOP_TWIN
     assert timed == (_simt(), _simt(SPLIT_K=32), _simt(**twin), _simt(SPLIT_K=32, **twin))
+
+
+def test_only_the_first_own_candidates_get_relatives(monkeypatch):
+    monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    own = [_simt(STAGES=s, GROUP_M=g) for s in (2, 3) for g in (1, 8)]
+    candidates = (table.CUBLAS, *own)
+    timed = plans.own_candidates(candidates, _key(322, 57, 5243))
+    assert timed[: len(candidates)] == candidates
+    expected = set()
+    for config in own[: plans.RELATIVES_OF]:  # each: its wide split, its twin, the wide twin
+        p = config.as_dict()
+        expected |= {_simt(**{**p, "SPLIT_K": 32}), _simt(**{**p, **simt.LOOP_TWIN}),
+                     _simt(**{**p, "SPLIT_K": 32, **simt.LOOP_TWIN})}  # fmt: skip
+    assert set(timed[len(candidates):]) == expected
+    assert len(timed) == len(candidates) + len(expected)
