@@ -246,31 +246,28 @@ def dmma_variants() -> dict[str, dict[str, int]]:
             "tile64x128,k4": {**tile, "BM": 64, "BN": 128, "WM": 32, "WN": 64, "MMA_K": 4}}
 
 
-def table_dmma_config(shape: tuple[int, int, int]) -> dict[str, int]:
-    """The dmma config the table picks for own kernels at this float64 NN shape."""
+def table_own_config(family: str, dtype: str, shape: tuple[int, int, int]) -> dict[str, int]:
+    """The config of `family` the table picks for own kernels at this NN shape, else the
+    family's default (where the table picks another family)."""
     from tunedgemm import selection
     from tunedgemm.families import FAMILIES
 
     os.environ["TUNEDGEMM_CUBLAS"] = "0"
     selection.forget()
-    chosen = selection.choose("float64", *shape, warn=False).config
-    if not isinstance(chosen, str) and chosen.family == "dmma":
+    chosen = selection.choose(dtype, *shape, warn=False).config
+    if not isinstance(chosen, str) and chosen.family == family:
         return dict(chosen.as_dict())
-    return dict(FAMILIES["dmma"].default_config("float64").as_dict())
+    return dict(FAMILIES[family].default_config(dtype).as_dict())
 
 
 def table_simt_config(shape: tuple[int, int, int]) -> dict[str, int]:
-    """The simt config the table picks for own kernels at this float32 NN shape, else the
-    family default (where the table picks another family)."""
-    from tunedgemm import selection
-    from tunedgemm.families import FAMILIES
+    """The simt config the table picks for own kernels at this float32 NN shape."""
+    return table_own_config("simt", "float32", shape)
 
-    os.environ["TUNEDGEMM_CUBLAS"] = "0"
-    selection.forget()
-    chosen = selection.choose("float32", *shape, warn=False).config
-    if not isinstance(chosen, str) and chosen.family == "simt":
-        return dict(chosen.as_dict())
-    return dict(FAMILIES["simt"].default_config("float32").as_dict())
+
+def table_dmma_config(shape: tuple[int, int, int]) -> dict[str, int]:
+    """The dmma config the table picks for own kernels at this float64 NN shape."""
+    return table_own_config("dmma", "float64", shape)
 
 
 def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[Any],

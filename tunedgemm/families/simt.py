@@ -70,7 +70,7 @@ FMA_ORDER_ON = (1, 2)
 
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
 # walked from one set-up (ADVANCE=1) and serpentine rows (FMA_ORDER=1). On the H100
-# (bench_kernels --fma-order, 2026-11-26 10:29 UTC) it ran the table's own configs 4-6%
+# (bench_kernels --fma-order, 2026-11-26 10:29 UTC) it ran the table's own configs 4-7%
 # faster at 1024^3-8192^3 and as fast at 777x3333x1555, with the same bits.
 LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1}
 
