@@ -3,10 +3,11 @@
 The wave model (tunedgemm/model.py) predicts each candidate's time from measurements at the
 nearest tuned shapes; between grid points its ranking is often right about the field but
 wrong about the winner. So the first call of a shape times the model's best few candidates
-(and cuBLAS, where it may compete) on that exact shape, into scratch memory, and every later
-call of the shape runs the fastest. That costs a few launches once per distinct shape (and
-the compilation of any candidate not yet compiled, which the disk cache keeps for later
-processes); TUNEDGEMM_REFINE=0 turns it off, and the table's predicted choice runs.
+(and cuBLAS, where it may compete; and for the first own ones, their twins and wave-filling
+splits: tunedgemm/plans.py, own_candidates) on that exact shape, into scratch memory, and
+every later call of the shape runs the fastest. That costs a few launches once per distinct
+shape (and the compilation of any candidate not yet compiled, which the disk cache keeps for
+later processes); TUNEDGEMM_REFINE=0 turns it off, and the table's predicted choice runs.
 
 One pass of timings drifts by several percent (clocks, the GPU's other work), enough to
 crown a candidate that is slower when timed again. So the incumbent (cuBLAS where it
