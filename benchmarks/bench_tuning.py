@@ -105,7 +105,7 @@ def precompile_candidates(shapes: list[tuple[int, int, int]], dtype: str,
     configs = set(c for c in pool if isinstance(c, KernelConfig))
     for shape in shapes:
         key = plans.GemmKey.of(problems.make(*shape, dtype, padded=PADDED).form, dtype, "ieee")
-        for choice in (_choice_with_cublas(dtype, shape, False), _choice_with_cublas(dtype, shape)):
+        for choice in (_table_choice(dtype, shape, cublas=False), _table_choice(dtype, shape)):
             timed = plans.own_candidates(choice.candidates or (choice.config,), key)
             configs.update(c for c in timed if isinstance(c, KernelConfig))
     compiler.precompile(sorted(configs), dtype, False, False, PADDED, jobs=os.cpu_count() or 8)
@@ -143,7 +143,7 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     times["refined"] = timed(refined)
     times["refined_choice"] = str(refined)  # type: ignore[assignment]
     # The same with cuBLAS allowed: cuBLAS competes among the candidates.
-    allowed = _choice_with_cublas(dtype, shape)
+    allowed = _table_choice(dtype, shape)
     final = autotune.choose(problem.form, problem.dtype,
                             plans.own_candidates(allowed.candidates or (allowed.config,), key))
     times["table_choice"] = str(final)  # type: ignore[assignment]
@@ -165,15 +165,15 @@ def _cublas_call(form: Any, dtype: Any) -> Any:
                         form.lda, form.b, form.ldb, 0.0, form.c, form.ldc, 0)  # fmt: skip
 
 
-def _choice_with_cublas(dtype: str, shape: tuple[int, int, int], allowed: bool = True) -> Any:
-    """The table's choice at the shape with cuBLAS a candidate (allowed) or not; the
+def _table_choice(dtype: str, shape: tuple[int, int, int], cublas: bool = True) -> Any:
+    """The table's choice at the shape with cuBLAS a candidate or not; the
     environment is left as it was."""
     import os
 
     from tunedgemm import selection
 
     saved = os.environ.pop(selection.CUBLAS_ENV, None)
-    if not allowed:
+    if not cublas:
         os.environ[selection.CUBLAS_ENV] = "0"
     try:
         return selection.choose(dtype, *shape, warn=False)

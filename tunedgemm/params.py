@@ -98,6 +98,8 @@ class KernelFamily:
     threads: Callable[[Params], int]
     smem_bytes: Callable[[Params, int], int]
     block_tile: Callable[[Params], tuple[int, int]] = field(default=lambda p: (p["BM"], p["BN"]))
+    # k per k-tile (a family whose kernel fixes it declares its own).
+    k_tile: Callable[[Params], int] = field(default=lambda p: p.get("BK", 1))
     derived: Callable[[Params, int], Params] = field(default=lambda p, s: {})
     split_k: Callable[[Params], int] = field(default=lambda p: p.get("SPLIT_K", 1))
     # Persistent stream-K blocks per SM (0: the data-parallel grid; tunedgemm/streamk.py).

@@ -361,7 +361,7 @@ def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
             continue
         bm, bn = family.block_tile(params)
         tiles = -(-key.m // bm) * -(-key.n // bn)
-        k_tiles = -(-key.k // params.get("BK", 16))
+        k_tiles = -(-key.k // family.k_tile(params))
         split = params["SPLIT_K"]
         while tiles * split < sms and 2 * split <= min(MAX_SPLIT_K, k_tiles // 2):
             split *= 2

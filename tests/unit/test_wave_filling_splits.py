@@ -79,3 +79,12 @@ def test_only_the_first_own_candidates_get_relatives(monkeypatch):
                      _simt(**{**p, "SPLIT_K": 32, **simt.LOOP_TWIN})}  # fmt: skip
     assert set(timed[len(candidates):]) == expected
     assert len(timed) == len(candidates) + len(expected)
+
+
+def test_a_family_whose_kernel_fixes_its_k_tile_splits_by_that():
+    # tf32_wgmma's kernel stages 32 k a tile (no BK tunable): k = 1024 is 32 k-tiles, so 16
+    # slices of two, where a guessed 16-deep tile would have allowed 32.
+    wgmma = FAMILIES["tf32_wgmma"]
+    base = wgmma.default_config("float32", "tf32")
+    timed = plans.with_wave_filling_splits((base,), _key(128, 128, 1024), SMS)
+    assert [c.as_dict()["SPLIT_K"] for c in timed[1:]] == [16]

@@ -110,4 +110,5 @@ FAMILY = KernelFamily(
     threads=_threads,
     smem_bytes=_smem_bytes,
     block_tile=lambda p: (BLOCK_M, p["BN"]),
+    k_tile=lambda p: BLOCK_K,
 )
