@@ -8,7 +8,8 @@
 # ozaki (bench_ozaki), precision3 (bench_precision --quick), small (bench_host --small-only),
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
-# newresult-torch (the same on torch tensors, float64),
+# newresult-torch (the same on torch tensors, float64, and profile_torch_alloc), batched
+# (bench_device's batched matmul forms),
 # advance (simt ADVANCE's GPU test and bench_kernels --advance), roll (the same for simt
 # ROLL_K: test_simt_roll_gpu.py and bench_kernels --roll), ncu (Nsight Compute on those
 # variants and cuBLAS: ncu_simt.py), around (simt EARLY_BARRIER's GPU test and bench_kernels
@@ -111,7 +112,15 @@ for step in $steps; do
                 --dtype float64 > "$OUT/profile_new_result-torch-float64-$n.txt" 2>&1
             echo "profile_new_result torch float64 $n: exit $?"
             grep -v "^ \|List reduced\|cProfile" "$OUT/profile_new_result-torch-float64-$n.txt"
-        done ;;
+        done
+        timeout 120 python3 benchmarks/profile_torch_alloc.py > "$OUT/profile_torch_alloc.txt" 2>&1
+        echo "profile_torch_alloc: exit $?"; cat "$OUT/profile_torch_alloc.txt" ;;
+    batched)  # issue 13's batched matmul forms (autotuning over cuBLASLt's batched algorithms)
+        timeout 200 python3 benchmarks/bench_device.py --out "$OUT" --forms matmul \
+            --libs cupy,torch --name bench_device-batched \
+            --shapes 64x512x512x512,8x2048x2048x2048,256x128x128x128,16x1024x64x1024 \
+            > "$OUT/bench_device-batched.txt" 2>&1
+        echo "bench_device batched: exit $?"; tail -30 "$OUT/bench_device-batched.txt" ;;
     multigpu)  # issue 20: every GPU this machine has
         (cd /tmp && nvidia-smi topo -m > "$OUT/topology.txt" 2>&1; python3 -m tunedgemm info > "$OUT/info.txt" 2>&1)
         TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${MULTIGPU_TESTS_LIMIT:-120} python3 -m pytest -q -m gpu \

@@ -5,7 +5,8 @@ nearest tuned shapes; between grid points its ranking is often right about the f
 wrong about the winner. So the first call of a shape times the model's best few candidates
 (and cuBLAS, where it may compete; and for the first own ones, their twins and wave-filling
 splits: tunedgemm/plans.py, own_candidates) on that exact shape, into scratch memory, and
-every later call of the shape runs the fastest. That costs a few launches once per distinct
+every later call of the shape runs the fastest (a strided batch, which cuBLAS runs, times
+cuBLASLt's first algorithms for it). That costs a few launches once per distinct
 shape (and the compilation of any candidate not yet compiled, which the disk cache keeps for
 later processes); TUNEDGEMM_REFINE=0 turns it off, and the table's predicted choice runs.
 
@@ -45,6 +46,8 @@ MARGIN = 0.03  # a challenger must be this much faster than the incumbent to dis
 FRONT_DOOR_MS = 0.008
 
 Config = KernelConfig | str
+Batch = tuple[int, tuple[int, int, int]]  # (products, element strides of A, B, C between them)
+NO_BATCH: Batch = (1, (0, 0, 0))
 _best: dict[tuple[Any, ...], Config] = {}
 # The same results keyed by the candidates' identity: hashing ten configs costs microseconds
 # on every call, and selection hands back the same tuple for a shape (it memoises choices).
@@ -68,12 +71,15 @@ def enabled() -> bool:
 
 
 def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
-           precision: str = "ieee", stream: Any = None) -> Config:  # fmt: skip
+           precision: str = "ieee", stream: Any = None,
+           batch: Batch = NO_BATCH) -> Config:  # fmt: skip
     """The fastest of `candidates` at this form's shape (timed on first use, then remembered).
 
-    Candidates come best-predicted first; a tie, or one that fails, keeps the incumbent."""
+    Candidates come best-predicted first; a tie, or one that fails, keeps the incumbent.
+    `batch`: (count, element strides of A, B, C) of a strided batch, whose candidates are
+    cuBLASLt algorithms made for it."""
     shape = (dtype_name(dtype), form.m, form.n, form.k, form.trans_a, form.trans_b,
-             form.aligned(), precision)  # fmt: skip
+             form.aligned(), precision, batch)  # fmt: skip
     hit = _by_identity.get((id(candidates), *shape))
     if hit is not None and hit[0] is candidates:
         return hit[1]
@@ -81,7 +87,7 @@ def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
     with _lock:  # one thread times a shape; the others then find its result
         found = _best.get(key)
         if found is None:
-            found = _fastest(form, dtype, candidates, stream, shape, precision)
+            found = _fastest(form, dtype, candidates, stream, shape, precision, batch)
             _best[key] = found
         _by_identity[(id(candidates), *shape)] = (candidates, found)
     return found
@@ -96,9 +102,10 @@ def incumbent(candidates: tuple[Config, ...]) -> Config:
 
 
 def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], stream: Any,
-             shape: tuple[Any, ...], precision: str = "ieee") -> Config:  # fmt: skip
+             shape: tuple[Any, ...], precision: str = "ieee",
+             batch: Batch = NO_BATCH) -> Config:  # fmt: skip
     holder = incumbent(candidates)
-    times = time_candidates(form, dtype, candidates, stream, precision)
+    times = time_candidates(form, dtype, candidates, stream, precision, batch)
     record: dict[str, Any] = {"shape": shape, "candidates": [str(c) for c in candidates],
                               "ms": times, "confirm": None}  # fmt: skip
     _history.append(record)
@@ -106,7 +113,7 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
     chosen = holder
     if challenger != holder and math.isfinite(times[candidates.index(challenger)]):
         pair = (holder, challenger) * CONFIRM_ROUNDS
-        again = time_candidates(form, dtype, pair, stream, precision)
+        again = time_candidates(form, dtype, pair, stream, precision, batch)
         holder_ms, challenger_ms = (float(np.median(again[i::2])) for i in (0, 1))
         record["confirm"] = (holder_ms, challenger_ms)
         if challenger_ms < holder_ms * (1 - MARGIN):
@@ -116,11 +123,12 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
 
 
 def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
-                    stream: Any = None, precision: str = "ieee") -> list[float]:  # fmt: skip
+                    stream: Any = None, precision: str = "ieee",
+                    batch: Batch = NO_BATCH) -> list[float]:  # fmt: skip
     """Ms per call of each candidate on the form's operands (the median GPU time, or the
     least host time plus FRONT_DOOR_MS where that is longer: call_cost), writing
-    scratch memory instead of C (alpha 1, beta 0); one that fails to compile or run costs
-    infinity."""
+    scratch memory instead of C (alpha 1, beta 0; every product of a batch); one that fails
+    to compile or run costs infinity."""
     from . import _driver, cublaslt, cuda, launch, reference
     from .compiler import precompile
     from .timing import gpu_and_host_ms
@@ -130,7 +138,9 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
         precompile(own, dtype_name(dtype), form.trans_a, form.trans_b, form.aligned(),
                    jobs=len(own))  # fmt: skip
     itemsize = np.dtype(dtype).itemsize
-    scratch = cuda.allocate(max(form.ldc, 1) * max(form.n, 1) * itemsize)
+    count, strides = batch
+    scratch = cuda.allocate((max(form.ldc, 1) * max(form.n, 1) + (count - 1) * strides[2])
+                            * itemsize)  # fmt: skip
     trial = dataclasses.replace(form, c=int(scratch))
     # One split-K workspace for every candidate (they run in turn on one stream), so that
     # split-K configs are timed as plans run them, without an allocation per launch.
@@ -139,7 +149,8 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     workspace_ptr = int(workspace or 0)
     # cuBLAS as plans call it: through cuBLASLt with its algorithm chosen once, where it loads.
     lt = cublaslt.runner(dtype_name(dtype), precision, trial.trans_a, trial.trans_b, trial.m,
-                         trial.n, trial.k, trial.lda, trial.ldb, trial.ldc)  # fmt: skip
+                         trial.n, trial.k, trial.lda, trial.ldb, trial.ldc) \
+        if table.CUBLAS in candidates else None  # fmt: skip
     handle = _driver.stream_handle(stream)
     times = []
     for config in candidates:

@@ -36,6 +36,18 @@ class Kind:
     # memory (tunedgemm/recycle.py): the array's references and weak references, and those of
     # whatever else could hold its memory without holding the array.
     holders: Callable[[list[Any]], tuple[int, ...]] = lambda box: (next(_calls),)  # never equal
+    # maker(shape, dtype, order): make(like), the new results of one kind of call, where the
+    # library has a cheaper way than `empty` once those are fixed (None: `empty` each time).
+    # `like` is an operand of the call, of the result's dtype and device.
+    maker: Callable[[tuple[int, ...], np.dtype, str], Callable[[Any], Any]] | None = None
+
+    def result_maker(self, shape: tuple[int, ...], dtype: np.dtype,
+                     order: str) -> Callable[[Any], Any]:  # fmt: skip
+        """make(like): a new result of this shape, dtype and order, beside `like`."""
+        if self.maker is not None:
+            return self.maker(shape, dtype, order)
+        empty = self.empty
+        return lambda like: empty(like, shape, dtype, order)
 
 
 def _cupy_kind() -> Kind:
@@ -100,6 +112,13 @@ def _torch_kind() -> Kind:
         storage = x.untyped_storage()
         return (*counts(x, storage), x._use_count(), storage_uses(storage._cdata))
 
+    def maker(shape: tuple[int, ...], dtype: np.dtype, order: str) -> Callable[[Any], Any]:
+        # The operand's own dtype and device, read by PyTorch in C++: 3.7 us a result on the
+        # H100 machine's host where `empty` (torch.empty_strided with dtype and device
+        # arguments) took 4.8 (benchmarks/profile_torch_alloc.py, 2026-11-26 13:31 UTC).
+        strides = _strides(shape, order)
+        return lambda like: like.new_empty_strided(shape, strides)
+
     return Kind(
         "torch",
         lambda x: (x.shape, x.stride(), x.dtype, x.get_device()),  # CPU tensors: device -1
@@ -107,6 +126,7 @@ def _torch_kind() -> Kind:
         lambda x: raw_stream(x.get_device()),
         empty,
         holders,
+        maker,
     )
 
 

@@ -158,6 +158,12 @@ class DevicePlan:
         if key.batch > 1 and config != table.CUBLAS and _cublas_usable() and \
                 selection.cublas_allowed():  # fmt: skip
             config, reason = table.CUBLAS, "cuBLAS strided-batched (own kernels run one product)"
+        if key.batch > 1 and config == table.CUBLAS and key.k > 0 and autotune.enabled():
+            algorithms = _lt_algorithms(key)
+            if len(algorithms) > 1:
+                tuned = autotune.choose(form, np.dtype(key.dtype), algorithms, key.precision,
+                                        batch=(key.batch, key.batch_strides))  # fmt: skip
+                reason = f"{tuned}: fastest of cuBLASLt's batched algorithms here; {reason}"
         self.choice, self.reason = config, reason
         # A cuBLASLt algorithm that autotuning timed fastest runs as it was timed.
         self.run = tuned if getattr(tuned, "is_cublas", False) else launcher(key, config)
@@ -303,16 +309,24 @@ class _Ozaki:
 LT_ALGORITHMS = 10
 
 
+def _lt_algorithms(key: GemmKey) -> tuple[Any, ...]:
+    """cuBLASLt's first LT_ALGORITHMS algorithms for the key (a strided batch too), its own
+    pick first; none where cuBLASLt does not serve."""
+    from . import cublaslt
+
+    return tuple(cublaslt.algorithms(key.dtype, key.precision, key.trans_a, key.trans_b, key.m,
+                                     key.n, key.k, key.lda, key.ldb, key.ldc, key.batch,
+                                     key.batch_strides, count=LT_ALGORITHMS))  # fmt: skip
+
+
 def _with_lt_algorithms(key: GemmKey, candidates: tuple[Any, ...]) -> tuple[Any, ...]:
     """The candidates with cuBLAS replaced by cuBLASLt's first few algorithms for the key
     (cuBLAS's own pick first, so it stays the incumbent), where cuBLASLt serves."""
-    from . import cublaslt, table
+    from . import table
 
     if table.CUBLAS not in candidates:
         return candidates
-    algorithms = cublaslt.algorithms(key.dtype, key.precision, key.trans_a, key.trans_b, key.m,
-                                     key.n, key.k, key.lda, key.ldb, key.ldc,
-                                     count=LT_ALGORITHMS)  # fmt: skip
+    algorithms = _lt_algorithms(key)
     if not algorithms:
         return candidates
     out: list[Any] = []
@@ -577,6 +591,7 @@ class CallPlan:
         "dtype",
         "kind",
         "ld_aligned",
+        "make",
         "new",
         "outer",
         "plans",
@@ -604,6 +619,7 @@ class CallPlan:
         self.plans: dict[bool, DevicePlan] = {}
         self.spares = None if new is None else recycle.Spares.of(
             kind, int(np.prod(new[0], dtype=np.int64)) * size)
+        self.make: Any = None if new is None else kind.result_maker(new[0], dtype, new[1])
 
     def run(self, alpha: float, a: Any, b: Any, c: Any, beta: float, stream: Any) -> Any:
         if cuda._thread.__dict__.get("pushed") is None:  # launches need the context current
@@ -622,12 +638,11 @@ class CallPlan:
             beta = 0.0  # SciPy's c=None: zeros, which a new result does not hold
             spares = self.spares
             if spares is None:
-                result = kind.empty(a, self.new[0], self.dtype, self.new[1])
+                result = self.make(a)
             else:
                 result = spares.take(handle)
                 if result is None:
-                    result = spares.make(kind.empty, a, self.new[0], self.dtype, self.new[1],
-                                         stream=handle)  # fmt: skip
+                    result = spares.make(self.make, a, stream=handle)
         else:
             result = c
         pc = kind.ptr(result)

@@ -131,6 +131,9 @@ def test_repeated_calls_into_new_results_give_new_right_arrays(kind):
         assert len({id(r) for r in results}) == 3
         for result, a_then in zip(results, expected, strict=True):
             assert type(result) is type(a) and tuple(result.shape) == (96, 72)
+            if kind == "torch":  # made from the operand (Tensor.new_empty_strided): only F-order
+                assert result.stride() == (1, 96) and result.dtype == a.dtype
+                assert result.device == a.device and not result.requires_grad
             assert_gemm(to_host(kind, result), 0.75, a_then, b_host, 0.0, None, dtype)
 
 

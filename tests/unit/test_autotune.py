@@ -25,7 +25,7 @@ def timings(monkeypatch):
     requests = []
     table_ms: dict = {}
 
-    def fake(form, dtype, candidates, stream=None, precision="ieee"):
+    def fake(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH):
         requests.append(candidates)
         return [table_ms.get(c, math.inf) for c in candidates]
 
@@ -65,7 +65,7 @@ def test_a_lead_that_does_not_hold_up_on_retiming_keeps_the_incumbent(monkeypatc
     """The first pass flatters the challenger; timed again, alternately, it is no faster."""
     passes = []
 
-    def drifting(form, dtype, candidates, stream=None, precision="ieee"):
+    def drifting(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH):
         passes.append(candidates)
         if len(passes) == 1:
             return [1.0, 0.8]
@@ -195,3 +195,45 @@ def test_composed_3xtf32_runner_runs_sgemm_when_its_planes_do_not_fit(monkeypatc
     monkeypatch.setattr(cuda, "allocate", lambda nbytes: (_ for _ in ()).throw(ValueError("x")))
     with pytest.raises(ValueError):  # any other failure is not swallowed
         runner(11, 22, 33, 2.0, 0.5, 7)
+
+
+def test_a_strided_batch_times_cublaslt_algorithms_made_for_the_batch(monkeypatch, timings):
+    """A batched key runs cuBLAS; with autotuning on, its plan times cuBLASLt's algorithms
+    for the whole batch (their scratch covering every product) and runs the fastest."""
+    from tunedgemm import cublaslt
+
+    _, requests = timings
+    made = []
+
+    class Algorithm:
+        is_cublas = True
+
+        def __init__(self, index):
+            self.index = index
+
+        def __call__(self, a, b, c, alpha, beta, stream):
+            pass
+
+    def algorithms(*args, count):
+        made.append(args)
+        return [Algorithm(0), Algorithm(1)]
+
+    monkeypatch.setattr(plans, "_cublas_usable", lambda: True)
+    monkeypatch.setattr(selection, "choose", lambda *a, **k: selection.Choice(
+        table.CUBLAS, "stand-in", (table.CUBLAS,)))  # fmt: skip
+    monkeypatch.setattr(cublaslt, "algorithms", algorithms)
+    monkeypatch.setattr(autotune, "time_candidates", lambda form, dtype, candidates, stream=None,
+                        precision="ieee", batch=autotune.NO_BATCH: (
+                            requests.append((candidates, batch)) or
+                            [1.0 if c.index == 0 else 0.5 for c in candidates]))  # fmt: skip
+    monkeypatch.setenv(autotune.REFINE_ENV, "1")
+    key = plans.GemmKey.of(form(), "float32", "ieee", 8, (300 * 700, 0, 300 * 500))
+    plan = plans.DevicePlan(key, form(), 0)
+    assert made[0][-2:] == (8, (300 * 700, 0, 300 * 500))  # the algorithms know the batch
+    assert plan.run.index == 1 and "cublasLt" not in plan.choice  # runs as it was timed
+    assert all(batch == (8, key.batch_strides) for _, batch in requests)
+    monkeypatch.setenv(autotune.REFINE_ENV, "0")
+    plans.clear()
+    requests.clear()
+    untimed = plans.DevicePlan(key, form(), 0)  # cuBLASLt's own pick, nothing timed
+    assert untimed.choice == table.CUBLAS and untimed.run.index == 0 and not requests
