@@ -5,8 +5,8 @@ nearest tuned shapes; between grid points its ranking is often right about the f
 wrong about the winner. So the first call of a shape times the model's best few candidates
 (and cuBLAS, where it may compete; and for the first own ones, their twins and wave-filling
 splits: tunedgemm/plans.py, own_candidates) on that exact shape, into scratch memory, and
-every later call of the shape runs the fastest (for a strided batch: cuBLASLt's batched
-algorithms and own kernels launched once per product, each timed over the whole batch). That costs a few launches once per distinct
+every later call of the shape runs the fastest (a strided batch, which cuBLAS runs, times
+cuBLASLt's first algorithms for it). That costs a few launches once per distinct
 shape (and the compilation of any candidate not yet compiled, which the disk cache keeps for
 later processes); TUNEDGEMM_REFINE=0 turns it off, and the table's predicted choice runs.
 
@@ -142,11 +142,6 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     scratch = cuda.allocate((max(form.ldc, 1) * max(form.n, 1) + (count - 1) * strides[2])
                             * itemsize)  # fmt: skip
     trial = dataclasses.replace(form, c=int(scratch))
-    # An own kernel runs a batch as plans do: a launch per product, one after another.
-    products = [dataclasses.replace(trial, a=trial.a + i * strides[0] * itemsize,
-                                    b=trial.b + i * strides[1] * itemsize,
-                                    c=trial.c + i * strides[2] * itemsize)
-                for i in range(count)]  # fmt: skip
     # One split-K workspace for every candidate (they run in turn on one stream), so that
     # split-K configs are timed as plans run them, without an allocation per launch.
     workspace_bytes = max((launch.workspace_bytes(c, dtype, form) for c in own), default=0)
@@ -167,8 +162,7 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
 
             def work(config: Config = config, kernels: Any = kernels) -> None:
                 if kernels is not None:
-                    for product in products:
-                        kernels(product, 1.0, 0.0, handle, workspace_ptr)
+                    kernels(trial, 1.0, 0.0, handle, workspace_ptr)
                 elif getattr(config, "is_cublas", False):  # one cuBLASLt algorithm
                     config(trial.a, trial.b, trial.c, 1.0, 0.0, handle)  # type: ignore[operator]
                 elif lt is not None:  # cuBLAS

@@ -144,15 +144,10 @@ class DevicePlan:
         candidates = choice.candidates
         tuned: Any = None
         timed: tuple[Any, ...] = ()
-        if key.k > 0 and autotune.enabled():
-            if key.batch == 1:
-                timed = _with_lt_algorithms(key, own_candidates(candidates, key)) + \
-                    _composed(key)  # fmt: skip
-            else:
-                timed = _batched_candidates(candidates, key)
+        if key.k > 0 and key.batch == 1 and autotune.enabled():
+            timed = _with_lt_algorithms(key, own_candidates(candidates, key)) + _composed(key)
         if len(timed) > 1:
-            tuned = autotune.choose(form, np.dtype(key.dtype), timed, key.precision,
-                                    batch=(key.batch, key.batch_strides))  # fmt: skip
+            tuned = autotune.choose(form, np.dtype(key.dtype), timed, key.precision)
             if tuned != config:
                 reason = f"{tuned}: fastest when timed at this shape; table: {reason}"
             config = table.CUBLAS if getattr(tuned, "is_cublas", False) else tuned
@@ -160,9 +155,15 @@ class DevicePlan:
             table.warn_once("the table chose cuBLAS, which is unavailable; own kernel used")
             config = selection.default_config(key.dtype, key.precision)
             reason = f"{config}: built-in default (cuBLAS unavailable)"
-        if key.batch > 1 and tuned is None and config != table.CUBLAS and _cublas_usable() and \
+        if key.batch > 1 and config != table.CUBLAS and _cublas_usable() and \
                 selection.cublas_allowed():  # fmt: skip
-            config, reason = table.CUBLAS, "cuBLAS strided-batched (own kernels untimed here)"
+            config, reason = table.CUBLAS, "cuBLAS strided-batched (own kernels run one product)"
+        if key.batch > 1 and config == table.CUBLAS and key.k > 0 and autotune.enabled():
+            algorithms = _lt_algorithms(key)
+            if len(algorithms) > 1:
+                tuned = autotune.choose(form, np.dtype(key.dtype), algorithms, key.precision,
+                                        batch=(key.batch, key.batch_strides))  # fmt: skip
+                reason = f"{tuned}: fastest of cuBLASLt's batched algorithms here; {reason}"
         self.choice, self.reason = config, reason
         # A cuBLASLt algorithm that autotuning timed fastest runs as it was timed.
         self.run = tuned if getattr(tuned, "is_cublas", False) else launcher(key, config)
@@ -316,20 +317,6 @@ def _lt_algorithms(key: GemmKey) -> tuple[Any, ...]:
     return tuple(cublaslt.algorithms(key.dtype, key.precision, key.trans_a, key.trans_b, key.m,
                                      key.n, key.k, key.lda, key.ldb, key.ldc, key.batch,
                                      key.batch_strides, count=LT_ALGORITHMS))  # fmt: skip
-
-
-def _batched_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]:
-    """What autotuning times for a strided batch: cuBLASLt's batched algorithms (its own pick
-    first: the incumbent) where cuBLAS may run, and the table's own candidates for one
-    product with their relatives, which run a launch per product; none where cuBLAS may run
-    but only through scikit-cuda (its strided-batched call runs untimed, as before)."""
-    from . import selection
-
-    own = own_candidates(tuple(c for c in candidates if isinstance(c, KernelConfig)), key)
-    if not (selection.cublas_allowed() and _cublas_usable()):
-        return own
-    algorithms = _lt_algorithms(key)
-    return algorithms + own if algorithms else ()
 
 
 def _with_lt_algorithms(key: GemmKey, candidates: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -4,7 +4,6 @@ switch and the candidate lists behave; timings are stand-ins (no GPU needed)."""
 from __future__ import annotations
 
 import math
-import types
 
 import numpy as np
 import pytest
@@ -198,30 +197,26 @@ def test_composed_3xtf32_runner_runs_sgemm_when_its_planes_do_not_fit(monkeypatc
         runner(11, 22, 33, 2.0, 0.5, 7)
 
 
-class FakeAlgorithm:
-    """A stand-in cuBLASLt algorithm (tunedgemm.cublaslt.Algorithm): counts as cuBLAS."""
-
-    is_cublas = True
-
-    def __init__(self, index):
-        self.index = index
-
-    def __call__(self, a, b, c, alpha, beta, stream):
-        pass
-
-
 def test_a_strided_batch_times_cublaslt_algorithms_made_for_the_batch(monkeypatch, timings):
-    """A batched key runs cuBLAS when untimed; with autotuning on, its plan times cuBLASLt's
-    algorithms for the whole batch (their scratch covering every product) and runs the
-    fastest."""
+    """A batched key runs cuBLAS; with autotuning on, its plan times cuBLASLt's algorithms
+    for the whole batch (their scratch covering every product) and runs the fastest."""
     from tunedgemm import cublaslt
 
     _, requests = timings
     made = []
 
+    class Algorithm:
+        is_cublas = True
+
+        def __init__(self, index):
+            self.index = index
+
+        def __call__(self, a, b, c, alpha, beta, stream):
+            pass
+
     def algorithms(*args, count):
         made.append(args)
-        return [FakeAlgorithm(0), FakeAlgorithm(1)]
+        return [Algorithm(0), Algorithm(1)]
 
     monkeypatch.setattr(plans, "_cublas_usable", lambda: True)
     monkeypatch.setattr(selection, "choose", lambda *a, **k: selection.Choice(
@@ -242,38 +237,3 @@ def test_a_strided_batch_times_cublaslt_algorithms_made_for_the_batch(monkeypatc
     requests.clear()
     untimed = plans.DevicePlan(key, form(), 0)  # cuBLASLt's own pick, nothing timed
     assert untimed.choice == table.CUBLAS and untimed.run.index == 0 and not requests
-
-
-def test_own_kernels_compete_for_a_strided_batch_a_launch_per_product(monkeypatch, timings):
-    """Own candidates of one product are timed over the whole batch beside cuBLASLt's batched
-    algorithms; when one is fastest the plan runs it (a launch per product), and with cuBLAS
-    disallowed the own ones compete among themselves."""
-    from tunedgemm import cublaslt, launch
-    from tunedgemm.params import KernelConfig
-
-    _, requests = timings
-    own = KernelConfig.make("simt", {})
-    lt = FakeAlgorithm(0)
-    monkeypatch.setattr(plans, "_cublas_usable", lambda: True)
-    monkeypatch.setattr(plans, "own_candidates", lambda candidates, key: candidates)
-    monkeypatch.setattr(selection, "choose", lambda *a, **k: selection.Choice(
-        table.CUBLAS, "stand-in", (table.CUBLAS, own)))  # fmt: skip
-    monkeypatch.setattr(cublaslt, "algorithms", lambda *args, count: [lt])
-    monkeypatch.setattr(launch, "plan", lambda *args: "launch plan")
-    monkeypatch.setattr(launch, "GemmLauncher", lambda plan: types.SimpleNamespace(
-        fixup=None, workspace_bytes=lambda m, n, k: 0))  # fmt: skip
-    monkeypatch.setattr(autotune, "time_candidates", lambda form, dtype, candidates, stream=None,
-                        precision="ieee", batch=autotune.NO_BATCH: (
-                            requests.append((candidates, batch)) or
-                            [0.5 if c == own else 1.0 for c in candidates]))  # fmt: skip
-    monkeypatch.setenv(autotune.REFINE_ENV, "1")
-    key = plans.GemmKey.of(form(), "float32", "ieee", 4, (300 * 700, 700 * 500, 300 * 500))
-    plan = plans.DevicePlan(key, form(), 0)
-    assert requests[0] == ((lt, own), (4, key.batch_strides))  # cuBLAS's pick first
-    assert plan.choice == own and isinstance(plan.run, plans._OwnLaunches)
-    monkeypatch.setenv("TUNEDGEMM_CUBLAS", "0")  # (the table would then offer own ones only)
-    monkeypatch.setattr(selection, "choose", lambda *a, **k: selection.Choice(
-        own, "stand-in", (own,)))  # fmt: skip
-    plans.clear()
-    requests.clear()
-    assert plans.DevicePlan(key, form(), 0).choice == own and not requests  # one candidate
