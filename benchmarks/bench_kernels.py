@@ -21,10 +21,13 @@ times the same configs unrolled (ADVANCE 0 and 1) and with the BK loop rolled (A
 ROLL_K in simt.ROLL_K_ON: a main loop that fits the instruction cache), into bench_roll.json.
 
     python benchmarks/bench_kernels.py --dmma [--out DIR]
+    python benchmarks/bench_kernels.py --dmma-advance [--out DIR]
 
 times the dmma config the table picks for own kernels at large float64 squares against the
 tile shape of cuBLAS's DGEMM kernel (128 x 64, four warps, two blocks per SM) in our kernel,
-outside the family's space, with each mma shape, into bench_dmma_tiles.json.
+outside the family's space, with each mma shape, into bench_dmma_tiles.json; --dmma-advance
+times the best of those with ADVANCE 0 and 1 (dmma's k-tile copies from cursors set up once
+per block), into bench_dmma_advance.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -246,6 +249,15 @@ def dmma_variants() -> dict[str, dict[str, int]]:
             "tile64x128,k4": {**tile, "BM": 64, "BN": 128, "WM": 32, "WN": 64, "MMA_K": 4}}
 
 
+def dmma_advance_variants() -> dict[str, dict[str, int]]:
+    """dmma_variants' best, each with ADVANCE 0 and 1 (k-tile copies from cursors set up once)."""
+    tile = CUBLAS_DGEMM_TILE
+    bases = {"table": {}, "table,k8": {"MMA_K": 8}, "tile128x64,k4": {**tile, "MMA_K": 4},
+             "tile128x64,k8": {**tile, "MMA_K": 8}}  # fmt: skip
+    return {f"{name},a{advance}": {**changes, "ADVANCE": advance}
+            for name, changes in bases.items() for advance in (0, 1)}  # fmt: skip
+
+
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int]) -> dict[str, int]:
     """The config of `family` the table picks for own kernels at this NN shape, else the
     family's default (where the table picks another family)."""
@@ -329,6 +341,8 @@ def main() -> int:
                         help="the table's simt config with ROLL_K 0/2/4 vs cuBLAS")  # fmt: skip
     parser.add_argument("--around", action="store_true",
                         help="the table's simt config and its neighbours vs cuBLAS")  # fmt: skip
+    parser.add_argument("--dmma-advance", action="store_true",
+                        help="those dmma configs with ADVANCE 0 and 1")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
@@ -351,6 +365,10 @@ def main() -> int:
             for label in ranked:  # fastest first, one per line
                 ms = row[f"{label}_ms"]
                 print(f"  {label:>14} {ms:9.4f} ms  cuBLAS / it {row['cublas_ms'] / ms:5.3f}")
+        return 0
+    if args.dmma_advance:
+        variants_main(Path(args.out), dmma_advance_variants(), DMMA_SHAPES, table_dmma_config,
+                      "bench_dmma_advance.json", "dmma", "float64", outside=True)  # fmt: skip
         return 0
     if args.dmma:
         variants_main(Path(args.out), dmma_variants(), DMMA_SHAPES, table_dmma_config,
