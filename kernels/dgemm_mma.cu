@@ -11,6 +11,11 @@
 //     with cp.async (16-byte copies of 2 doubles when ALIGNED, else 8-byte copies); one
 //     __syncthreads per k-tile. Out-of-range elements are zero-filled by cp.async (src-size
 //     0 or 8 bytes), so edge tiles in m, n and k need no special path.
+//   * ADVANCE=1: each operand's copies walk a cursor set up once per block (source pointer and
+//     steps, each copy's m/n-edge size, shared addresses) and moved one k-tile on per load,
+//     instead of load_tile deriving every address, byte count and edge test from k0 for each
+//     k-tile; a k-tile wholly inside both operands is copied with no tests, the others (m, n or
+//     k edge) test each copy. The same copies into the same slots: the same bits.
 //   * Register fragments are double-buffered across k-steps and across k-tiles (the barrier sits
 //     before the last k-step of a tile, whose mma cover the first fragment reads of the next
 //     tile), as in CUTLASS's multistage mainloop.
@@ -77,6 +82,9 @@
 #endif
 #ifndef SPLITK_FUSED
 #define SPLITK_FUSED 0 // split-K sums: 1 by the tile's last k-slice block; 0 by splitk_reduce
+#endif
+#ifndef ADVANCE
+#define ADVANCE 0      // 1: k-tile copies walk cursors set up once per block (0: load_tile's)
 #endif
 // Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
 #ifndef THREADS
@@ -190,6 +198,162 @@ __device__ __forceinline__ void load_tile(double* __restrict__ s, const double* 
         }
     }
 }
+
+#if ADVANCE
+// ADVANCE=1: a copy to a shared address computed once per block (cp_async converts a generic
+// pointer, which ptxas redid per k-tile). FULL: all 8 * VEC bytes lie inside G, so no src-size
+// is named and ptxas issues no zero-fill arithmetic; else src_bytes of them are read (0: none).
+template <bool FULL>
+__device__ __forceinline__ void cp_async_at(unsigned s, const double* g, int src_bytes)
+{
+#if VEC == 2   // 16 bytes bypass L1 (.cg) and 8 may not, as in cp_async
+    if (FULL)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(g) : "memory");
+    else
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                     :: "r"(s), "l"(g), "r"(src_bytes) : "memory");
+#else
+    if (FULL)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" :: "r"(s), "l"(g) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n"
+                     :: "r"(s), "l"(g), "r"(src_bytes) : "memory");
+#endif
+}
+
+// ADVANCE=1: load_tile's copies of one operand from a cursor set up once per block (start, at
+// the block's first k-tile) and moved one k-tile on by each copy, which takes the next k-tile
+// in order (CUTLASS's predicated tile iterators do the same). load_tile derives every copy's
+// source (a 64-bit product of ld), byte count, edge tests and shared address from k0 anew for
+// each k-tile: Nsight Compute (H100) counted 5.07 instructions issued per DMMA in the
+// 4096^3 NN config, against cuBLAS's 3.2, mostly that. Here the thread's offsets, its copies'
+// mn-edge sizes (k-invariant), the shared addresses and the steps are found once; a k-tile
+// wholly inside both operands (every one but the last, in a block clear of the m and n edges)
+// is copied with no tests (copy_whole), and only the others test each copy (copy_edge),
+// against kleft, the k left from the k-tile's origin, which the kernel keeps for both
+// operands. The same copies as load_tile (the same bytes into the same shared slots; a zero
+// src-size reads from G itself): the same bits.
+template <int KCONTIG, int BX, int LDMN>
+struct TileCursor {
+    // load_tile's geometry: copies per smem row, in all and per thread, and whether each pass
+    // of the block covers whole rows (its first branch; then a thread's copies are STEP apart).
+    static constexpr int CPR = KCONTIG ? BK / VEC : BX / VEC;
+    static constexpr int TOTAL = (KCONTIG ? BX : BK) * CPR;
+    static constexpr int ITERS = (TOTAL + THREADS - 1) / THREADS;
+    static constexpr bool ROWS = THREADS % CPR == 0;
+    static constexpr int STEP = ROWS ? THREADS / CPR : 1;      // load_tile's RSTEP or PSTEP
+    static constexpr int ROW_LD = KCONTIG ? LDK : LDMN;        // doubles per smem row
+    static constexpr int STAGE = KCONTIG ? BX * LDK : BK * LDMN;
+    // mn-contiguous copy it lands at p * LDMN + (x ^ ((p & 3) << 2)), p = p0 + it * STEP:
+    // copies R apart (R * STEP a multiple of 4) share the swizzle, so their addresses differ by
+    // a constant.
+    static constexpr int RR = KCONTIG || STEP % 4 == 0 ? 1 : STEP % 2 == 0 ? 2 : 4;
+    static constexpr int R = RR < ITERS ? RR : ITERS;
+    static_assert(ITERS <= 32, "copy_edge keeps one bit per copy of a thread in `in`");
+
+    const double* g;     // this thread's first copy in the next k-tile
+    size_t step;         // doubles from one copy of the thread to its next (STEP rows on)
+    size_t adv;          // doubles from one k-tile to the next
+    unsigned dst[R];     // shared address of copy r (< R) in stage 0
+    int row;             // smem row of the thread's first copy (KCONTIG: x, else p)
+    int kofs;            // the thread's offset along k inside a k-tile (p of its first copy)
+    int xbytes;          // mn-contiguous: bytes of each copy inside mn (k-invariant)
+    unsigned in;         // k-contiguous: bit it set when copy it's row lies inside mn
+    bool inside;         // all BX rows of the block's slice inside mn (block-uniform)
+    // Not ROWS (no declared config: THREADS and CPR are powers of two there, CPR <= THREADS):
+    // a copy's x and p both follow tid + it * THREADS, so load_tile itself does each k-tile.
+    double* s0;
+    int ld, x0, X, K;
+
+    __device__ __forceinline__ void start(double* s, const double* __restrict__ G, int ld_,
+                                          int x0_, int X_, int k0, int K_, int tid)
+    {
+        s0 = s, ld = ld_, x0 = x0_, X = X_, K = K_;
+        inside = x0_ + BX <= X_;
+        if (!ROWS) return;
+        const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(s));
+        step = (size_t)STEP * ld_;
+        if (KCONTIG) {   // load_tile's tx, tp
+            const int tx = tid / CPR, tp = (tid % CPR) * VEC;
+            row = tx, kofs = tp;
+            g = G + (size_t)(x0_ + tx) * ld_ + (k0 + tp);
+            adv = BK;
+            dst[0] = sbase + 8 * (tx * LDK + tp);
+            in = 0;
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it)
+                in |= (x0_ + tx + it * STEP < X_ ? 1u : 0u) << it;
+        } else {         // load_tile's tp, tx
+            const int tp = tid / CPR, tx = (tid % CPR) * VEC;
+            row = tp, kofs = tp;
+            const int rem = X_ - (x0_ + tx);
+            xbytes = rem > 0 ? 8 * (rem < VEC ? rem : VEC) : 0;
+            g = G + (x0_ + tx) + (size_t)(k0 + tp) * ld_;
+            adv = (size_t)BK * ld_;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const int p = tp + r * STEP;
+                dst[r] = sbase + 8 * (p * LDMN + (tx ^ ((p & 3) << 2)));
+            }
+        }
+    }
+
+    // Copies past the slice when the block's copies do not split evenly (load_tile's break).
+    __device__ __forceinline__ bool past(int it) const
+    {
+        return TOTAL % THREADS != 0 && row + it * STEP >= (KCONTIG ? BX : BK);
+    }
+
+    // The next k-tile is wholly inside G (kleft: K minus its origin), copied by copy_whole.
+    __device__ __forceinline__ bool whole(int kleft) const { return ROWS && inside && kleft >= BK; }
+
+    // The next k-tile into stage w, wholly inside G (whole()): every copy full, no tests.
+    __device__ __forceinline__ void copy_whole(int w)
+    {
+        const unsigned s = w * (8 * STAGE);
+        const double* src = g;
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            if (past(it)) break;
+            cp_async_at<true>(s + dst[it % R] + 8 * (it / R) * R * STEP * ROW_LD, src, 8 * VEC);
+            src += step;
+        }
+        g += adv;
+    }
+
+    // The next k-tile into stage w, any k-tile: each copy's bytes from the mn and k edges.
+    __device__ __forceinline__ void copy_edge(int w, const double* __restrict__ G, int kleft)
+    {
+        if (!ROWS) {
+            load_tile<KCONTIG, BX, LDMN>(s0 + w * STAGE, G, ld, x0, X, K - kleft, K, threadIdx.x);
+            return;
+        }
+        int kbytes = 0;   // k-contiguous: bytes of each copy inside k
+        if (KCONTIG) {
+            const int rem = kleft - kofs;
+            kbytes = rem > 0 ? 8 * (rem < VEC ? rem : VEC) : 0;
+        }
+        const unsigned s = w * (8 * STAGE);
+        const double* src = g;
+        // Rolled over groups of R copies: unrolled, ptxas predicated this path into the main
+        // loop beside copy_whole's, so that every k-tile issued both; R unrolled, dst[r] stays
+        // in registers (indexed at run time, it went to local memory).
+#pragma unroll 1
+        for (int q = 0; q < (ITERS + R - 1) / R; ++q) {
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const int it = q * R + r;
+                if (it >= ITERS || past(it)) break;
+                const int bytes = KCONTIG ? ((in >> it & 1u) ? kbytes : 0)
+                                          : (kofs + it * STEP < kleft ? xbytes : 0);
+                cp_async_at<false>(s + dst[r] + 8 * q * R * STEP * ROW_LD, bytes ? src : G, bytes);
+                src += step;
+            }
+        }
+        g += adv;
+    }
+};
+#endif
 
 __device__ __forceinline__ void mma_f64(double (&d)[4], const double (&a)[A_FRAG], const double (&b)[B_FRAG])
 {
@@ -319,6 +483,23 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     const int wm0 = (warp % WARPS_M) * WM, wn0 = (warp / WARPS_M) * WN;
 
     // Per-thread fragment offsets inside one stage (see the layouts in the header comment).
+#if ADVANCE
+    // Opaque (tiling.cuh): without load_tile's arithmetic in the main loop, NVVM rebuilt parts
+    // of these (lane, g, the xor) beside the fragment loads there, about 20 instructions a
+    // k-tile (nvcc 13.0, the 4096^3 NN config).
+#if A_KCONTIG
+    const int aoff = opaque((wm0 + g) * LDK + t);
+#else
+    const int aoff0 = opaque(t * LDA_MN + wm0 + (g ^ (t << 2)));
+    const int aoff1 = opaque(t * LDA_MN + wm0 + ((8 + g) ^ (t << 2)));
+#endif
+#if B_KCONTIG
+    const int boff = opaque((wn0 + g) * LDK + t);
+#else
+    const int boff0 = opaque(t * LDB_MN + wn0 + (g ^ (t << 2)));
+    const int boff1 = opaque(t * LDB_MN + wn0 + ((8 + g) ^ (t << 2)));
+#endif
+#else
 #if A_KCONTIG
     const int aoff = (wm0 + g) * LDK + t;                   // + (16i + 8v0) * LDK + kofs
 #else
@@ -330,6 +511,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #else
     const int boff0 = t * LDB_MN + wn0 + (g ^ (t << 2));    // j even; + 16(j/2) + kofs * LDB_MN
     const int boff1 = t * LDB_MN + wn0 + ((8 + g) ^ (t << 2));
+#endif
 #endif
 
     // Load the A and B fragments of k-step ks of the stage at a_s / b_s.
@@ -369,13 +551,38 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0;
 
+#if ADVANCE
+    // Cursors at k-tile kt0: the prologue and the main loop load kt0, kt0 + 1, ... in order.
+    TileCursor<A_KCONTIG, BM, LDA_MN> cur_a;
+    TileCursor<B_KCONTIG, BN, LDB_MN> cur_b;
+    cur_a.start(sA, A, lda, row0, m, kt0 * BK, k, tid);
+    cur_b.start(sB, B, ldb, col0, n, kt0 * BK, k, tid);
+    int kleft = k - kt0 * BK;   // k from the next k-tile's origin to k's end
+    // The next k-tile of both operands into stage w: one test for both, so that the k-tiles
+    // wholly inside (all but the last, away from the m and n edges) run one branch.
+    auto load_next = [&](int w) {
+        if (cur_a.whole(kleft) && cur_b.whole(kleft)) {
+            cur_a.copy_whole(w);
+            cur_b.copy_whole(w);
+        } else {
+            cur_a.copy_edge(w, A, kleft);
+            cur_b.copy_edge(w, B, kleft);
+        }
+        kleft -= BK;
+    };
+#endif
+
     // Prologue: fill STAGES-1 stages (empty groups keep the wait counts uniform).
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < ntiles) {
+#if ADVANCE
+            load_next(s);
+#else
             const int k0 = (kt0 + s) * BK;
             load_tile<A_KCONTIG, BM, LDA_MN>(sA + s * A_STAGE, A, lda, row0, m, k0, k, tid);
             load_tile<B_KCONTIG, BN, LDB_MN>(sB + s * B_STAGE, B, ldb, col0, n, k0, k, tid);
+#endif
         }
         cp_async_commit();
     }
@@ -398,9 +605,13 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         {
             const int nxt = it + STAGES - 1;
             if (nxt < ntiles) {
+#if ADVANCE
+                load_next(wstage);
+#else
                 const int k0 = (kt0 + nxt) * BK;
                 load_tile<A_KCONTIG, BM, LDA_MN>(sA + wstage * A_STAGE, A, lda, row0, m, k0, k, tid);
                 load_tile<B_KCONTIG, BN, LDB_MN>(sB + wstage * B_STAGE, B, ldb, col0, n, k0, k, tid);
+#endif
             }
             cp_async_commit();
             wstage = (wstage + 1 == STAGES) ? 0 : wstage + 1;

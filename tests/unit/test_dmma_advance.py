@@ -1,0 +1,89 @@
+"""dmma ADVANCE (kernels/dgemm_mma.cu): recorded configs keep load_tile's per-k-tile copies,
+the search space leaves the cursors out until the H100 measures them, and a config that
+names ADVANCE=1 passes the family's rules, reaches the kernel as a define and compiles
+without spills."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import assert_no_spills, compile_report
+
+from tunedgemm import launch
+from tunedgemm.families import FAMILIES, dmma
+from tunedgemm.params import IEEE, KernelConfig
+
+FAMILY = FAMILIES["dmma"]
+TABLE = Path(__file__).resolve().parents[2] / "tunedgemm" / "tables" / "tuned.json"
+
+
+def _shipped_dmma_configs() -> set[KernelConfig]:
+    found: set[KernelConfig] = set()
+
+    def walk(x: object) -> None:
+        if isinstance(x, dict):
+            if x.get("family") == "dmma" and isinstance(x.get("params"), dict):
+                found.add(FAMILY.recorded(x["params"]))
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(json.loads(TABLE.read_text())["devices"])
+    return found
+
+
+def _advanced(config: KernelConfig) -> KernelConfig:
+    return KernelConfig.make("dmma", {**config.as_dict(), "ADVANCE": dmma.ADVANCE_ON[0]})
+
+
+def test_advance_is_declared_with_recorded_value_zero():
+    (tunable,) = [t for t in FAMILY.tunables if t.name == "ADVANCE"]
+    assert tunable.values == (0,)
+    assert tunable.absent == 0
+    assert dmma.ADVANCE_ON == (1,)
+    default = FAMILY.default_config("float64").as_dict()
+    assert default["ADVANCE"] == 0
+    recorded = FAMILY.recorded({k: v for k, v in default.items() if k != "ADVANCE"})
+    assert recorded.as_dict()["ADVANCE"] == 0
+
+
+def test_the_search_space_leaves_the_cursors_out():
+    assert all(c.as_dict()["ADVANCE"] == 0 for c in FAMILY.space("float64", IEEE))
+
+
+def test_advance_takes_only_zero_or_one():
+    default = FAMILY.default_config("float64")
+    assert FAMILY.violations(_advanced(default), "float64") == []
+    bad = KernelConfig.make("dmma", {**default.as_dict(), "ADVANCE": 2})
+    assert FAMILY.violations(bad, "float64") == ["ADVANCE is 0 or 1"]
+
+
+def test_every_shipped_dmma_config_allows_advance():
+    configs = _shipped_dmma_configs()
+    assert configs
+    for config in configs:
+        assert not FAMILY.violations(_advanced(config), "float64"), (
+            config, FAMILY.violations(_advanced(config), "float64"))  # fmt: skip
+
+
+def test_advance_reaches_the_kernel_as_a_define():
+    default = FAMILY.default_config("float64")
+    assert ("ADVANCE", 0) in launch.plan(default, "float64", False, False, True).defines
+    assert ("ADVANCE", 1) in launch.plan(_advanced(default), "float64", True, False, False).defines
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_advance_default_compiles_without_spills_in_every_variant(tmp_path):
+    config = _advanced(FAMILY.default_config("float64"))
+    for ta, tb, aligned in itertools.product((0, 1), (0, 1), (0, 1)):
+        defines = {**FAMILY.defines(config, "float64"), "DTYPE": 1, "TRANS_A": ta,
+                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
+        (tmp_path / f"{ta}{tb}{aligned}").mkdir()
+        assert_no_spills(compile_report("dgemm_mma.cu", defines, tmp_path / f"{ta}{tb}{aligned}"),
+                         str(defines))  # fmt: skip
