@@ -112,9 +112,10 @@ class KernelFamily:
     # Appended to the GPU's architecture when compiling ("a": sm_90a, whose wgmma the plain
     # sm_90 target lacks).
     arch_suffix: str = ""
-    # Changes that compute the same bits by a kernel the recorded configs predate: run-time
-    # autotuning times each candidate's twin (where the constraints allow it) beside it, so
-    # that a measured improvement reaches calls before the table is regenerated with it.
+    # Changes that compute the same bits (a kernel the recorded configs predate, or a tiling
+    # that keeps every element's sum in the same order): run-time autotuning times each
+    # candidate's twin (where the constraints allow it) beside it, so that a measured
+    # improvement reaches calls before the table is regenerated with it.
     twins: tuple[Params, ...] = ()
 
     def serves(self, dtype: str, precision: str = IEEE) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import assert_no_spills, compile_report
 
-from tunedgemm import launch
+from tunedgemm import launch, plans
 from tunedgemm.families import FAMILIES, dmma
 from tunedgemm.params import IEEE, KernelConfig
 
@@ -87,3 +87,16 @@ def test_advance_default_compiles_without_spills_in_every_variant(tmp_path):
         (tmp_path / f"{ta}{tb}{aligned}").mkdir()
         assert_no_spills(compile_report("dgemm_mma.cu", defines, tmp_path / f"{ta}{tb}{aligned}"),
                          str(defines))  # fmt: skip
+
+
+def test_autotuning_times_the_cursors_and_cublas_arrangement_as_twins():
+    """ADVANCE=1 is a twin of every dmma config (the same copies), and so is half the tile's
+    columns at two blocks per SM (every element's sum keeps its order); that arrangement fits
+    the family's rules only with the cursors, whose registers do not grow with the copies."""
+    default = FAMILY.default_config("float64")
+    twins = plans.with_twins((default,), "float64")[1:]
+    changed = [{k: v for k, v in t.as_dict().items() if default.as_dict()[k] != v} for t in twins]
+    assert changed == [{"ADVANCE": 1}, {"ADVANCE": 1, **dmma.TWO_BLOCKS}]
+    two_blocks = KernelConfig.make("dmma", {**default.as_dict(), **dmma.TWO_BLOCKS})
+    assert FAMILY.violations(two_blocks, "float64")  # 24 copies a thread with load_tile's
+    assert not FAMILY.violations(twins[1], "float64")
