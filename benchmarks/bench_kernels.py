@@ -27,7 +27,9 @@ times the dmma config the table picks for own kernels at large float64 squares a
 tile shape of cuBLAS's DGEMM kernel (128 x 64, four warps, two blocks per SM) in our kernel,
 outside the family's space, with each mma shape, into bench_dmma_tiles.json; --dmma-advance
 times the best of those with ADVANCE 0 and 1 (dmma's k-tile copies from cursors set up once
-per block), into bench_dmma_advance.json.
+per block), into bench_dmma_advance.json; --dmma-large the dmma default and cuBLAS's
+arrangement with ADVANCE=1 and their neighbours at 8192^3 and 4096^3, into
+bench_dmma_large.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -258,6 +260,23 @@ def dmma_advance_variants() -> dict[str, dict[str, int]]:
             for name, changes in bases.items() for advance in (0, 1)}  # fmt: skip
 
 
+# With ADVANCE=1 at 8192^3 (issue 15's DGEMM floor, 0.95): the dmma default (128 x 128, one
+# block per SM) with a deeper ring, a deeper k-tile or wider rasterisation groups, and
+# cuBLAS's arrangement (two blocks per SM: no room for a deeper ring) with wider groups or the
+# k8 mma.
+DMMA_LARGE_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096)]
+
+
+def dmma_large_variants() -> dict[str, dict[str, int]]:
+    """The dmma default and cuBLAS's arrangement with ADVANCE=1, and neighbours of each."""
+    default = {"BM": 128, "BN": 128, "WM": 64, "WN": 32, "BK": 16, "MMA_K": 4, "STAGES": 3,
+               "GROUP_M": 8, "MIN_BLOCKS": 1, "SPLIT_K": 1, "ADVANCE": 1}  # fmt: skip
+    two = {**default, "BN": 64, "MIN_BLOCKS": 2}
+    return {"d": default, "d,s4": {**default, "STAGES": 4}, "d,bk32": {**default, "BK": 32},
+            "d,g16": {**default, "GROUP_M": 16}, "two": two,
+            "two,g16": {**two, "GROUP_M": 16}, "two,k8": {**two, "MMA_K": 8}}  # fmt: skip
+
+
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int]) -> dict[str, int]:
     """The config of `family` the table picks for own kernels at this NN shape, else the
     family's default (where the table picks another family)."""
@@ -341,6 +360,8 @@ def main() -> int:
                         help="the table's simt config with ROLL_K 0/2/4 vs cuBLAS")  # fmt: skip
     parser.add_argument("--around", action="store_true",
                         help="the table's simt config and its neighbours vs cuBLAS")  # fmt: skip
+    parser.add_argument("--dmma-large", action="store_true",
+                        help="dmma with ADVANCE=1 and neighbours at 8192^3 and 4096^3")  # fmt: skip
     parser.add_argument("--dmma-advance", action="store_true",
                         help="those dmma configs with ADVANCE 0 and 1")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
@@ -365,6 +386,11 @@ def main() -> int:
             for label in ranked:  # fastest first, one per line
                 ms = row[f"{label}_ms"]
                 print(f"  {label:>14} {ms:9.4f} ms  cuBLAS / it {row['cublas_ms'] / ms:5.3f}")
+        return 0
+    if args.dmma_large:
+        variants_main(Path(args.out), dmma_large_variants(), DMMA_LARGE_SHAPES,
+                      table_dmma_config, "bench_dmma_large.json", "dmma", "float64",
+                      outside=True)  # fmt: skip
         return 0
     if args.dmma_advance:
         variants_main(Path(args.out), dmma_advance_variants(), DMMA_SHAPES, table_dmma_config,

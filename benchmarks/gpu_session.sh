@@ -17,7 +17,8 @@
 # test_simt_fma_order_gpu.py and bench_kernels --fma-order), fused (dmma SPLITK_FUSED's GPU test,
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
-# dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance),
+# dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-large
+# (bench_kernels --dmma-large),
 # register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
@@ -242,6 +243,10 @@ PY
         timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma-advance --out "$OUT" \
             > "$OUT/bench_dmma_advance.txt" 2>&1
         echo "bench_kernels --dmma-advance: exit $?"; tail -8 "$OUT/bench_dmma_advance.txt" ;;
+    dmma-large)  # dmma with ADVANCE=1 and neighbours at 8192^3 and 4096^3 (bench_kernels --dmma-large)
+        timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma-large --out "$OUT" \
+            > "$OUT/bench_dmma_large.txt" 2>&1
+        echo "bench_kernels --dmma-large: exit $?"; tail -6 "$OUT/bench_dmma_large.txt" ;;
     order)  # simt FMA_ORDER (issue 15, item 3; written 2026-11-26 from ncu's dispatch stalls on
         # FFMAs): its GPU test, then bench_kernels --fma-order (the table's configs, each order)
         simt_variant fma-order tests/gpu/test_simt_fma_order_gpu.py 300 240 ;;
