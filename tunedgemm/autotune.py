@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import threading
 from typing import Any
 
@@ -38,6 +39,11 @@ from .params import KernelConfig
 
 REFINE_ENV = "TUNEDGEMM_REFINE"
 WARMUP, REPS = 2, 5  # enough that noise rarely swaps near-equal candidates
+# A pass times the candidates in turn this many times (REPS // ROUNDS + 1 launches each turn):
+# timed one after another, the twins and relatives that come last in a pass ran on a GPU
+# heated by the others; at 4096^3 float64 (H100, 2026-11-26 14:15 UTC) dmma's ADVANCE=1 twin
+# timed 0.5% slower than its config there, and 5% faster interleaved (bench_kernels).
+ROUNDS = 3
 CONFIRM_ROUNDS = 3  # incumbent and challenger timed alternately, so drift hits both alike
 MARGIN = 0.03  # a challenger must be this much faster than the incumbent to displace it
 # Host time of a public device call outside its launch: signature, plan lookup, the result's
@@ -131,7 +137,7 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     to compile or run costs infinity."""
     from . import _driver, cublaslt, cuda, launch, reference
     from .compiler import precompile
-    from .timing import gpu_and_host_ms
+    from .timing import samples
 
     own = [c for c in candidates if isinstance(c, KernelConfig)]
     if len(own) > 1:  # nvcc in parallel for those not yet in the disk cache
@@ -152,29 +158,47 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
                          trial.n, trial.k, trial.lda, trial.ldb, trial.ldc) \
         if table.CUBLAS in candidates else None  # fmt: skip
     handle = _driver.stream_handle(stream)
-    times = []
+    works: list[Any] = []  # None: a config that does not compile or launch here
     for config in candidates:
         try:
             # an own config's kernel(s) as a plan queues them: the launcher made once
             kernels = (launch.launcher(config, np.dtype(dtype), trial.trans_a, trial.trans_b,
                                        trial.aligned(), id(cuda.context()))
                        if isinstance(config, KernelConfig) else None)  # fmt: skip
+        except Exception:
+            works.append(None)
+            continue
 
-            def work(config: Config = config, kernels: Any = kernels) -> None:
-                if kernels is not None:
-                    kernels(trial, 1.0, 0.0, handle, workspace_ptr)
-                elif getattr(config, "is_cublas", False):  # one cuBLASLt algorithm
-                    config(trial.a, trial.b, trial.c, 1.0, 0.0, handle)  # type: ignore[operator]
-                elif lt is not None:  # cuBLAS
-                    lt(trial.a, trial.b, trial.c, 1.0, 0.0, handle)
-                else:
-                    reference.gemm(trial, dtype, 1.0, 0.0, stream, precision)
+        def work(config: Config = config, kernels: Any = kernels) -> None:
+            if kernels is not None:
+                kernels(trial, 1.0, 0.0, handle, workspace_ptr)
+            elif getattr(config, "is_cublas", False):  # one cuBLASLt algorithm
+                config(trial.a, trial.b, trial.c, 1.0, 0.0, handle)  # type: ignore[operator]
+            elif lt is not None:  # cuBLAS
+                lt(trial.a, trial.b, trial.c, 1.0, 0.0, handle)
+            else:
+                reference.gemm(trial, dtype, 1.0, 0.0, stream, precision)
 
-            times.append(call_cost(*gpu_and_host_ms(work, WARMUP, REPS, stream)))
-        except Exception:  # a config that does not compile or launch here: never chosen
-            times.append(math.inf)
+        works.append(work)
+    gpu_ms: list[list[float]] = [[] for _ in candidates]
+    host_ms: list[list[float]] = [[] for _ in candidates]
+    # Candidates in turn, ROUNDS times over: a drift of the GPU's clocks during the pass (a
+    # long float64 product heats it) falls on all of them alike, not on those timed last.
+    for round_ in range(ROUNDS):
+        for i, work in enumerate(works):
+            if work is None:
+                continue
+            try:
+                gpu, host = samples(work, WARMUP if round_ == 0 else 0, REPS // ROUNDS + 1,
+                                    stream)  # fmt: skip
+            except Exception:  # a config that fails to launch here: never chosen
+                works[i] = None
+                continue
+            gpu_ms[i] += gpu
+            host_ms[i] += host
     del scratch, workspace  # every timed launch has finished: the timing waited for the last
-    return times
+    return [call_cost(statistics.median(gpu_ms[i]), min(host_ms[i])) if work is not None
+            else math.inf for i, work in enumerate(works)]  # fmt: skip
 
 
 def call_cost(gpu_ms: float, host_ms: float) -> float:

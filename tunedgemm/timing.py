@@ -49,12 +49,12 @@ def gpu_and_host_ms(work: Callable[[], Any], warmup: int = 3, reps: int = 10,
     """(GPU, host) milliseconds of `work`: the median by CUDA events around each launch on the
     GPU, and the least by the host clock around each call queueing it (the host's noise
     only ever adds: other threads, the collector, a busy lent machine)."""
-    gpu_ms, host_ms = _samples(work, warmup, reps, stream)
+    gpu_ms, host_ms = samples(work, warmup, reps, stream)
     return statistics.median(gpu_ms), min(host_ms)
 
 
-def _samples(work: Callable[[], Any], warmup: int, reps: int,
-             stream: Any) -> tuple[list[float], list[float]]:  # fmt: skip
+def samples(work: Callable[[], Any], warmup: int, reps: int,
+            stream: Any) -> tuple[list[float], list[float]]:  # fmt: skip
     """Per-launch GPU and host milliseconds of `work`, its launches queued behind a hold."""
     import pycuda.driver as drv
 

@@ -237,3 +237,36 @@ def test_a_strided_batch_times_cublaslt_algorithms_made_for_the_batch(monkeypatc
     requests.clear()
     untimed = plans.DevicePlan(key, form(), 0)  # cuBLASLt's own pick, nothing timed
     assert untimed.choice == table.CUBLAS and untimed.run.index == 0 and not requests
+
+
+def test_a_pass_times_the_candidates_in_turn_round_after_round(monkeypatch):
+    """Each candidate's launches are spread over the pass (ROUNDS turns, warmed up in the
+    first only), so that a GPU warming up or heating during it favours none; the cost is
+    from all its samples, and one that fails to launch costs infinity."""
+    from tunedgemm import compiler, cuda, launch, timing
+    from tunedgemm.params import KernelConfig
+
+    simt = KernelConfig.make("simt", {})
+    fails = KernelConfig.make("simt", {"STAGES": 2})
+    other = KernelConfig.make("simt", {"STAGES": 4})
+    order = []
+    gpu_of = {simt: 0.010, other: 0.020}
+
+    def samples(work, warmup, reps, stream):
+        config = work.__defaults__[0]
+        order.append((config, warmup))
+        if config == fails:
+            raise RuntimeError("launch failed")
+        return [gpu_of[config]] * reps, [0.001] * reps
+
+    monkeypatch.setattr(timing, "samples", samples)
+    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
+    monkeypatch.setattr(cuda, "allocate", lambda nbytes: 0)
+    monkeypatch.setattr(cuda, "context", lambda: None)
+    monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
+    monkeypatch.setattr(launch, "launcher", lambda *a: (lambda *args: None))
+    times = autotune.time_candidates(form(), np.dtype(np.float32), (simt, fails, other))
+    assert times == [autotune.call_cost(0.010, 0.001), math.inf, autotune.call_cost(0.020, 0.001)]
+    first = [(simt, autotune.WARMUP), (fails, autotune.WARMUP), (other, autotune.WARMUP)]
+    later = [(simt, 0), (other, 0)] * (autotune.ROUNDS - 1)  # the failed one is not retried
+    assert order == first + later
