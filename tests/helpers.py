@@ -246,3 +246,74 @@ def run_twice(problem, config, alpha: float, beta: float, c0):
         gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
         outs.append(problem.c())
     return outs
+
+
+def whole_c(problem) -> np.ndarray:
+    """C's buffer of a tuner fixture problem (tunedgemm.tuning.problems), ldc x n, padding
+    rows included."""
+    import pycuda.driver as drv
+
+    form = problem.form
+    whole = np.empty((form.ldc, form.n), problem.dtype, order="F")
+    drv.memcpy_dtoh(whole.ravel(order="K"), form.c)
+    return whole
+
+
+def assert_configs_agree(configs, dtype, m: int, n: int, k: int, label: str = "") -> None:
+    """Configs that must give the same bits (a tunable's variants, a family's twins), each
+    on fresh operands (all four transposes, padded and not, beta 0 and not, C poisoned by
+    NaN first): every element of C written and none of the rows between m and ldc, bit-equal
+    to the first config's result, and that result within the float64 reference's k-scaled
+    tolerance."""
+    import itertools
+
+    from tunedgemm import checks, gpu_backend
+    from tunedgemm.tuning import problems
+
+    rng = np.random.default_rng()
+    for (ta, tb), padded in itertools.product(itertools.product((False, True), repeat=2),
+                                              (False, True)):  # fmt: skip
+        problem = problems.make(m, n, k, dtype, ta, tb, rng, padded=padded)
+        for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
+            c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(dtype)
+            where = f"{label}{(m, n, k, ta, tb, padded, problem.form.aligned(), alpha, beta)}"
+            outs = []
+            for config in configs:
+                problem.poison_c()
+                if c0 is not None:
+                    problem.set_c(c0)  # padding rows stay NaN
+                gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
+                whole = whole_c(problem)
+                assert np.isnan(whole[m:]).all(), f"{config} wrote past row m at {where}"
+                outs.append(whole[:m])
+                assert np.isfinite(outs[-1]).all(), f"unwritten elements, {config} at {where}"
+                assert outs[-1].tobytes() == outs[0].tobytes(), (
+                    f"{config} not bit-equal to {configs[0]} at {where}")  # fmt: skip
+            exact, scale = checks.float64_reference(alpha, problem.op_a, problem.op_b, beta, c0)
+            error = checks.scaled_error(outs[0], exact, scale)
+            assert error <= checks.tolerance(max(k, 1), problem.dtype), f"error {error} at {where}"
+
+
+def shipped_configs(family_name: str) -> set:
+    """Every config of one family in the shipped table, read as the family reads a recorded
+    config (tunables added since at their recorded values)."""
+    import json
+
+    from tunedgemm import table
+    from tunedgemm.families import FAMILIES
+
+    family = FAMILIES[family_name]
+    found = set()
+
+    def walk(x: object) -> None:
+        if isinstance(x, dict):
+            if x.get("family") == family_name and isinstance(x.get("params"), dict):
+                found.add(family.recorded(x["params"]))
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(json.loads(Path(table.shipped_path()).read_text())["devices"])
+    return found

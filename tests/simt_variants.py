@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 
 import numpy as np
+from helpers import assert_configs_agree
 
 from tunedgemm.families import FAMILIES
 from tunedgemm.params import KernelConfig
@@ -53,28 +54,6 @@ def precompile(configs: Iterable[KernelConfig]) -> None:
 
 def assert_variants_agree(base: str, variants: list[Mapping[str, int]], m: int, n: int,
                           k: int) -> None:  # fmt: skip
-    """Each variant of BASES[base] on fresh operands (all four transposes, padded and not,
-    beta 0 and not, C poisoned by NaN first): every element written, bit-equal to the first
-    variant's result, and that result within the float64 reference's k-scaled tolerance."""
-    from tunedgemm import checks, gpu_backend
-    from tunedgemm.tuning import problems
-
-    rng = np.random.default_rng()
-    for (ta, tb), padded in itertools.product(TRANSPOSES, (False, True)):
-        problem = problems.make(m, n, k, np.float32, ta, tb, rng, padded=padded)
-        for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
-            c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(np.float32)
-            where = f"{(base, m, n, k, ta, tb, padded, problem.form.aligned(), alpha, beta)}"
-            outs = []
-            for changes in variants:
-                problem.poison_c()
-                if c0 is not None:
-                    problem.set_c(c0)
-                gpu_backend.run(problem.form, problem.dtype, alpha, beta, config(base, changes))
-                outs.append(problem.c())
-                assert np.isfinite(outs[-1]).all(), f"unwritten elements, {changes} at {where}"
-                assert outs[-1].tobytes() == outs[0].tobytes(), (
-                    f"{changes} not bit-equal to {variants[0]} at {where}")  # fmt: skip
-            exact, scale = checks.float64_reference(alpha, problem.op_a, problem.op_b, beta, c0)
-            error = checks.scaled_error(outs[0], exact, scale)
-            assert error <= checks.tolerance(max(k, 1), problem.dtype), f"error {error} at {where}"
+    """helpers.assert_configs_agree on these variants of BASES[base], in float32."""
+    assert_configs_agree([config(base, changes) for changes in variants], np.float32, m, n, k,
+                         label=base)  # fmt: skip

@@ -6,36 +6,16 @@ without spills."""
 from __future__ import annotations
 
 import itertools
-import json
 import shutil
-from pathlib import Path
 
 import pytest
-from helpers import assert_no_spills, compile_report
+from helpers import assert_no_spills, compile_report, shipped_configs
 
 from tunedgemm import launch, plans
 from tunedgemm.families import FAMILIES, dmma
 from tunedgemm.params import IEEE, KernelConfig
 
 FAMILY = FAMILIES["dmma"]
-TABLE = Path(__file__).resolve().parents[2] / "tunedgemm" / "tables" / "tuned.json"
-
-
-def _shipped_dmma_configs() -> set[KernelConfig]:
-    found: set[KernelConfig] = set()
-
-    def walk(x: object) -> None:
-        if isinstance(x, dict):
-            if x.get("family") == "dmma" and isinstance(x.get("params"), dict):
-                found.add(FAMILY.recorded(x["params"]))
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(json.loads(TABLE.read_text())["devices"])
-    return found
 
 
 def _advanced(config: KernelConfig) -> KernelConfig:
@@ -65,7 +45,7 @@ def test_advance_takes_only_zero_or_one():
 
 
 def test_every_shipped_dmma_config_allows_advance():
-    configs = _shipped_dmma_configs()
+    configs = shipped_configs("dmma")
     assert configs
     for config in configs:
         assert not FAMILY.violations(_advanced(config), "float64"), (

@@ -4,32 +4,13 @@ candidate's twin beside it."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from helpers import shipped_configs
 
 from tunedgemm import plans, table
 from tunedgemm.families import FAMILIES, simt
 from tunedgemm.params import IEEE, KernelConfig
 
 FAMILY = FAMILIES["simt"]
-TABLE = Path(__file__).resolve().parents[2] / "tunedgemm" / "tables" / "tuned.json"
-
-
-def _shipped_simt_configs() -> set[KernelConfig]:
-    found: set[KernelConfig] = set()
-
-    def walk(x: object) -> None:
-        if isinstance(x, dict):
-            if x.get("family") == "simt" and isinstance(x.get("params"), dict):
-                found.add(FAMILY.recorded(x["params"]))
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(json.loads(TABLE.read_text())["devices"])
-    return found
 
 
 def test_recorded_configs_run_the_row_by_row_loop():
@@ -43,7 +24,7 @@ def test_the_search_space_leaves_the_serpentine_orders_out():
 
 
 def test_every_shipped_simt_config_has_its_loop_twin():
-    configs = _shipped_simt_configs()
+    configs = shipped_configs("simt")
     assert configs
     for config in configs:
         twin = KernelConfig.make("simt", {**config.as_dict(), **simt.LOOP_TWIN})
