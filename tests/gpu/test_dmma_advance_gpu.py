@@ -53,7 +53,8 @@ def _compiled() -> None:
 @pytest.mark.parametrize("base", sorted(BASES))
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_advance_is_accurate_and_bit_equal_to_recomputed_addresses(advance, base, m, n, k):
-    # ADVANCE=1 breaks no rule ADVANCE=0 keeps (mma-k8 and cublas-tile break the estimates).
-    assert FAMILY.violations(config(base, advance), "float64") == FAMILY.violations(
-        config(base, 0), "float64")  # fmt: skip
+    # ADVANCE=1 breaks no rule ADVANCE=0 keeps (mma-k8 breaks the register estimate either
+    # way; cublas-tile's 24 copies a thread pass only with a cursor).
+    assert set(FAMILY.violations(config(base, advance), "float64")) <= set(
+        FAMILY.violations(config(base, 0), "float64"))  # fmt: skip
     assert_variants_agree([config(base, 0), config(base, advance)], m, n, k)
