@@ -269,9 +269,10 @@ DMMA_LARGE_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096)]
 
 def dmma_large_variants() -> dict[str, dict[str, int]]:
     """The dmma default and cuBLAS's arrangement with ADVANCE=1, and neighbours of each."""
-    default = {"BM": 128, "BN": 128, "WM": 64, "WN": 32, "BK": 16, "MMA_K": 4, "STAGES": 3,
-               "GROUP_M": 8, "MIN_BLOCKS": 1, "SPLIT_K": 1, "ADVANCE": 1}  # fmt: skip
-    two = {**default, "BN": 64, "MIN_BLOCKS": 2}
+    from tunedgemm.families import FAMILIES, dmma
+
+    default = {**FAMILIES["dmma"].default_config("float64").as_dict(), "ADVANCE": 1}
+    two = {**default, **dmma.TWO_BLOCKS}
     return {"d": default, "d,s4": {**default, "STAGES": 4}, "d,bk32": {**default, "BK": 32},
             "d,g16": {**default, "GROUP_M": 16}, "two": two,
             "two,g16": {**two, "GROUP_M": 16}, "two,k8": {**two, "MMA_K": 8}}  # fmt: skip

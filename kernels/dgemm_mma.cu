@@ -203,22 +203,18 @@ __device__ __forceinline__ void load_tile(double* __restrict__ s, const double* 
 // ADVANCE=1: a copy to a shared address computed once per block (cp_async converts a generic
 // pointer, which ptxas redid per k-tile). FULL: all 8 * VEC bytes lie inside G, so no src-size
 // is named and ptxas issues no zero-fill arithmetic; else src_bytes of them are read (0: none).
+#if VEC == 2   // 16 bytes bypass L1 (.cg) and 8 may not, as in cp_async
+#define CP_ASYNC_AT "cp.async.cg.shared.global [%0], [%1], 16"
+#else
+#define CP_ASYNC_AT "cp.async.ca.shared.global [%0], [%1], 8"
+#endif
 template <bool FULL>
 __device__ __forceinline__ void cp_async_at(unsigned s, const double* g, int src_bytes)
 {
-#if VEC == 2   // 16 bytes bypass L1 (.cg) and 8 may not, as in cp_async
     if (FULL)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(g) : "memory");
+        asm volatile(CP_ASYNC_AT ";\n" :: "r"(s), "l"(g) : "memory");
     else
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(s), "l"(g), "r"(src_bytes) : "memory");
-#else
-    if (FULL)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" :: "r"(s), "l"(g) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n"
-                     :: "r"(s), "l"(g), "r"(src_bytes) : "memory");
-#endif
+        asm volatile(CP_ASYNC_AT ", %2;\n" :: "r"(s), "l"(g), "r"(src_bytes) : "memory");
 }
 
 // ADVANCE=1: load_tile's copies of one operand from a cursor set up once per block (start, at
