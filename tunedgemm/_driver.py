@@ -95,6 +95,29 @@ def _fast_kernel(function: int, types: str, block: tuple[int, int, int], smem: i
         return None
 
 
+# What tunedgemm/_fastlaunch.c's LtMatmul calls to capture and replay a cuBLASLt call as a
+# CUDA graph, in the order it takes them.
+GRAPH_CALLS = ("cuGraphLaunch", "cuStreamIsCapturing", "cuStreamCreate", "cuStreamDestroy_v2",
+               "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags",
+               "cuGraphDestroy", "cuGraphExecDestroy")  # fmt: skip
+
+
+_graph_calls: list[tuple[int, ...]] = []  # found once
+
+
+def graph_calls() -> tuple[int, ...] | None:
+    """The addresses of GRAPH_CALLS in libcuda (None where one is missing: a driver before
+    CUDA 11.4, or the tests' stand-in driver)."""
+    if not _graph_calls:
+        try:
+            cuda = lib()
+            _graph_calls.append(tuple(int(ctypes.cast(getattr(cuda, name), _P).value or 0)
+                                      for name in GRAPH_CALLS))  # fmt: skip
+        except (AttributeError, OSError, ctypes.ArgumentError):
+            return None
+    return _graph_calls[0]
+
+
 class Launcher:
     """One kernel with its argument buffer built once: the arguments packed at their C
     offsets (struct.pack_into, one call) and the pointer array cuLaunchKernel reads into it.

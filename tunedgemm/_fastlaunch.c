@@ -8,6 +8,13 @@
  * algorithm and a call converts only what changes (grid, stream, addresses, scalars), into a
  * buffer on the C stack, so that calls from several threads share nothing.
  *
+ * cublasLtMatmul itself then still took 5-12 us of host time a call on the H100 machine,
+ * where replaying the same call captured as a CUDA graph took 1.7
+ * (benchmarks/probe_graph_launch.py, 2026-11-26). So an LtMatmul given the driver's graph
+ * calls keeps the graphs of its last few distinct calls (operands, scalars, workspace,
+ * stream) and replays one when a call repeats it; a call is captured when it repeats one of
+ * the last few seen, on a stream of the object's own.
+ *
  * No CUDA header or library is needed to build this: the functions' addresses are handed in
  * by tunedgemm/_driver.py and tunedgemm/cublaslt.py, which load libcuda and cuBLASLt with
  * ctypes. Without this extension they fall back to their ctypes calls. */
@@ -243,6 +250,37 @@ static PyTypeObject KernelType = {
 
 /* --- LtMatmul: one cuBLASLt algorithm for one product ----------------------------------- */
 
+/* The driver's graph calls, in the order LtMatmul takes their addresses. */
+enum { G_LAUNCH, G_IS_CAPTURING, G_STREAM_CREATE, G_STREAM_DESTROY, G_BEGIN, G_END,
+       G_INSTANTIATE, G_GRAPH_DESTROY, G_EXEC_DESTROY, G_CALLS };
+typedef int (*graph_launch_t)(void *exec, void *stream);
+typedef int (*is_capturing_t)(void *stream, int *status);
+typedef int (*stream_create_t)(void **stream, unsigned flags);
+typedef int (*destroy_t)(void *object);
+typedef int (*begin_capture_t)(void *stream, int mode);
+typedef int (*end_capture_t)(void *stream, void **graph);
+typedef int (*instantiate_t)(void **exec, void *graph, unsigned long long flags);
+
+#define GRAPH_SLOTS 8          /* distinct repeated calls kept per algorithm */
+#define CU_STREAM_NON_BLOCKING 1
+#define CAPTURE_MODE_RELAXED 2 /* our capture forbids nothing to other threads */
+/* Calls that never repeat would each be captured once and evicted: after this many
+ * captures, an algorithm whose replays are fewer than two a capture stops capturing. */
+#define CAPTURES_BEFORE_CHECK 64
+
+typedef struct {
+    void *a, *b, *c, *workspace, *stream;
+    double alpha, beta;
+} CallKey;
+
+static int
+same_call(const CallKey *x, const CallKey *y)
+{
+    return x->a == y->a && x->b == y->b && x->c == y->c && x->workspace == y->workspace &&
+           x->stream == y->stream && memcmp(&x->alpha, &y->alpha, sizeof x->alpha) == 0 &&
+           memcmp(&x->beta, &y->beta, sizeof x->beta) == 0;
+}
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -250,10 +288,109 @@ typedef struct {
     void *handle, *desc, *a_layout, *b_layout, *c_layout, *algo;
     size_t workspace_size;
     int is_double;
+    /* Graph replay (graphs == 0: none). The GIL is held from lookup to launch, so no other
+     * thread evicts a graph in between. */
+    int graphs, capturing;
+    void *calls[G_CALLS];
+    void *capture_stream;
+    CallKey keys[GRAPH_SLOTS], recent[GRAPH_SLOTS]; /* graphs' calls; calls seen lately */
+    void *execs[GRAPH_SLOTS];
+    int next_slot, next_recent, recent_count;
+    unsigned long long captures, replays;
 } LtMatmul;
 
-/* lt(a, b, c, alpha, beta, workspace, stream) -> cublasStatus_t: D = C in place. alpha and
- * beta are host scalars, which cuBLASLt reads before it returns: they live on this stack. */
+static int
+lt_direct(LtMatmul *self, const CallKey *key, const void *alpha_p, const void *beta_p)
+{
+    return self->matmul(self->handle, self->desc, alpha_p, key->a, self->a_layout, key->b,
+                        self->b_layout, beta_p, key->c, self->c_layout, key->c, self->c_layout,
+                        self->algo, key->workspace, self->workspace_size, key->stream);
+}
+
+/* The slot of the graph of `key`'s call, captured now; -1 where capture fails (graphs are
+ * then off for this algorithm, and the caller calls cuBLASLt directly). */
+static int
+lt_capture(LtMatmul *self, const CallKey *key, const void *alpha_p, const void *beta_p)
+{
+    void **g = self->calls;
+    if (self->capture_stream == NULL &&
+        ((stream_create_t)g[G_STREAM_CREATE])(&self->capture_stream, CU_STREAM_NON_BLOCKING)) {
+        self->capture_stream = NULL;
+        self->graphs = 0;
+        return -1;
+    }
+    if (((begin_capture_t)g[G_BEGIN])(self->capture_stream, CAPTURE_MODE_RELAXED)) {
+        self->graphs = 0;
+        return -1;
+    }
+    CallKey on_capture = *key;
+    on_capture.stream = self->capture_stream;
+    int status = lt_direct(self, &on_capture, alpha_p, beta_p);
+    void *graph = NULL, *exec = NULL;
+    int ended = ((end_capture_t)g[G_END])(self->capture_stream, &graph);
+    int made = status || ended || graph == NULL
+                   ? -1
+                   : ((instantiate_t)g[G_INSTANTIATE])(&exec, graph, 0);
+    if (graph != NULL)
+        ((destroy_t)g[G_GRAPH_DESTROY])(graph); /* the executable graph is a copy */
+    if (made != 0) {
+        self->graphs = 0;
+        return -1;
+    }
+    int slot = self->next_slot;
+    if (self->execs[slot] != NULL)
+        ((destroy_t)g[G_EXEC_DESTROY])(self->execs[slot]);
+    self->execs[slot] = exec;
+    self->keys[slot] = *key;
+    self->next_slot = (slot + 1) % GRAPH_SLOTS;
+    if (++self->captures >= CAPTURES_BEFORE_CHECK && self->replays < 2 * self->captures)
+        self->capturing = 0;
+    return slot;
+}
+
+/* 1 where the call was queued as a graph (*status: the launch's CUresult), else 0. */
+static int
+lt_replay(LtMatmul *self, const CallKey *key, const void *alpha_p, const void *beta_p,
+          int *status)
+{
+    int slot = -1;
+    for (int i = 0; i < GRAPH_SLOTS; i++)
+        if (self->execs[i] != NULL && same_call(&self->keys[i], key)) {
+            slot = i;
+            break;
+        }
+    if (slot < 0) {
+        int seen = 0;
+        for (int i = 0; i < self->recent_count && !seen; i++)
+            seen = same_call(&self->recent[i], key);
+        if (!seen) {
+            self->recent[self->next_recent] = *key;
+            self->next_recent = (self->next_recent + 1) % GRAPH_SLOTS;
+            if (self->recent_count < GRAPH_SLOTS)
+                self->recent_count++;
+        }
+        if (!(seen && self->capturing))
+            return 0;
+    }
+    /* A stream being captured (the caller's own graph) records the direct call instead. */
+    int capture_status = 0;
+    if (((is_capturing_t)self->calls[G_IS_CAPTURING])(key->stream, &capture_status) ||
+        capture_status != 0)
+        return 0;
+    if (slot < 0 && (slot = lt_capture(self, key, alpha_p, beta_p)) < 0)
+        return 0;
+    *status = ((graph_launch_t)self->calls[G_LAUNCH])(self->execs[slot], key->stream);
+    if (*status != 0) { /* never again for this algorithm; the direct call reports errors */
+        self->graphs = 0;
+        return 0;
+    }
+    self->replays++;
+    return 1;
+}
+
+/* lt(a, b, c, alpha, beta, workspace, stream) -> status: D = C in place (0 on success).
+ * alpha and beta are host scalars, which cuBLASLt reads before it returns: they live on
+ * this stack (a captured call holds their values). */
 static PyObject *
 lt_call(PyObject *self_object, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -262,40 +399,76 @@ lt_call(PyObject *self_object, PyObject *const *args, size_t nargsf, PyObject *k
         PyErr_SetString(PyExc_TypeError, "lt(a, b, c, alpha, beta, workspace, stream)");
         return NULL;
     }
-    void *a, *b, *c, *workspace, *stream;
-    if (address(args[0], &a) < 0 || address(args[1], &b) < 0 || address(args[2], &c) < 0 ||
-        address(args[5], &workspace) < 0 || address(args[6], &stream) < 0)
+    CallKey key;
+    if (address(args[0], &key.a) < 0 || address(args[1], &key.b) < 0 ||
+        address(args[2], &key.c) < 0 || address(args[5], &key.workspace) < 0 ||
+        address(args[6], &key.stream) < 0)
         return NULL;
-    double alpha = PyFloat_AsDouble(args[3]), beta = PyFloat_AsDouble(args[4]);
+    key.alpha = PyFloat_AsDouble(args[3]);
+    key.beta = PyFloat_AsDouble(args[4]);
     if (PyErr_Occurred())
         return NULL;
-    float alpha_f = (float)alpha, beta_f = (float)beta;
-    const void *alpha_p = self->is_double ? (const void *)&alpha : (const void *)&alpha_f;
-    const void *beta_p = self->is_double ? (const void *)&beta : (const void *)&beta_f;
+    float alpha_f = (float)key.alpha, beta_f = (float)key.beta;
+    const void *alpha_p = self->is_double ? (const void *)&key.alpha : (const void *)&alpha_f;
+    const void *beta_p = self->is_double ? (const void *)&key.beta : (const void *)&beta_f;
     int status;
+    if (self->graphs && lt_replay(self, &key, alpha_p, beta_p, &status))
+        return PyLong_FromLong(status);
     Py_BEGIN_ALLOW_THREADS
-    status = self->matmul(self->handle, self->desc, alpha_p, a, self->a_layout, b,
-                          self->b_layout, beta_p, c, self->c_layout, c, self->c_layout,
-                          self->algo, workspace, self->workspace_size, stream);
+    status = lt_direct(self, &key, alpha_p, beta_p);
     Py_END_ALLOW_THREADS
     return PyLong_FromLong(status);
+}
+
+/* lt.graph_counts() -> (captures, replays, on): what graph replay has done so far. */
+static PyObject *
+lt_graph_counts(PyObject *self_object, PyObject *unused)
+{
+    (void)unused;
+    LtMatmul *self = (LtMatmul *)self_object;
+    return Py_BuildValue("(KKO)", self->captures, self->replays,
+                         self->graphs ? Py_True : Py_False);
+}
+
+static PyMethodDef lt_methods[] = {
+    {"graph_counts", lt_graph_counts, METH_NOARGS,
+     "(captures, replays, on): the graphs captured and replayed so far, and whether replay "
+     "is still on."},
+    {NULL, NULL, 0, NULL},
+};
+
+static void
+lt_dealloc(PyObject *self_object)
+{
+    LtMatmul *self = (LtMatmul *)self_object;
+    for (int i = 0; i < GRAPH_SLOTS; i++)
+        if (self->execs[i] != NULL)
+            ((destroy_t)self->calls[G_EXEC_DESTROY])(self->execs[i]);
+    if (self->capture_stream != NULL)
+        ((destroy_t)self->calls[G_STREAM_DESTROY])(self->capture_stream);
+    Py_TYPE(self_object)->tp_free(self_object);
 }
 
 static PyObject *
 lt_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *objects[7];
+    PyObject *objects[7], *graph_calls = Py_None;
     unsigned long long workspace_size;
     int is_double;
     if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0) {
         PyErr_SetString(PyExc_TypeError, "LtMatmul takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OOOOOOOKp", &objects[0], &objects[1], &objects[2],
+    if (!PyArg_ParseTuple(args, "OOOOOOOKp|O", &objects[0], &objects[1], &objects[2],
                           &objects[3], &objects[4], &objects[5], &objects[6], &workspace_size,
-                          &is_double))
+                          &is_double, &graph_calls))
         return NULL;
-    LtMatmul *self = (LtMatmul *)type->tp_alloc(type, 0);
+    if (graph_calls != Py_None &&
+        (!PyTuple_Check(graph_calls) || PyTuple_GET_SIZE(graph_calls) != G_CALLS)) {
+        PyErr_Format(PyExc_TypeError, "graph_calls: None or a tuple of %d addresses", G_CALLS);
+        return NULL;
+    }
+    LtMatmul *self = (LtMatmul *)type->tp_alloc(type, 0); /* zeroed: no graphs yet */
     if (self == NULL)
         return NULL;
     void *matmul;
@@ -305,6 +478,17 @@ lt_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         address(objects[6], &self->algo) < 0) {
         Py_DECREF(self);
         return NULL;
+    }
+    if (graph_calls != Py_None) {
+        for (int i = 0; i < G_CALLS; i++)
+            if (address(PyTuple_GET_ITEM(graph_calls, i), &self->calls[i]) < 0) {
+                Py_DECREF(self);
+                return NULL;
+            }
+        self->graphs = self->capturing = 1;
+        for (int i = 0; i < G_CALLS; i++)
+            if (self->calls[i] == NULL)
+                self->graphs = 0;
     }
     self->vectorcall = lt_call;
     self->matmul = (lt_matmul_t)matmul;
@@ -317,18 +501,23 @@ static PyTypeObject LtMatmulType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tunedgemm._fastlaunch.LtMatmul",
     .tp_doc = "LtMatmul(cublasLtMatmul address, handle, desc, a_layout, b_layout, c_layout, "
-              "algo address, workspace_size, is_double): call as lt(a, b, c, alpha, beta, "
-              "workspace, stream) -> status.",
+              "algo address, workspace_size, is_double[, graph_calls]): call as lt(a, b, c, "
+              "alpha, beta, workspace, stream) -> status. graph_calls: the addresses of "
+              "cuGraphLaunch, cuStreamIsCapturing, cuStreamCreate, cuStreamDestroy_v2, "
+              "cuStreamBeginCapture_v2, cuStreamEndCapture, cuGraphInstantiateWithFlags, "
+              "cuGraphDestroy and cuGraphExecDestroy, to replay repeated calls as graphs.",
     .tp_basicsize = sizeof(LtMatmul),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(LtMatmul, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_new = lt_new,
+    .tp_dealloc = lt_dealloc,
+    .tp_methods = lt_methods,
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "tunedgemm._fastlaunch",
-    "cuLaunchKernel and cublasLtMatmul called from C (see tunedgemm/_fastlaunch.c).", -1, NULL,
+    "cuLaunchKernel and cublasLtMatmul (or its captured graph) called from C (see tunedgemm/_fastlaunch.c).", -1, NULL,
 };
 
 PyMODINIT_FUNC

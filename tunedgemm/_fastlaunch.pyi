@@ -11,6 +11,8 @@ class Kernel:
 class LtMatmul:
     def __init__(self, matmul: int | None, handle: int, desc: int, a_layout: int,
                  b_layout: int, c_layout: int, algo: int, workspace_size: int,
-                 is_double: bool, /) -> None: ...  # fmt: skip
+                 is_double: bool, graph_calls: tuple[int, ...] | None = None,
+                 /) -> None: ...  # fmt: skip
     def __call__(self, a: Any, b: Any, c: Any, alpha: float, beta: float, workspace: Any,
                  stream: int, /) -> int: ...  # fmt: skip
+    def graph_counts(self) -> tuple[int, int, bool]: ...

@@ -24,6 +24,11 @@ DESC_TRANSA, DESC_TRANSB = 3, 4
 LAYOUT_BATCH_COUNT, LAYOUT_STRIDED_BATCH_OFFSET = 5, 6
 PREF_MAX_WORKSPACE_BYTES = 1
 MAX_WORKSPACE = 32 << 20  # bytes an algorithm may use (per plan and stream)
+# A repeated call (the same operands, scalars, workspace and stream as the one before) is
+# captured as a CUDA graph and replayed from then on (tunedgemm/_fastlaunch.c): 1.7 us of
+# host time a call instead of 5-12 at 256^3-512^3 float64 on the H100 machine
+# (benchmarks/probe_graph_launch.py, 2026-11-26 16:47 UTC). 0 turns it off.
+GRAPHS_ENV = "TUNEDGEMM_GRAPHS"
 
 
 class _Heuristic(ctypes.Structure):
@@ -226,10 +231,13 @@ def _fast_matmul(problem: _Problem, algo: Any, workspace_size: int) -> Any:
         from . import _fastlaunch
     except ImportError:
         return None
+    from . import _driver, settings
+
     p = problem
+    graphs = _driver.graph_calls() if settings.get(GRAPHS_ENV) else None
     return _fastlaunch.LtMatmul(ctypes.cast(p.matmul, _P).value, p.handle, p.desc, p.a_layout,
                                 p.b_layout, p.c_layout, ctypes.addressof(algo), workspace_size,
-                                p.real is ctypes.c_double)  # fmt: skip
+                                p.real is ctypes.c_double, graphs)  # fmt: skip
 
 
 def available() -> bool:

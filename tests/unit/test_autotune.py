@@ -61,6 +61,25 @@ def test_incumbent_stays_unless_beaten_by_the_margin(timings, challenger_ms):
     assert len(requests) == (2 if challenger_ms < 1.0 else 1)  # confirmed only when it led
 
 
+@pytest.mark.parametrize("retimed, switch", [
+    ((1.0, 0.975, 1.0, 0.975, 1.0, 0.975), True),  # 2.5% faster every time: it wins
+    ((1.0, 0.96, 0.99, 0.975, 1.0, 1.0), False),  # 2.5% by median, one retiming as slow
+    ((1.0, 0.99, 1.0, 0.99, 1.0, 0.99), False),  # faster every time, but by 1%
+])  # fmt: skip
+def test_a_smaller_lead_wins_where_every_retiming_shows_it(monkeypatch, retimed, switch):
+    passes = []
+
+    def timed(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH):
+        passes.append(candidates)
+        return [1.0, 0.97] if len(passes) == 1 else list(retimed)
+
+    monkeypatch.setattr(autotune, "time_candidates", timed)
+    autotune.clear()
+    chosen = autotune.choose(form(), np.dtype(np.float32), ("first", "other"))
+    assert chosen == ("other" if switch else "first")
+    autotune.clear()
+
+
 def test_a_lead_that_does_not_hold_up_on_retiming_keeps_the_incumbent(monkeypatch):
     """The first pass flatters the challenger; timed again, alternately, it is no faster."""
     passes = []
