@@ -65,7 +65,12 @@ def main() -> int:
     args = parser.parse_args()
     dtype = np.dtype(args.dtype)
 
+    import os
+
     import pycuda.driver as drv
+
+    # The direct column calls cublasLtMatmul each time: tunedgemm's own replay off.
+    os.environ["TUNEDGEMM_GRAPHS"] = "0"
 
     from tunedgemm import cublaslt, cuda
     from tunedgemm.tuning import problems
