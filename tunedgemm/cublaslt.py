@@ -27,7 +27,7 @@ MAX_WORKSPACE = 32 << 20  # bytes an algorithm may use (per plan and stream)
 # A repeated call (the same operands, scalars, workspace and stream as the one before) is
 # captured as a CUDA graph and replayed from then on (tunedgemm/_fastlaunch.c): 1.7 us of
 # host time a call instead of 5-12 at 256^3-512^3 float64 on the H100 machine
-# (benchmarks/probe_graph_launch.py, 2026-11-26 16:47 UTC). 0 turns it off.
+# (benchmarks/probe_graph_launch.py, 2026-11-26 16:25 UTC). 0 turns it off.
 GRAPHS_ENV = "TUNEDGEMM_GRAPHS"
 
 
