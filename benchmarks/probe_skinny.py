@@ -1,0 +1,91 @@
+"""Which own simt configs come near cuBLAS where m x n is small and k long (issue 15)?
+
+Usage: python benchmarks/probe_skinny.py [--shapes 1473x140x7081,...] [--out DIR]
+
+The random shapes of bench_tuning where float32's own kernels lose most (seed 1795689347,
+2026-11-26: 0.56-0.71x cuBLAS) have few tiles of C and long k. For each shape this times,
+as autotuning does (tunedgemm.autotune.time_candidates: candidates in turn, three rounds,
+into scratch memory), cuBLAS against a grid of own configs: the table's first four own
+candidates for the shape and simt's default, each with SPLIT_K from 1 to 64 (each slice keeping two
+k-tiles), with its loop twin (ADVANCE=1, FMA_ORDER=1), and with stream-K (1 and 2 blocks
+per SM, MIN_BLOCKS=1). It prints, per shape, cuBLAS's time and the best few own configs;
+--out writes every time as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SHAPES = "1473x140x7081,125x665x7720,319x2218x9857,65x1292x1285,88x894x8419,9947x78x1422"
+SPLITS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def variants(base, k: int) -> list:
+    """base's grid of splits, loop twins and stream-K variants that its family allows."""
+    from tunedgemm.families import FAMILIES
+    from tunedgemm.families.simt import LOOP_TWIN
+    from tunedgemm.params import KernelConfig
+
+    family, params = FAMILIES[base.family], base.as_dict()
+    k_tiles = -(-k // params["BK"])
+    found = []
+    for split in SPLITS:
+        if split > 1 and 2 * split > k_tiles:
+            break
+        for twin in ({}, LOOP_TWIN):
+            found.append({**params, "SPLIT_K": split, "STREAM_K": 0, **twin})
+    for per_sm in (1, 2):
+        found.append({**params, "SPLIT_K": 1, "STREAM_K": per_sm, "MIN_BLOCKS": 1,
+                      "ADVANCE": 0})  # fmt: skip
+    configs = [KernelConfig.make(base.family, p) for p in found]
+    return [c for c in configs if not family.violations(c, "float32")]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default=SHAPES)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+
+    from tunedgemm import autotune, cuda, selection, table
+    from tunedgemm.params import KernelConfig
+    from tunedgemm.tuning import problems
+
+    cuda.context()
+    dtype = np.dtype(np.float32)
+    default = selection.default_config("float32", "ieee")
+    print(f"# {cuda.device_name()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+          f"float32 NN; ms per call (autotune.time_candidates)", flush=True)  # fmt: skip
+    results = []
+    for text in args.shapes.split(","):
+        m, n, k = (int(v) for v in text.split("x"))
+        form = problems.make(m, n, k, dtype).form
+        bases = [c for c in selection.choose(dtype, m, n, k, warn=False).candidates
+                 if isinstance(c, KernelConfig) and c.family == "simt"]  # fmt: skip
+        bases = list(dict.fromkeys([*bases[:4], default]))  # the table's first four
+        grid = list(dict.fromkeys(v for b in bases for v in variants(b, k)))
+        candidates = (table.CUBLAS, *grid)
+        ms = autotune.time_candidates(form, dtype, candidates)
+        cublas = ms[0]
+        ranked = sorted(zip(ms[1:], grid, strict=True), key=lambda x: x[0])
+        print(f"{text}: cuBLAS {cublas:.4f} ms, {len(grid)} own configs", flush=True)
+        for t, c in ranked[:6]:
+            print(f"   {cublas / t:5.2f}  {t:.4f}  {c}", flush=True)
+        results.append({"shape": [m, n, k], "cublas_ms": cublas,
+                        "own": [{"config": str(c), "ms": t} for t, c in ranked]})  # fmt: skip
+    if args.out:
+        path = Path(args.out) / "probe_skinny.json"
+        path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
