@@ -8,8 +8,10 @@ as autotuning does (tunedgemm.autotune.time_candidates: candidates in turn, thre
 into scratch memory), cuBLAS against a grid of own configs: the table's first four own
 candidates for the shape and simt's default, each with SPLIT_K from 1 to 64 (each slice keeping two
 k-tiles), with its loop twin (ADVANCE=1, FMA_ORDER=1), and with stream-K (1 and 2 blocks
-per SM, MIN_BLOCKS=1). It prints, per shape, cuBLAS's time and the best few own configs;
---out writes every time as JSON.
+per SM, MIN_BLOCKS=1). --narrow takes narrow tiles instead of the table's configs: 128 x 32
+and 32 x 128 blocks of 128 threads (8 x 4 per thread), BK 16 or 32, one or two blocks per
+SM, which simt's template builds but its tuning space does not hold. It prints, per shape,
+cuBLAS's time and the best few own configs; --out writes every time as JSON.
 """
 
 from __future__ import annotations
@@ -49,9 +51,24 @@ def variants(base, k: int) -> list:
     return [c for c in configs if not family.violations(c, "float32")]
 
 
+def narrow_bases(default) -> list:
+    """The narrow-tile bases of --narrow, built on simt's default config."""
+    from tunedgemm.params import KernelConfig
+
+    bases = []
+    for bm, bn in ((128, 32), (32, 128)):
+        for bk in (16, 32):  # (BK = 32 exceeds the copies a thread may make: dropped)
+            for blocks in (1, 2):
+                tile = {"BM": bm, "BN": bn, "BK": bk, "WM": 32, "WN": 32, "TM": 8, "TN": 4}
+                params = {**default.as_dict(), **tile, "STAGES": 3, "MIN_BLOCKS": blocks}
+                bases.append(KernelConfig.make("simt", params))
+    return bases
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=SHAPES)
+    parser.add_argument("--narrow", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
@@ -70,7 +87,8 @@ def main() -> int:
         form = problems.make(m, n, k, dtype).form
         bases = [c for c in selection.choose(dtype, m, n, k, warn=False).candidates
                  if isinstance(c, KernelConfig) and c.family == "simt"]  # fmt: skip
-        bases = list(dict.fromkeys([*bases[:4], default]))  # the table's first four
+        bases = list(dict.fromkeys([*(narrow_bases(default) if args.narrow else bases[:4]),
+                                    default]))  # fmt: skip
         grid = list(dict.fromkeys(v for b in bases for v in variants(b, k)))
         candidates = (table.CUBLAS, *grid)
         ms = autotune.time_candidates(form, dtype, candidates)
@@ -82,7 +100,7 @@ def main() -> int:
         results.append({"shape": [m, n, k], "cublas_ms": cublas,
                         "own": [{"config": str(c), "ms": t} for t, c in ranked]})  # fmt: skip
     if args.out:
-        path = Path(args.out) / "probe_skinny.json"
+        path = Path(args.out) / f"probe_skinny{'-narrow' if args.narrow else ''}.json"
         path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))
     return 0
 
