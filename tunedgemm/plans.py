@@ -344,14 +344,16 @@ RELATIVES_OF = 3
 
 def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]:
     """What autotuning times of the table's candidates for the key: each, then for the first
-    RELATIVES_OF own ones the wave-filling split of those that leave SMs idle and every
-    one's twins."""
+    RELATIVES_OF own ones the wave-filling split of those that leave SMs idle, simt's narrow
+    tiles at skinny shapes with long k, and every one's twins."""
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
     relatives = first
     if any("SPLIT_K" in c.as_dict() for c in first):
-        relatives = with_wave_filling_splits(first, key, cuda.sm_count())  # the driver's
+        sms = cuda.sm_count()  # the driver's
+        relatives = with_wave_filling_splits(first, key, sms)
+        relatives += with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only)
     relatives = with_twins(relatives, key.dtype)[len(first):]
-    return candidates + tuple(c for c in relatives if c not in candidates)
+    return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
 
 
 MAX_SPLIT_K = 32  # the widest k-split autotuning tries (each slice keeps >= 2 k-tiles)
@@ -384,6 +386,36 @@ def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
             if alternative not in candidates and not family.violations(alternative, key.dtype):
                 wider.append(alternative)
     return candidates + tuple(dict.fromkeys(wider))
+
+
+def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
+    """For a simt candidate at a skinny shape with long k (min(m, n) <= simt.NARROW_BELOW,
+    k >= simt.NARROW_FROM_K), simt's narrow tiles (128 x 32 and 32 x 128: families/simt.py,
+    NARROW_TILES) on its other settings, each with the least power-of-two k-split that gives
+    every SM NARROW_BLOCKS_PER_SM blocks, as far as each slice keeps two k-tiles and
+    MAX_SPLIT_K allows; nothing for other candidates or shapes."""
+    from .families import FAMILIES, simt
+
+    if min(key.m, key.n) > simt.NARROW_BELOW or key.k < simt.NARROW_FROM_K:
+        return ()
+    narrow = []
+    for c in candidates:
+        if not isinstance(c, KernelConfig) or c.family != "simt":
+            continue
+        family, params = FAMILIES["simt"], c.as_dict()
+        if family.stream_k(params):
+            continue
+        for tile in simt.NARROW_TILES:
+            tiles = -(-key.m // tile["BM"]) * -(-key.n // tile["BN"])
+            k_tiles = -(-key.k // tile["BK"])
+            split = 1
+            while tiles * split < sms * simt.NARROW_BLOCKS_PER_SM and \
+                    2 * split <= min(MAX_SPLIT_K, k_tiles // 2):  # fmt: skip
+                split *= 2
+            config = KernelConfig.make("simt", {**params, **tile, "SPLIT_K": split})
+            if config not in candidates and not family.violations(config, key.dtype):
+                narrow.append(config)
+    return tuple(dict.fromkeys(narrow))
 
 
 def with_twins(candidates: tuple[Any, ...], dtype: str) -> tuple[Any, ...]:

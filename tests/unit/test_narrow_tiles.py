@@ -1,0 +1,91 @@
+"""simt's narrow tiles (128 x 32 and 32 x 128) as autotuning's relatives: timed only at skinny
+shapes with long k, each with the k-split that gives every SM four blocks; they compile for
+sm_90 without spills."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import assert_no_spills, compile_report
+
+from tunedgemm import cuda, launch, plans, table
+from tunedgemm.families import FAMILIES, simt
+from tunedgemm.params import KernelConfig
+
+SMS = 132
+SMALL = {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
+         "GROUP_M": 16, "SPLIT_K": 4, "MIN_BLOCKS": 2}  # fmt: skip
+
+
+def _simt(**changes: int) -> KernelConfig:
+    return FAMILIES["simt"].recorded({**SMALL, **changes})
+
+
+def _key(m: int, n: int, k: int, dtype: str = "float32") -> plans.GemmKey:
+    return plans.GemmKey(dtype, "ieee", m, n, k, False, False, m, k, m, True)
+
+
+def _tiles_and_splits(configs) -> list[tuple[int, int, int]]:
+    return [(c.as_dict()["BM"], c.as_dict()["BN"], c.as_dict()["SPLIT_K"]) for c in configs]
+
+
+def test_narrow_tiles_are_legal_simt_configs_with_the_loop_twin():
+    for tile in simt.NARROW_TILES:
+        config = KernelConfig.make("simt", {**_simt().as_dict(), **tile})
+        assert not FAMILIES["simt"].violations(config, "float32")
+        assert {k: config.as_dict()[k] for k in simt.LOOP_TWIN} == simt.LOOP_TWIN
+        assert FAMILIES["simt"].block_tile(config.as_dict()) in ((128, 32), (32, 128))
+
+
+@pytest.mark.parametrize("shape, expected", [
+    # 1473 x 140: 12 x 5 = 60 tiles of 128 x 32; 60 x 16 >= 4 x 132; 47 x 3 = 141 of 32 x 128.
+    ((1473, 140, 7081), [(128, 32, 16), (32, 128, 8)]),
+    # 65 x 1292: 41 tiles either way; 41 x 16 = 656 >= 528.
+    ((65, 1292, 1285), [(128, 32, 16), (32, 128, 16)]),
+    # 9947 x 78: 234 tiles of 128 x 32, so 4 slices; 311 x 1 of 32 x 128, so 2.
+    ((9947, 78, 1422), [(128, 32, 4), (32, 128, 2)]),
+    # Very long k: at most MAX_SPLIT_K slices.
+    ((88, 894, 1 << 20), [(128, 32, plans.MAX_SPLIT_K), (32, 128, plans.MAX_SPLIT_K)]),
+])  # fmt: skip
+def test_skinny_long_k_shapes_get_both_tiles_with_four_blocks_per_sm(shape, expected):
+    assert _tiles_and_splits(plans.with_narrow_tiles((_simt(),), _key(*shape), SMS)) == expected
+
+
+def test_each_slice_keeps_two_k_tiles():
+    # k = 600: 38 k-tiles of 16, so at most 16 slices of two or more.
+    found = plans.with_narrow_tiles((_simt(),), _key(40, 40, 600), SMS)
+    assert {c.as_dict()["SPLIT_K"] for c in found} == {16}
+
+
+@pytest.mark.parametrize("shape", [(319, 2218, 9857), (4096, 4096, 4096), (100, 100, 511),
+                                   (64, 64, 64)])  # fmt: skip
+def test_wide_or_short_k_shapes_get_none(shape):
+    assert plans.with_narrow_tiles((_simt(),), _key(*shape), SMS) == ()
+
+
+def test_other_candidates_get_none():
+    dmma = FAMILIES["dmma"].default_config("float64")
+    streamk = _simt(SPLIT_K=1, STREAM_K=1, MIN_BLOCKS=1)
+    assert plans.with_narrow_tiles((dmma,), _key(100, 100, 8192, "float64"), SMS) == ()
+    assert plans.with_narrow_tiles((streamk, table.CUBLAS), _key(100, 100, 8192), SMS) == ()
+
+
+def test_own_candidates_time_them_for_the_first_own_candidate_only(monkeypatch):
+    monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    first, second = _simt(), _simt(STAGES=2)
+    timed = plans.own_candidates((table.CUBLAS, first, second), _key(1473, 140, 7081))
+    own = [c for c in timed if isinstance(c, KernelConfig)]
+    narrow = [c for c in own if 32 in FAMILIES["simt"].block_tile(c.as_dict())]
+    assert _tiles_and_splits(narrow) == [(128, 32, 16), (32, 128, 8)]
+    assert all(c.as_dict()["GROUP_M"] == first.as_dict()["GROUP_M"] for c in narrow)
+    assert len(timed) == len(set(timed))
+    square = plans.own_candidates((table.CUBLAS, first), _key(4096, 4096, 4096))
+    assert all(FAMILIES["simt"].block_tile(c.as_dict()) == (64, 64) for c in square[2:])
+
+
+@pytest.mark.parametrize("tile", simt.NARROW_TILES, ids=lambda t: f"{t['BM']}x{t['BN']}")
+@pytest.mark.parametrize("split", [1, 8])
+def test_narrow_tiles_compile_without_spills(tmp_path, tile, split):
+    config = KernelConfig.make("simt", {**_simt().as_dict(), **tile, "SPLIT_K": split})
+    # The transposes that took the most registers (TRANS_A, unaligned: 145 at SPLIT_K=1).
+    defines = launch._defines(config, "float32", True, False, False)
+    assert_no_spills(compile_report("sgemm_simt.cu", defines, tmp_path), str(config))
