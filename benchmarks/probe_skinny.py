@@ -10,8 +10,10 @@ candidates for the shape and simt's default, each with SPLIT_K from 1 to 64 (eac
 k-tiles), with its loop twin (ADVANCE=1, FMA_ORDER=1), and with stream-K (1 and 2 blocks
 per SM, MIN_BLOCKS=1). --narrow takes narrow tiles instead of the table's configs: 128 x 32
 and 32 x 128 blocks of 128 threads (8 x 4 per thread), BK 16 or 32, one or two blocks per
-SM, which simt's template builds but its tuning space does not hold. It prints, per shape,
-cuBLAS's time and the best few own configs; --out writes every time as JSON.
+SM, which simt's template builds but its tuning space does not hold. --dtype float64 takes
+dmma's configs (twins: ADVANCE=1, and SPLITK_FUSED=1 for splits; narrow: 64x32, 32x64,
+128x32 and 32x128 with MMA_K 4 or 8, two blocks per SM). It prints, per shape, cuBLAS's time
+and the best few own configs; --out writes every time as JSON.
 """
 
 from __future__ import annotations
@@ -31,31 +33,46 @@ SPLITS = (1, 2, 4, 8, 16, 32, 64)
 
 
 def variants(base, k: int) -> list:
-    """base's grid of splits, loop twins and stream-K variants that its family allows."""
+    """base's grid of splits and main-loop twins (simt: the loop twin and stream-K; dmma: the
+    cursors and the fused split-K) that its family allows."""
     from tunedgemm.families import FAMILIES
     from tunedgemm.families.simt import LOOP_TWIN
     from tunedgemm.params import KernelConfig
 
     family, params = FAMILIES[base.family], base.as_dict()
+    dtype = family.dtypes[0]
     k_tiles = -(-k // params["BK"])
+    twins = ({}, LOOP_TWIN) if base.family == "simt" else ({}, {"ADVANCE": 1})
     found = []
     for split in SPLITS:
         if split > 1 and 2 * split > k_tiles:
             break
-        for twin in ({}, LOOP_TWIN):
-            found.append({**params, "SPLIT_K": split, "STREAM_K": 0, **twin})
-    for per_sm in (1, 2):
-        found.append({**params, "SPLIT_K": 1, "STREAM_K": per_sm, "MIN_BLOCKS": 1,
-                      "ADVANCE": 0})  # fmt: skip
+        for twin in twins:
+            found.append({**params, "SPLIT_K": split, **twin})
+            if base.family == "dmma" and split > 1:
+                found.append({**params, "SPLIT_K": split, **twin, "SPLITK_FUSED": 1})
+    if base.family == "simt":
+        found = [{**p, "STREAM_K": 0} for p in found]
+        for per_sm in (1, 2):
+            found.append({**params, "SPLIT_K": 1, "STREAM_K": per_sm, "MIN_BLOCKS": 1,
+                          "ADVANCE": 0})  # fmt: skip
     configs = [KernelConfig.make(base.family, p) for p in found]
-    return [c for c in configs if not family.violations(c, "float32")]
+    return [c for c in configs if not family.violations(c, dtype)]
 
 
 def narrow_bases(default) -> list:
-    """The narrow-tile bases of --narrow, built on simt's default config."""
+    """The narrow-tile bases of --narrow, built on the family's default config."""
     from tunedgemm.params import KernelConfig
 
     bases = []
+    if default.family == "dmma":
+        for bm, bn, wm, wn in ((64, 32, 32, 16), (32, 64, 32, 16), (128, 32, 64, 16),
+                               (32, 128, 32, 32)):  # fmt: skip
+            for mma_k in (4, 8):
+                tile = {"BM": bm, "BN": bn, "WM": wm, "WN": wn, "MMA_K": mma_k}
+                params = {**default.as_dict(), **tile, "BK": 16, "STAGES": 4, "MIN_BLOCKS": 2}
+                bases.append(KernelConfig.make("dmma", params))
+        return bases
     for bm, bn in ((128, 32), (32, 128)):
         for bk in (16, 32):  # (BK = 32 exceeds the copies a thread may make: dropped)
             for blocks in (1, 2):
@@ -69,6 +86,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=SHAPES)
     parser.add_argument("--narrow", action="store_true")
+    parser.add_argument("--dtype", default="float32")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
@@ -77,16 +95,16 @@ def main() -> int:
     from tunedgemm.tuning import problems
 
     cuda.context()
-    dtype = np.dtype(np.float32)
-    default = selection.default_config("float32", "ieee")
+    dtype = np.dtype(args.dtype)
+    default = selection.default_config(dtype.name, "ieee")
     print(f"# {cuda.device_name()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-          f"float32 NN; ms per call (autotune.time_candidates)", flush=True)  # fmt: skip
+          f"{dtype.name} NN; ms per call (autotune.time_candidates)", flush=True)  # fmt: skip
     results = []
     for text in args.shapes.split(","):
         m, n, k = (int(v) for v in text.split("x"))
         form = problems.make(m, n, k, dtype).form
         bases = [c for c in selection.choose(dtype, m, n, k, warn=False).candidates
-                 if isinstance(c, KernelConfig) and c.family == "simt"]  # fmt: skip
+                 if isinstance(c, KernelConfig) and c.family == default.family]  # fmt: skip
         bases = list(dict.fromkeys([*(narrow_bases(default) if args.narrow else bases[:4]),
                                     default]))  # fmt: skip
         grid = list(dict.fromkeys(v for b in bases for v in variants(b, k)))
@@ -100,7 +118,8 @@ def main() -> int:
         results.append({"shape": [m, n, k], "cublas_ms": cublas,
                         "own": [{"config": str(c), "ms": t} for t, c in ranked]})  # fmt: skip
     if args.out:
-        path = Path(args.out) / f"probe_skinny{'-narrow' if args.narrow else ''}.json"
+        name = f"probe_skinny-{dtype.name}{'-narrow' if args.narrow else ''}.json"
+        path = Path(args.out) / name
         path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))
     return 0
 
