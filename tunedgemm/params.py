@@ -117,6 +117,11 @@ class KernelFamily:
     # candidate's twin (where the constraints allow it) beside it, so that a measured
     # improvement reaches calls before the table is regenerated with it.
     twins: tuple[Params, ...] = ()
+    # Narrow tiles (changes to a candidate's tiling) that autotuning times at skinny shapes
+    # with long k, each with the least power-of-two k-split that gives every SM
+    # `narrow_blocks_per_sm` blocks (tunedgemm/plans.py, with_narrow_tiles).
+    narrow_tiles: tuple[Params, ...] = ()
+    narrow_blocks_per_sm: float = 1.0
 
     def serves(self, dtype: str, precision: str = IEEE) -> bool:
         """Whether the family has configs for dtype in this precision mode."""

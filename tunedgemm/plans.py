@@ -344,15 +344,17 @@ RELATIVES_OF = 3
 
 def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]:
     """What autotuning times of the table's candidates for the key: each, then for the first
-    RELATIVES_OF own ones the wave-filling split of those that leave SMs idle, simt's narrow
-    tiles at skinny shapes with long k, and every one's twins."""
+    RELATIVES_OF own ones the wave-filling split of those that leave SMs idle and every
+    one's twins, and the first one's narrow tiles at skinny shapes with long k."""
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
     relatives = first
     if any("SPLIT_K" in c.as_dict() for c in first):
         sms = cuda.sm_count()  # the driver's
         relatives = with_wave_filling_splits(first, key, sms)
-        relatives += with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only)
-    relatives = with_twins(relatives, key.dtype)[len(first):]
+        relatives = with_twins(relatives, key.dtype)[len(first):]
+        relatives += with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only; no twins)
+    else:
+        relatives = with_twins(relatives, key.dtype)[len(first):]
     return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
 
 
@@ -388,31 +390,38 @@ def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
     return candidates + tuple(dict.fromkeys(wider))
 
 
-def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
-    """For a simt candidate at a skinny shape with long k (min(m, n) <= simt.NARROW_BELOW,
-    k >= simt.NARROW_FROM_K), simt's narrow tiles (128 x 32 and 32 x 128: families/simt.py,
-    NARROW_TILES) on its other settings, each with the least power-of-two k-split that gives
-    every SM NARROW_BLOCKS_PER_SM blocks, as far as each slice keeps two k-tiles and
-    MAX_SPLIT_K allows; nothing for other candidates or shapes."""
-    from .families import FAMILIES, simt
+# Where autotuning times a family's narrow tiles: min(m, n) at most NARROW_BELOW (two
+# 128-wide tiles across) and k at least NARROW_FROM_K (long enough for k-splits to feed the
+# SMs); elsewhere the table's tiles fill the GPU, and each narrow tile is one more compile.
+NARROW_BELOW, NARROW_FROM_K = 256, 512
 
-    if min(key.m, key.n) > simt.NARROW_BELOW or key.k < simt.NARROW_FROM_K:
+
+def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
+    """For an own candidate at a skinny shape with long k, its family's narrow tiles
+    (`narrow_tiles`: simt's 128 x 32 and 32 x 128, dmma's 64 x 32 and 32 x 64) on its other
+    settings, each with the least power-of-two k-split that gives every SM the family's
+    `narrow_blocks_per_sm` blocks, as far as each slice keeps two k-tiles and MAX_SPLIT_K
+    allows; nothing for other shapes, stream-K configs or families without narrow tiles."""
+    from .families import FAMILIES
+
+    if min(key.m, key.n) > NARROW_BELOW or key.k < NARROW_FROM_K:
         return ()
     narrow = []
     for c in candidates:
-        if not isinstance(c, KernelConfig) or c.family != "simt":
+        if not isinstance(c, KernelConfig):
             continue
-        family, params = FAMILIES["simt"], c.as_dict()
-        if family.stream_k(params):
+        family, params = FAMILIES[c.family], c.as_dict()
+        if family.stream_k(params) or "SPLIT_K" not in params:
             continue
-        for tile in simt.NARROW_TILES:
-            tiles = -(-key.m // tile["BM"]) * -(-key.n // tile["BN"])
-            k_tiles = -(-key.k // tile["BK"])
+        for tile in family.narrow_tiles:
+            changed = {**params, **tile}
+            tiles = -(-key.m // changed["BM"]) * -(-key.n // changed["BN"])
+            k_tiles = -(-key.k // family.k_tile(changed))
             split = 1
-            while tiles * split < sms * simt.NARROW_BLOCKS_PER_SM and \
+            while tiles * split < sms * family.narrow_blocks_per_sm and \
                     2 * split <= min(MAX_SPLIT_K, k_tiles // 2):  # fmt: skip
                 split *= 2
-            config = KernelConfig.make("simt", {**params, **tile, "SPLIT_K": split})
+            config = KernelConfig.make(c.family, {**changed, "SPLIT_K": split})
             if config not in candidates and not family.violations(config, key.dtype):
                 narrow.append(config)
     return tuple(dict.fromkeys(narrow))

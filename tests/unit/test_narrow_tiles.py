@@ -1,6 +1,6 @@
-"""simt's narrow tiles (128 x 32 and 32 x 128) as autotuning's relatives: timed only at skinny
-shapes with long k, each with the k-split that gives every SM four blocks; they compile for
-sm_90 without spills."""
+"""Narrow tiles as autotuning's relatives (simt's 128 x 32 and 32 x 128, dmma's 64 x 32 and
+32 x 64): timed only at skinny shapes with long k, each with the k-split that gives every SM
+its family's blocks (simt 4, dmma 1.5); they compile for sm_90 without spills."""
 
 from __future__ import annotations
 
@@ -62,10 +62,18 @@ def test_wide_or_short_k_shapes_get_none(shape):
     assert plans.with_narrow_tiles((_simt(),), _key(*shape), SMS) == ()
 
 
-def test_other_candidates_get_none():
+def test_dmma_gets_its_own_narrow_tiles_with_its_splits():
     dmma = FAMILIES["dmma"].default_config("float64")
+    found = plans.with_narrow_tiles((dmma,), _key(1473, 140, 7081, "float64"), SMS)
+    # 24 x 5 = 120 tiles of 64 x 32: 2 slices give 240 >= 1.5 x 132; 47 x 3 = 141 of 32 x 64.
+    assert _tiles_and_splits(found) == [(64, 32, 2), (32, 64, 2)]
+    assert all(not FAMILIES["dmma"].violations(c, "float64") for c in found)
+    assert _tiles_and_splits(plans.with_narrow_tiles(
+        (dmma,), _key(125, 665, 7720, "float64"), SMS)) == [(64, 32, 8), (32, 64, 8)]
+
+
+def test_stream_k_and_cublas_get_none():
     streamk = _simt(SPLIT_K=1, STREAM_K=1, MIN_BLOCKS=1)
-    assert plans.with_narrow_tiles((dmma,), _key(100, 100, 8192, "float64"), SMS) == ()
     assert plans.with_narrow_tiles((streamk, table.CUBLAS), _key(100, 100, 8192), SMS) == ()
 
 
@@ -82,10 +90,18 @@ def test_own_candidates_time_them_for_the_first_own_candidate_only(monkeypatch):
     assert all(FAMILIES["simt"].block_tile(c.as_dict()) == (64, 64) for c in square[2:])
 
 
-@pytest.mark.parametrize("tile", simt.NARROW_TILES, ids=lambda t: f"{t['BM']}x{t['BN']}")
+NARROW = [("simt", "float32", tile) for tile in simt.NARROW_TILES] + \
+    [("dmma", "float64", tile) for tile in FAMILIES["dmma"].narrow_tiles]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, dtype, tile", NARROW,
+                         ids=lambda v: f"{v['BM']}x{v['BN']}" if isinstance(v, dict) else v)
 @pytest.mark.parametrize("split", [1, 8])
-def test_narrow_tiles_compile_without_spills(tmp_path, tile, split):
-    config = KernelConfig.make("simt", {**_simt().as_dict(), **tile, "SPLIT_K": split})
-    # The transposes that took the most registers (TRANS_A, unaligned: 145 at SPLIT_K=1).
-    defines = launch._defines(config, "float32", True, False, False)
-    assert_no_spills(compile_report("sgemm_simt.cu", defines, tmp_path), str(config))
+def test_narrow_tiles_compile_without_spills(tmp_path, name, dtype, tile, split):
+    family = FAMILIES[name]
+    config = KernelConfig.make(name, {**family.default_config(dtype).as_dict(), **tile,
+                                      "SPLIT_K": split})  # fmt: skip
+    assert not family.violations(config, dtype)
+    # TRANS_A, unaligned: the variant that took the most registers (simt: 145 at SPLIT_K=1).
+    defines = launch._defines(config, dtype, True, False, False)
+    assert_no_spills(compile_report(family.source, defines, tmp_path), str(config))

@@ -84,6 +84,19 @@ ADVANCE_ON = (1,)
 # a twin too: half the columns at twice the blocks per SM, cuBLAS's arrangement (Nsight
 # Compute: its two independent blocks keep the DMMA pipe fuller than our one).
 TWO_BLOCKS = {"BN": 64, "MIN_BLOCKS": 2}
+# Narrow tiles: 64 x 32 and 32 x 64 blocks of four 32 x 16 warp tiles, MMA_K 8, two blocks per
+# SM. Over the float64 random shapes of bench_tuning (seed 1795689347) that lost most
+# (0.77x cuBLAS at 1473x140x7081 and 65x1292x1285 on 2026-11-26 14:22 UTC),
+# `benchmarks/probe_skinny.py --dtype float64 --narrow` (H100, 17:09 UTC) timed them at 1.14
+# (64 x 32, 2 k-slices) and 1.00 (32 x 64, 4 slices), and 1.01 at 125x665x7720; best where
+# the k-split gives one and a half to two blocks per SM.
+NARROW_TILES = tuple(
+    {"BM": bm, "BN": bn, "WM": 32, "WN": 16, "MMA_K": 8, "BK": 16, "STAGES": 4,
+     "MIN_BLOCKS": 2, "ADVANCE": 0, "SPLITK_FUSED": 0}
+    for bm, bn in ((64, 32), (32, 64))
+)  # fmt: skip
+NARROW_BLOCKS_PER_SM = 1.5
+
 _TWINS = (
     *({"SPLITK_FUSED": v} for v in SPLITK_FUSED_ON),
     *({"ADVANCE": a} for a in ADVANCE_ON),
@@ -177,4 +190,6 @@ FAMILY = KernelFamily(
     threads=_threads,
     smem_bytes=_smem_bytes,
     twins=_TWINS,
+    narrow_tiles=NARROW_TILES,
+    narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
 )

@@ -83,16 +83,14 @@ LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1}
 # default, each with k-splits 1-64, its loop twin and stream-K, at 0.63-0.82x cuBLAS, and a
 # narrow tile at 0.72-0.87x (1473x140x7081: 0.63 to 0.81; 9947x78x1422: 0.73 to 0.87), best
 # with k-splits that give 4 blocks per SM or more; at 319x2218x9857 the table's kind won.
-# Autotuning times them at such shapes (tunedgemm/plans.py, with_narrow_tiles): two more
-# compiles on a shape's first call, so only where a dimension is narrow and k long.
+# Autotuning times them at such shapes (tunedgemm/plans.py, with_narrow_tiles: two more
+# compiles on a shape's first call, so only where a dimension is narrow and k long).
 NARROW_TILES = tuple(
     {"BM": bm, "BN": bn, "BK": 16, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
      "MIN_BLOCKS": 2, "STREAM_K": 0, **LOOP_TWIN}
     for bm, bn in ((128, 32), (32, 128))
 )  # fmt: skip
 NARROW_BLOCKS_PER_SM = 4  # the k-split of a narrow tile gives at least this many blocks per SM
-NARROW_BELOW = 256  # min(m, n) at most this: at most two 128-row (or -column) tiles across
-NARROW_FROM_K = 512  # k at least this: long enough for k-splits to feed the SMs
 
 
 def _threads(p: Params) -> int:
@@ -268,4 +266,6 @@ FAMILY = KernelFamily(
     threads=_threads,
     smem_bytes=_smem_bytes,
     twins=(LOOP_TWIN,),
+    narrow_tiles=NARROW_TILES,
+    narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
 )
