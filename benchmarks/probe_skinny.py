@@ -87,6 +87,8 @@ def main() -> int:
     parser.add_argument("--shapes", default=SHAPES)
     parser.add_argument("--narrow", action="store_true")
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--padded", action="store_true", help="leading dimensions padded to "
+                        "16 bytes (the aligned kernels), as bench_tuning times")  # fmt: skip
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
@@ -102,7 +104,7 @@ def main() -> int:
     results = []
     for text in args.shapes.split(","):
         m, n, k = (int(v) for v in text.split("x"))
-        form = problems.make(m, n, k, dtype).form
+        form = problems.make(m, n, k, dtype, padded=args.padded).form
         bases = [c for c in selection.choose(dtype, m, n, k, warn=False).candidates
                  if isinstance(c, KernelConfig) and c.family == default.family]  # fmt: skip
         bases = list(dict.fromkeys([*(narrow_bases(default) if args.narrow else bases[:4]),
@@ -118,7 +120,8 @@ def main() -> int:
         results.append({"shape": [m, n, k], "cublas_ms": cublas,
                         "own": [{"config": str(c), "ms": t} for t, c in ranked]})  # fmt: skip
     if args.out:
-        name = f"probe_skinny-{dtype.name}{'-narrow' if args.narrow else ''}.json"
+        name = (f"probe_skinny-{dtype.name}{'-narrow' if args.narrow else ''}"
+                f"{'-padded' if args.padded else ''}.json")  # fmt: skip
         path = Path(args.out) / name
         path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))
     return 0
