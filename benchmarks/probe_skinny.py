@@ -12,8 +12,8 @@ per SM, MIN_BLOCKS=1). --narrow takes narrow tiles instead of the table's config
 and 32 x 128 blocks of 128 threads (8 x 4 per thread), BK 16 or 32, one or two blocks per
 SM, which simt's template builds but its tuning space does not hold. --dtype float64 takes
 dmma's configs (twins: ADVANCE=1, and SPLITK_FUSED=1 for splits; narrow: 64x32, 32x64,
-128x32 and 32x128 with MMA_K 4 or 8, two blocks per SM). It prints, per shape, cuBLAS's time
-and the best few own configs; --out writes every time as JSON.
+128x32 and 32x128 with MMA_K 8, two blocks per SM, SMALL_COPIES 0 and 1). It prints, per
+shape, cuBLAS's time and the best few own configs; --out writes every time as JSON.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def narrow_bases(default) -> list:
     if default.family == "dmma":
         for bm, bn, wm, wn in ((64, 32, 32, 16), (32, 64, 32, 16), (128, 32, 64, 16),
                                (32, 128, 32, 32)):  # fmt: skip
-            for mma_k in (4, 8):
-                tile = {"BM": bm, "BN": bn, "WM": wm, "WN": wn, "MMA_K": mma_k}
+            for small in (0, 1):  # 16-byte copies where aligned, or 8-byte ones through L1
+                tile = {"BM": bm, "BN": bn, "WM": wm, "WN": wn, "MMA_K": 8, "SMALL_COPIES": small}
                 params = {**default.as_dict(), **tile, "BK": 16, "STAGES": 4, "MIN_BLOCKS": 2}
                 bases.append(KernelConfig.make("dmma", params))
         return bases

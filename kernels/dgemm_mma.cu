@@ -96,7 +96,11 @@
 #define KSTEPS (BK / MMA_K)        // mma k-steps per k-tile
 #define A_FRAG (MMA_K / 2)         // doubles of A per thread per mma
 #define B_FRAG (MMA_K / 4)         // doubles of B per thread per mma
+#if SMALL_COPIES  // 8-byte copies through L1 (.ca), as the unaligned kernel makes, aligned or not
+#define VEC 1
+#else
 #define VEC (ALIGNED ? 2 : 1)      // doubles per cp.async
+#endif
 #define LDK (BK + 4)               // row stride of a k-contiguous smem tile
 #define LDA_MN (BM + 16)           // row stride of an m-contiguous smem tile of A
 #define LDB_MN (BN + 16)           // row stride of an n-contiguous smem tile of B

@@ -134,6 +134,8 @@ FAMILY = KernelFamily(
         # Recorded configs ran load_tile's per-k-tile addressing, which ADVANCE=0 compiles to
         # unchanged.
         Tunable("ADVANCE", (0,), "k-tile copies walk cursors set up once (0: recomputed)", 0),
+        # Recorded configs copied 16 bytes at a time where aligned: SMALL_COPIES=0, unchanged.
+        Tunable("SMALL_COPIES", (0,), "8-byte copies through L1 where aligned (0: 16-byte)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -157,6 +159,7 @@ FAMILY = KernelFamily(
             lambda p, s: p["SPLITK_FUSED"] == 0 or (p["SPLIT_K"] > 1 and p["EPILOGUE"] == 0),
         ),
         Constraint("ADVANCE is 0 or 1", lambda p, s: p["ADVANCE"] in (0, 1)),
+        Constraint("SMALL_COPIES is 0 or 1", lambda p, s: p["SMALL_COPIES"] in (0, 1)),
         Constraint("float64 only", lambda p, s: s == 8),
         Constraint("between 4 and 16 warps per block", lambda p, s: 128 <= _threads(p) <= 512),
         Constraint(
