@@ -86,6 +86,9 @@
 #ifndef ADVANCE
 #define ADVANCE 0      // 1: k-tile copies walk cursors set up once per block (0: load_tile's)
 #endif
+#ifndef SMALL_COPIES
+#define SMALL_COPIES 0 // 1: 8-byte copies through L1 where aligned (0: 16-byte ones)
+#endif
 // Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)

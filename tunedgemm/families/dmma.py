@@ -85,14 +85,16 @@ ADVANCE_ON = (1,)
 # Compute: its two independent blocks keep the DMMA pipe fuller than our one).
 TWO_BLOCKS = {"BN": 64, "MIN_BLOCKS": 2}
 # Narrow tiles: 64 x 32 and 32 x 64 blocks of four 32 x 16 warp tiles, MMA_K 8, two blocks per
-# SM. Over the float64 random shapes of bench_tuning (seed 1795689347) that lost most
-# (0.77x cuBLAS at 1473x140x7081 and 65x1292x1285 on 2026-11-26 14:22 UTC),
+# SM, 8-byte copies. Over the float64 random shapes of bench_tuning (seed 1795689347) that
+# lost most (0.77x cuBLAS at 1473x140x7081 and 65x1292x1285 on 2026-11-26 14:22 UTC),
 # `benchmarks/probe_skinny.py --dtype float64 --narrow` (H100, 17:09 UTC) timed them at 1.14
 # (64 x 32, 2 k-slices) and 1.00 (32 x 64, 4 slices), and 1.01 at 125x665x7720; best where
-# the k-split gives one and a half to two blocks per SM.
+# the k-split gives one and a half to two blocks per SM. Those operands were unpadded (the
+# unaligned kernel: 8-byte copies); on padded ones the 16-byte copies, which bypass L1, ran
+# them at 0.82 and 0.82, and SMALL_COPIES=1 at 1.12, 0.98 and 0.99 (`--padded`, 17:17 UTC).
 NARROW_TILES = tuple(
     {"BM": bm, "BN": bn, "WM": 32, "WN": 16, "MMA_K": 8, "BK": 16, "STAGES": 4,
-     "MIN_BLOCKS": 2, "ADVANCE": 0, "SPLITK_FUSED": 0}
+     "MIN_BLOCKS": 2, "ADVANCE": 0, "SPLITK_FUSED": 0, "SMALL_COPIES": 1}
     for bm, bn in ((64, 32), (32, 64))
 )  # fmt: skip
 NARROW_BLOCKS_PER_SM = 1.5
@@ -188,6 +190,7 @@ FAMILY = KernelFamily(
             "EPILOGUE": 0,
             "SPLITK_FUSED": 0,
             "ADVANCE": 0,
+            "SMALL_COPIES": 0,
         },
     },
     threads=_threads,
