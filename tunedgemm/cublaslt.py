@@ -24,7 +24,7 @@ DESC_TRANSA, DESC_TRANSB = 3, 4
 LAYOUT_BATCH_COUNT, LAYOUT_STRIDED_BATCH_OFFSET = 5, 6
 PREF_MAX_WORKSPACE_BYTES = 1
 MAX_WORKSPACE = 32 << 20  # bytes an algorithm may use (per plan and stream)
-# A repeated call (the same operands, scalars, workspace and stream as the one before) is
+# A repeated call (the same operands, scalars, workspace and stream as one of the last few) is
 # captured as a CUDA graph and replayed from then on (tunedgemm/_fastlaunch.c): 1.7 us of
 # host time a call instead of 5-12 at 256^3-512^3 float64 on the H100 machine
 # (benchmarks/probe_graph_launch.py, 2026-11-26 16:25 UTC). 0 turns it off.

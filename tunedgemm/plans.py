@@ -415,7 +415,8 @@ def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
             continue
         for tile in family.narrow_tiles:
             changed = {**params, **tile}
-            tiles = -(-key.m // changed["BM"]) * -(-key.n // changed["BN"])
+            bm, bn = family.block_tile(changed)
+            tiles = -(-key.m // bm) * -(-key.n // bn)
             k_tiles = -(-key.k // family.k_tile(changed))
             split = 1
             while tiles * split < sms * family.narrow_blocks_per_sm and \
