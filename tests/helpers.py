@@ -317,3 +317,22 @@ def shipped_configs(family_name: str) -> set:
 
     walk(json.loads(Path(table.shipped_path()).read_text())["devices"])
     return found
+
+
+# A 64 x 64 simt config with 4 k-slices: what the table chooses at small m x n with long k.
+SMALL_SIMT = {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
+              "GROUP_M": 16, "SPLIT_K": 4, "MIN_BLOCKS": 2}  # fmt: skip
+
+
+def small_simt(**changes: int):
+    """SMALL_SIMT with changes, read as the simt family reads a recorded config."""
+    from tunedgemm.families import FAMILIES
+
+    return FAMILIES["simt"].recorded({**SMALL_SIMT, **changes})
+
+
+def nn_key(m: int, n: int, k: int, dtype: str = "float32"):
+    """The plan key of an NN product with unpadded leading dimensions, 16-byte aligned."""
+    from tunedgemm import plans
+
+    return plans.GemmKey(dtype, "ieee", m, n, k, False, False, m, k, m, True)

@@ -5,23 +5,14 @@ its family's blocks (simt 4, dmma 1.5); they compile for sm_90 without spills.""
 from __future__ import annotations
 
 import pytest
-from helpers import assert_no_spills, compile_report
+from helpers import assert_no_spills, compile_report, nn_key, small_simt
 
 from tunedgemm import cuda, launch, plans, table
 from tunedgemm.families import FAMILIES, simt
 from tunedgemm.params import KernelConfig
 
 SMS = 132
-SMALL = {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
-         "GROUP_M": 16, "SPLIT_K": 4, "MIN_BLOCKS": 2}  # fmt: skip
-
-
-def _simt(**changes: int) -> KernelConfig:
-    return FAMILIES["simt"].recorded({**SMALL, **changes})
-
-
-def _key(m: int, n: int, k: int, dtype: str = "float32") -> plans.GemmKey:
-    return plans.GemmKey(dtype, "ieee", m, n, k, False, False, m, k, m, True)
+_simt, _key = small_simt, nn_key
 
 
 def _tiles_and_splits(configs) -> list[tuple[int, int, int]]:

@@ -4,21 +4,13 @@ two k-tiles, at most plans.MAX_SPLIT_K), beside the table's candidates and their
 
 from __future__ import annotations
 
+from helpers import nn_key, small_simt
+
 from tunedgemm import cuda, plans, table
 from tunedgemm.families import FAMILIES, simt
-from tunedgemm.params import KernelConfig
 
 SMS = 132
-SMALL = {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
-         "GROUP_M": 16, "SPLIT_K": 4, "MIN_BLOCKS": 2}  # fmt: skip
-
-
-def _simt(**changes: int) -> KernelConfig:
-    return FAMILIES["simt"].recorded({**SMALL, **changes})
-
-
-def _key(m: int, n: int, k: int, dtype: str = "float32") -> plans.GemmKey:
-    return plans.GemmKey(dtype, "ieee", m, n, k, False, False, m, k, m, True)
+_simt, _key = small_simt, nn_key
 
 
 def test_a_starved_grid_gets_the_split_that_fills_the_sms():
