@@ -69,7 +69,7 @@ def first(priority: tuple[Any, ...]) -> tuple[Any, ...]:
 try:
     from distributed.diagnostics.plugin import SchedulerPlugin
 except ImportError:  # tunedgemm.dask without distributed: nothing to register with
-    SchedulerPlugin = object  # type: ignore[assignment,misc]
+    SchedulerPlugin = object  # type: ignore[assignment,misc,unused-ignore]
 
 
 class Dealer(SchedulerPlugin):
