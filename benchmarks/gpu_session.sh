@@ -9,7 +9,7 @@
 # dask (bench_multigpu's Dask part), wgmma (the tf32_wgmma family's GPU test and benchmark),
 # newresult (profile_new_result, float32 and float64: a new device result against into c),
 # newresult-torch (the same on torch tensors, float64, and profile_torch_alloc), graphs (graph
-# replay of cuBLASLt calls: its GPU test, probe_graph_launch, profile_new_result on torch), batched
+# replay of cuBLASLt calls: its GPU test and probe_graph_launch), batched
 # (bench_device's batched matmul forms),
 # advance (simt ADVANCE's GPU test and bench_kernels --advance), roll (the same for simt
 # ROLL_K: test_simt_roll_gpu.py and bench_kernels --roll), ncu (Nsight Compute on those
@@ -109,18 +109,13 @@ for step in $steps; do
             echo "profile_new_result $dtype $n: exit $?"
             grep -v "^ \|List reduced\|cProfile" "$OUT/profile_new_result-$dtype-$n.txt"
         done; done ;;
-    graphs)  # graph replay of cuBLASLt calls: its GPU test, probe_graph_launch, torch's new results
+    graphs)  # graph replay of cuBLASLt calls: its GPU test and probe_graph_launch (then name
+        # newresult-torch for what a public call costs)
         timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_graph_replay_gpu.py \
             > "$OUT/gpu-graphs.txt" 2>&1
         echo "graph replay tests: exit $?"; tail -4 "$OUT/gpu-graphs.txt"
         timeout 120 python3 benchmarks/probe_graph_launch.py > "$OUT/probe_graph_launch.txt" 2>&1
-        echo "probe_graph_launch: exit $?"; cat "$OUT/probe_graph_launch.txt"
-        for n in 512 256; do
-            timeout 90 python3 benchmarks/profile_new_result.py --lib torch --size $n \
-                --dtype float64 > "$OUT/profile_new_result-torch-float64-$n.txt" 2>&1
-            echo "profile_new_result torch float64 $n: exit $?"
-            grep -v "^ \|List reduced\|cProfile" "$OUT/profile_new_result-torch-float64-$n.txt"
-        done ;;
+        echo "probe_graph_launch: exit $?"; cat "$OUT/probe_graph_launch.txt" ;;
     newresult-torch)  # the same on torch tensors, float64 (issue 13's short rows)
         for n in 512 256; do
             timeout 90 python3 benchmarks/profile_new_result.py --lib torch --size $n \

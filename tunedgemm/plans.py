@@ -347,18 +347,27 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     RELATIVES_OF own ones the wave-filling split of those that leave SMs idle and every
     one's twins, and the first one's narrow tiles at skinny shapes with long k."""
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
-    relatives = first
+    relatives, narrow = first, ()
     if any("SPLIT_K" in c.as_dict() for c in first):
         sms = cuda.sm_count()  # the driver's
         relatives = with_wave_filling_splits(first, key, sms)
-        relatives = with_twins(relatives, key.dtype)[len(first):]
-        relatives += with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only; no twins)
-    else:
-        relatives = with_twins(relatives, key.dtype)[len(first):]
+        narrow = with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only; no twins)
+    relatives = with_twins(relatives, key.dtype)[len(first):] + narrow
     return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
 
 
 MAX_SPLIT_K = 32  # the widest k-split autotuning tries (each slice keeps >= 2 k-tiles)
+
+
+def _filling_split(key: GemmKey, tile: tuple[int, int], k_tile: int, blocks: float,
+                   split: int = 1) -> int:  # fmt: skip
+    """The least power-of-two multiple of `split` that gives key's grid of `tile`s at least
+    `blocks` blocks, as far as each k-slice keeps two k-tiles and MAX_SPLIT_K allows."""
+    tiles = -(-key.m // tile[0]) * -(-key.n // tile[1])
+    k_tiles = -(-key.k // k_tile)
+    while tiles * split < blocks and 2 * split <= min(MAX_SPLIT_K, k_tiles // 2):
+        split *= 2
+    return split
 
 
 def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
@@ -377,12 +386,8 @@ def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
         family, params = FAMILIES[c.family], c.as_dict()
         if family.stream_k(params):
             continue
-        bm, bn = family.block_tile(params)
-        tiles = -(-key.m // bm) * -(-key.n // bn)
-        k_tiles = -(-key.k // family.k_tile(params))
-        split = params["SPLIT_K"]
-        while tiles * split < sms and 2 * split <= min(MAX_SPLIT_K, k_tiles // 2):
-            split *= 2
+        split = _filling_split(key, family.block_tile(params), family.k_tile(params), sms,
+                               params["SPLIT_K"])  # fmt: skip
         if split != params["SPLIT_K"]:
             alternative = KernelConfig.make(c.family, {**params, "SPLIT_K": split})
             if alternative not in candidates and not family.violations(alternative, key.dtype):
@@ -415,13 +420,8 @@ def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
             continue
         for tile in family.narrow_tiles:
             changed = {**params, **tile}
-            bm, bn = family.block_tile(changed)
-            tiles = -(-key.m // bm) * -(-key.n // bn)
-            k_tiles = -(-key.k // family.k_tile(changed))
-            split = 1
-            while tiles * split < sms * family.narrow_blocks_per_sm and \
-                    2 * split <= min(MAX_SPLIT_K, k_tiles // 2):  # fmt: skip
-                split *= 2
+            split = _filling_split(key, family.block_tile(changed), family.k_tile(changed),
+                                   sms * family.narrow_blocks_per_sm)  # fmt: skip
             config = KernelConfig.make(c.family, {**changed, "SPLIT_K": split})
             if config not in candidates and not family.violations(config, key.dtype):
                 narrow.append(config)
