@@ -275,7 +275,9 @@ def dmma_large_variants() -> dict[str, dict[str, int]]:
     two = {**default, **dmma.TWO_BLOCKS}
     return {"d": default, "d,s4": {**default, "STAGES": 4}, "d,bk32": {**default, "BK": 32},
             "d,g16": {**default, "GROUP_M": 16}, "two": two,
-            "two,g16": {**two, "GROUP_M": 16}, "two,k8": {**two, "MMA_K": 8}}  # fmt: skip
+            "two,g16": {**two, "GROUP_M": 16}, "two,k8": {**two, "MMA_K": 8},
+            "d,k8": {**default, "MMA_K": 8}, "d,k8,s4": {**default, "MMA_K": 8, "STAGES": 4},
+            "two,s4": {**two, "STAGES": 4}, "two,bk32": {**two, "BK": 32}}  # fmt: skip
 
 
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int]) -> dict[str, int]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU-machine session: GPU tests, then the benchmarks; logs to $OUT.
 # Run there as:  source .device/setup.sh && bash benchmarks/gpu_session.sh [STEP ...]
-# Steps (default: tests device precision host): tests (info and the GPU tests), device
+# Steps (default: tests device precision host): tests (info and the GPU tests; GPU_TESTS names
+# files to run instead of all of tests/, TESTS_LIMIT the seconds), device
 # (bench_device: public calls on device arrays against their peers), precision (bench_tf32),
 # host (bench_host), tuning (bench_tuning), sanitize (compute-sanitizer over the shipped
 # configs), fuzz (the differential fuzzer on the GPU backend), faults (the fault tests 20 times),
@@ -19,7 +20,8 @@
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-large
-# (bench_kernels --dmma-large),
+# (bench_kernels --dmma-large), dgemm-probe (what autotuning times and keeps at the DGEMM
+# squares, probe_dgemm_squares.py),
 # register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
@@ -53,7 +55,7 @@ for step in $steps; do
     tests)
         (cd /tmp && python3 -m tunedgemm info > "$OUT/info.txt" 2>&1)
         timeout ${TESTS_LIMIT:-330} python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=30 \
-            --deselect tests/gpu/test_shipped_table.py tests > "$OUT/gpu-tests.txt" 2>&1
+            --deselect tests/gpu/test_shipped_table.py ${GPU_TESTS:-tests} > "$OUT/gpu-tests.txt" 2>&1
         echo "GPU tests: exit $?"; tail -6 "$OUT/gpu-tests.txt" ;;
     shipped)  # every config of the shipped table (slow on a fresh machine: it compiles them)
         timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_shipped_table.py \
@@ -255,6 +257,11 @@ PY
         timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma-large --out "$OUT" \
             > "$OUT/bench_dmma_large.txt" 2>&1
         echo "bench_kernels --dmma-large: exit $?"; tail -6 "$OUT/bench_dmma_large.txt" ;;
+    dgemm-probe)  # issue 15's DGEMM squares: what autotuning times and keeps, 3 passes a
+        # shape, each pick against cuBLAS, with nvidia-smi's clocks (probe_dgemm_squares.py)
+        TUNEDGEMM_CUBLAS=0 timeout ${DGEMM_PROBE_LIMIT:-300} python3 benchmarks/probe_dgemm_squares.py \
+            --out "$OUT" > "$OUT/probe_dgemm_squares.txt" 2>&1
+        echo "probe_dgemm_squares: exit $?"; cat "$OUT/probe_dgemm_squares.txt" ;;
     order)  # simt FMA_ORDER (issue 15, item 3; written 2026-11-26 from ncu's dispatch stalls on
         # FFMAs): its GPU test, then bench_kernels --fma-order (the table's configs, each order)
         simt_variant fma-order tests/gpu/test_simt_fma_order_gpu.py 300 240 ;;

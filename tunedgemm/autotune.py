@@ -12,9 +12,16 @@ later processes); TUNEDGEMM_REFINE=0 turns it off, and the table's predicted cho
 
 One pass of timings drifts by several percent (clocks, the GPU's other work), enough to
 crown a candidate that is slower when timed again. So the incumbent (cuBLAS where it
-competes, else the model's first pick) stays unless the pass's fastest beats it again in a
-second, interleaved round, by more than MARGIN (or by SEPARATED_MARGIN where every one of
-its retimings is faster than every one of the incumbent's).
+competes, else the model's first pick) stays unless a finalist (the pass's fastest few)
+beats it again in a second, interleaved round, by more than MARGIN (or by SEPARATED_MARGIN
+where every one of its retimings is faster than every one of the incumbent's).
+
+Long products run at a power cap: float64 at 4096^3-8192^3 drew 700 W on the H100 with its
+clocks held by the software power cap between 1365 and 1600 MHz (nvidia-smi, 2026-11-26
+19:52 UTC, benchmarks/probe_dgemm_squares.py), and the clock a launch ran at depended on the
+launches before it. So each turn first runs the candidate for SETTLE_MS of GPU time, and
+the turns of a pass go back and forth (a candidate's neighbours change from round to
+round); candidates far behind after the first round are not timed again.
 
 A candidate's time is what it costs per call in a run of calls: its GPU time, or where
 that is less, the host's time to queue it plus the public call's own host time around the
@@ -45,7 +52,17 @@ WARMUP, REPS = 2, 5  # enough that noise rarely swaps near-equal candidates
 # heated by the others; at 4096^3 float64 (H100, 2026-11-26 14:15 UTC) dmma's ADVANCE=1 twin
 # timed 0.5% slower than its config there, and 5% faster interleaved (bench_kernels).
 ROUNDS = 3
-CONFIRM_ROUNDS = 3  # incumbent and challenger timed alternately, so drift hits both alike
+CONFIRM_ROUNDS = 3  # incumbent and finalists timed in turn, so drift hits them alike
+# The pass's fastest FINALISTS within FINALIST_SPREAD of its best are timed again beside the
+# incumbent: at 8192^3 float64 (H100, 2026-11-26 19:52 UTC) three passes ranked dmma's
+# 128 x 128 ADVANCE=1 twin first, second and fifth (4.5% behind the best), and it ran 2-9%
+# faster than the picks of the other two passes in a run of calls.
+FINALISTS, FINALIST_SPREAD = 3, 0.06
+# A turn's warm-up after the first round: enough launches for this much GPU time (at most
+# MAX_SETTLE), so that the clock a power-capped product runs at is its own, not set by the
+# candidate before it.
+SETTLE_MS, MAX_SETTLE = 30.0, 6
+PRUNE_ABOVE = 1.25  # after the first round, candidates this far behind the best drop out
 MARGIN = 0.03  # a challenger must be this much faster than the incumbent to displace it
 # ... or this much, where each of its retimings beat each of the incumbent's: at 8x2048^3
 # float32 (H100, 2026-11-26 14:26 UTC) cuBLASLt's third batched algorithm ran 2.7% faster
@@ -120,27 +137,46 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
     record: dict[str, Any] = {"shape": shape, "candidates": [str(c) for c in candidates],
                               "ms": times, "confirm": None}  # fmt: skip
     _history.append(record)
-    challenger = candidates[min(range(len(candidates)), key=lambda i: times[i])]
     chosen = holder
-    if challenger != holder and math.isfinite(times[candidates.index(challenger)]):
-        pair = (holder, challenger) * CONFIRM_ROUNDS
-        again = time_candidates(form, dtype, pair, stream, precision, batch)
-        holder_ms, challenger_ms = (float(np.median(again[i::2])) for i in (0, 1))
-        record["confirm"] = (holder_ms, challenger_ms)
-        separated = max(again[1::2]) < min(again[0::2])
-        if challenger_ms < holder_ms * (1 - (SEPARATED_MARGIN if separated else MARGIN)):
-            chosen = challenger
+    entrants = (holder, *finalists(candidates, times, holder))
+    if len(entrants) > 1:
+        pass_ms = [times[candidates.index(c)] for c in entrants]
+        again = time_candidates(form, dtype, entrants * CONFIRM_ROUNDS, stream, precision,
+                                batch, rounds=1, expected_ms=pass_ms * CONFIRM_ROUNDS)  # fmt: skip
+        turns = [again[i :: len(entrants)] for i in range(len(entrants))]
+        medians = [float(np.median(t)) for t in turns]
+        best = min(range(1, len(entrants)), key=lambda i: medians[i])
+        record["confirm"] = (medians[0], medians[best])
+        record["finalists"] = {str(c): m for c, m in zip(entrants, medians, strict=True)}
+        separated = max(turns[best]) < min(turns[0])
+        if medians[best] < medians[0] * (1 - (SEPARATED_MARGIN if separated else MARGIN)):
+            chosen = entrants[best]
     record["chosen"] = str(chosen)
     return chosen
 
 
+def finalists(candidates: tuple[Config, ...], times: list[float],
+              holder: Config) -> tuple[Config, ...]:  # fmt: skip
+    """The pass's fastest FINALISTS other than the holder, within FINALIST_SPREAD of its best
+    (the fastest always, where it is not the holder)."""
+    ranked = sorted((t, i) for i, t in enumerate(times) if math.isfinite(t))
+    if not ranked:
+        return ()
+    best = ranked[0][0]
+    return tuple(candidates[i] for t, i in ranked[:FINALISTS]
+                 if candidates[i] != holder and t <= best * (1 + FINALIST_SPREAD))  # fmt: skip
+
+
 def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
-                    stream: Any = None, precision: str = "ieee",
-                    batch: Batch = NO_BATCH) -> list[float]:  # fmt: skip
+                    stream: Any = None, precision: str = "ieee", batch: Batch = NO_BATCH,
+                    rounds: int = ROUNDS,
+                    expected_ms: list[float] | None = None) -> list[float]:  # fmt: skip
     """Ms per call of each candidate on the form's operands (the median GPU time, or the
     least host time plus FRONT_DOOR_MS where that is longer: call_cost), writing
     scratch memory instead of C (alpha 1, beta 0; every product of a batch); one that fails
-    to compile or run costs infinity."""
+    to compile or run costs infinity, one that drops out (PRUNE_ABOVE) its first round's.
+    `rounds` turns each, back and forth; `expected_ms` (each candidate's time, as far as
+    known) sizes the first round's warm-up as the later ones' are (SETTLE_MS)."""
     from . import _driver, cublaslt, cuda, launch, reference
     from .compiler import precompile
     from .timing import samples
@@ -188,23 +224,43 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
         works.append(work)
     gpu_ms: list[list[float]] = [[] for _ in candidates]
     host_ms: list[list[float]] = [[] for _ in candidates]
-    # Candidates in turn, ROUNDS times over: a drift of the GPU's clocks during the pass (a
-    # long float64 product heats it) falls on all of them alike, not on those timed last.
-    for round_ in range(ROUNDS):
-        for i, work in enumerate(works):
+    expected = list(expected_ms) if expected_ms else [math.nan] * len(candidates)
+    timed = list(works)  # those still timed: a failure or a prune drops one
+    # Candidates in turn, round after round, back and forth: a drift of the GPU's clocks
+    # during the pass (a long float64 product heats it) falls on all of them alike, not on
+    # those timed last, and no candidate always follows the same one.
+    for round_ in range(rounds):
+        order = range(len(works)) if round_ % 2 == 0 else reversed(range(len(works)))
+        for i in order:
+            work = timed[i]
             if work is None:
                 continue
             try:
-                gpu, host = samples(work, WARMUP if round_ == 0 else 0, REPS // ROUNDS + 1,
+                gpu, host = samples(work, settle_launches(expected[i]), REPS // ROUNDS + 1,
                                     stream)  # fmt: skip
             except Exception:  # a config that fails to launch here: never chosen
-                works[i] = None
+                works[i] = timed[i] = None
                 continue
             gpu_ms[i] += gpu
             host_ms[i] += host
+            expected[i] = statistics.median(gpu_ms[i])
+        if round_ == 0 and rounds > 1:  # the far slower ones have shown enough
+            cost = [call_cost(expected[i], min(host_ms[i])) if w else math.inf
+                    for i, w in enumerate(timed)]  # fmt: skip
+            keep = min(cost) * PRUNE_ABOVE
+            timed = [w if c <= keep else None for w, c in zip(timed, cost, strict=True)]
     del scratch, workspace  # every timed launch has finished: the timing waited for the last
     return [call_cost(statistics.median(gpu_ms[i]), min(host_ms[i])) if work is not None
             else math.inf for i, work in enumerate(works)]  # fmt: skip
+
+
+def settle_launches(expected_ms: float) -> int:
+    """Warm-up launches of a turn (beside the one `samples` times on the host): WARMUP while
+    the candidate's time is unknown, else enough for SETTLE_MS of GPU time, at most
+    MAX_SETTLE."""
+    if not math.isfinite(expected_ms) or expected_ms <= 0:
+        return WARMUP
+    return min(MAX_SETTLE, max(0, math.ceil(SETTLE_MS / expected_ms) - 1))
 
 
 def call_cost(gpu_ms: float, host_ms: float) -> float:

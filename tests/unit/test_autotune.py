@@ -25,7 +25,7 @@ def timings(monkeypatch):
     requests = []
     table_ms: dict = {}
 
-    def fake(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH):
+    def fake(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH, **_):
         requests.append(candidates)
         return [table_ms.get(c, math.inf) for c in candidates]
 
@@ -58,7 +58,8 @@ def test_incumbent_stays_unless_beaten_by_the_margin(timings, challenger_ms):
     table_ms.update({"first": 1.0, "other": challenger_ms})
     chosen = autotune.choose(form(), np.dtype(np.float32), ("first", "other"))
     assert chosen == "first"  # a tie, 1% faster (noise) or slower: no switch
-    assert len(requests) == (2 if challenger_ms < 1.0 else 1)  # confirmed only when it led
+    # retimed where it came within FINALIST_SPREAD of the pass's best
+    assert len(requests) == (2 if challenger_ms <= 1.0 + autotune.FINALIST_SPREAD else 1)
 
 
 @pytest.mark.parametrize("retimed, switch", [
@@ -69,7 +70,7 @@ def test_incumbent_stays_unless_beaten_by_the_margin(timings, challenger_ms):
 def test_a_smaller_lead_wins_where_every_retiming_shows_it(monkeypatch, retimed, switch):
     passes = []
 
-    def timed(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH):
+    def timed(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH, **_):
         passes.append(candidates)
         return [1.0, 0.97] if len(passes) == 1 else list(retimed)
 
@@ -84,7 +85,8 @@ def test_a_lead_that_does_not_hold_up_on_retiming_keeps_the_incumbent(monkeypatc
     """The first pass flatters the challenger; timed again, alternately, it is no faster."""
     passes = []
 
-    def drifting(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH):
+    def drifting(form, dtype, candidates, stream=None, precision="ieee",
+                 batch=autotune.NO_BATCH, **_):  # fmt: skip
         passes.append(candidates)
         if len(passes) == 1:
             return [1.0, 0.8]
@@ -242,7 +244,7 @@ def test_a_strided_batch_times_cublaslt_algorithms_made_for_the_batch(monkeypatc
         table.CUBLAS, "stand-in", (table.CUBLAS,)))  # fmt: skip
     monkeypatch.setattr(cublaslt, "algorithms", algorithms)
     monkeypatch.setattr(autotune, "time_candidates", lambda form, dtype, candidates, stream=None,
-                        precision="ieee", batch=autotune.NO_BATCH: (
+                        precision="ieee", batch=autotune.NO_BATCH, **_: (
                             requests.append((candidates, batch)) or
                             [1.0 if c.index == 0 else 0.5 for c in candidates]))  # fmt: skip
     monkeypatch.setenv(autotune.REFINE_ENV, "1")
@@ -258,18 +260,20 @@ def test_a_strided_batch_times_cublaslt_algorithms_made_for_the_batch(monkeypatc
     assert untimed.choice == table.CUBLAS and untimed.run.index == 0 and not requests
 
 
-def test_a_pass_times_the_candidates_in_turn_round_after_round(monkeypatch):
-    """Each candidate's launches are spread over the pass (ROUNDS turns, warmed up in the
-    first only), so that a GPU warming up or heating during it favours none; the cost is
-    from all its samples, and one that fails to launch costs infinity."""
+def test_a_pass_times_the_candidates_in_turn_back_and_forth(monkeypatch):
+    """Each candidate's launches are spread over the pass (ROUNDS turns, back and forth), each
+    turn after the first warmed up for SETTLE_MS of its GPU time, so that a GPU warming up,
+    heating or held at its power cap favours none; the cost is from all its samples, one that
+    fails to launch costs infinity, and one far behind after the first round drops out."""
     from tunedgemm import compiler, cuda, launch, timing
     from tunedgemm.params import KernelConfig
 
     simt = KernelConfig.make("simt", {})
     fails = KernelConfig.make("simt", {"STAGES": 2})
     other = KernelConfig.make("simt", {"STAGES": 4})
+    slow = KernelConfig.make("simt", {"BK": 32})
     order = []
-    gpu_of = {simt: 0.010, other: 0.020}
+    gpu_of = {simt: 10.0, other: 12.0, slow: 13.0}
 
     def samples(work, warmup, reps, stream):
         config = work.__defaults__[0]
@@ -284,8 +288,42 @@ def test_a_pass_times_the_candidates_in_turn_round_after_round(monkeypatch):
     monkeypatch.setattr(cuda, "context", lambda: None)
     monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
     monkeypatch.setattr(launch, "launcher", lambda *a: (lambda *args: None))
-    times = autotune.time_candidates(form(), np.dtype(np.float32), (simt, fails, other))
-    assert times == [autotune.call_cost(0.010, 0.001), math.inf, autotune.call_cost(0.020, 0.001)]
-    first = [(simt, autotune.WARMUP), (fails, autotune.WARMUP), (other, autotune.WARMUP)]
-    later = [(simt, 0), (other, 0)] * (autotune.ROUNDS - 1)  # the failed one is not retried
-    assert order == first + later
+    times = autotune.time_candidates(form(), np.dtype(np.float32), (simt, fails, other, slow))
+    assert times == [10.0, math.inf, 12.0, 13.0]
+    warm = autotune.WARMUP
+    first = [(simt, warm), (fails, warm), (other, warm), (slow, warm)]
+    # settled: ceil(30 / 10) - 1 = 2 and ceil(30 / 12) - 1 = 2 launches; the failed one is
+    # not retried, and `slow` (1.3x the best) is not timed again
+    assert autotune.SETTLE_MS == 30.0 and autotune.PRUNE_ABOVE < 1.3 and autotune.ROUNDS == 3
+    assert order == [*first, (other, 2), (simt, 2), (simt, 2), (other, 2)]  # back and forth
+
+
+@pytest.mark.parametrize("expected, launches", [
+    (math.nan, autotune.WARMUP), (25.0, 1), (10.0, 2), (1.0, autotune.MAX_SETTLE), (60.0, 0),
+])  # fmt: skip
+def test_a_turn_settles_for_a_while_of_gpu_time(expected, launches):
+    assert autotune.settle_launches(expected) == launches
+
+
+def test_a_finalist_behind_in_the_pass_wins_where_retiming_shows_it(monkeypatch):
+    """Pass timings of a power-capped product rank near-equal candidates at random: the
+    fastest few within FINALIST_SPREAD are timed again beside the incumbent, and the fastest
+    on retiming wins (by the margin), not the pass's best."""
+    passes = []
+    pass_ms = {"first": 1.10, "lucky": 1.00, "real": 1.04, "far": 1.2}
+    retimed = {"first": 1.10, "lucky": 1.06, "real": 1.00}
+
+    def timed(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH,
+              rounds=autotune.ROUNDS, expected_ms=None):  # fmt: skip
+        passes.append((candidates, rounds, expected_ms))
+        return [(retimed if passes[1:] else pass_ms)[c] for c in candidates]
+
+    monkeypatch.setattr(autotune, "time_candidates", timed)
+    autotune.clear()
+    chosen = autotune.choose(form(), np.dtype(np.float32), ("first", "lucky", "real", "far"))
+    assert chosen == "real"
+    entrants = ("first", "lucky", "real")  # "far" is 20% behind the pass's best
+    assert passes[1] == (entrants * autotune.CONFIRM_ROUNDS, 1,
+                         [1.10, 1.00, 1.04] * autotune.CONFIRM_ROUNDS)  # fmt: skip
+    assert autotune.history()[-1]["finalists"] == retimed
+    autotune.clear()
