@@ -395,10 +395,13 @@ def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
     return candidates + tuple(dict.fromkeys(wider))
 
 
-# Where autotuning times a family's narrow tiles: min(m, n) at most NARROW_BELOW (two
+# Where autotuning times a family's narrow tiles: min(m, n) at most NARROW_BELOW (four
 # 128-wide tiles across) and k at least NARROW_FROM_K (long enough for k-splits to feed the
 # SMs); elsewhere the table's tiles fill the GPU, and each narrow tile is one more compile.
-NARROW_BELOW, NARROW_FROM_K = 256, 512
+# probe_skinny.py --narrow --padded (H100, 2026-11-26 20:09 UTC): simt's 128 x 32 tile ran
+# 5453x392x3458 at 0.94x cuBLAS and 8058x140x460 at 1.01x, where the calls had run 0.75x and
+# 0.82x outside the bounds of before (256, 512).
+NARROW_BELOW, NARROW_FROM_K = 512, 256
 
 
 def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
@@ -406,7 +409,10 @@ def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
     (`narrow_tiles`: simt's 128 x 32 and 32 x 128, dmma's 64 x 32 and 32 x 64) on its other
     settings, each with the least power-of-two k-split that gives every SM the family's
     `narrow_blocks_per_sm` blocks, as far as each slice keeps two k-tiles and MAX_SPLIT_K
-    allows; nothing for other shapes, stream-K configs or families without narrow tiles."""
+    allows, and with half and twice that split: the last wave's fill and the slices' sums
+    move the best split either way (probe_skinny.py, H100, 2026-11-26 20:09 UTC: 4 at
+    5453x392x3458 where the rule gives 1, 8 at 77x1643x881 where it gives 16). Nothing for
+    other shapes, stream-K configs or families without narrow tiles."""
     from .families import FAMILIES
 
     if min(key.m, key.n) > NARROW_BELOW or key.k < NARROW_FROM_K:
@@ -420,11 +426,15 @@ def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
             continue
         for tile in family.narrow_tiles:
             changed = {**params, **tile}
-            split = _filling_split(key, family.block_tile(changed), family.k_tile(changed),
+            k_tile = family.k_tile(changed)
+            split = _filling_split(key, family.block_tile(changed), k_tile,
                                    sms * family.narrow_blocks_per_sm)  # fmt: skip
-            config = KernelConfig.make(c.family, {**changed, "SPLIT_K": split})
-            if config not in candidates and not family.violations(config, key.dtype):
-                narrow.append(config)
+            widest = min(MAX_SPLIT_K, -(-key.k // k_tile) // 2)
+            for s in (split, split // 2, 2 * split):
+                config = KernelConfig.make(c.family, {**changed, "SPLIT_K": s})
+                if (1 <= s <= max(widest, 1) and config not in candidates
+                        and not family.violations(config, key.dtype)):  # fmt: skip
+                    narrow.append(config)
     return tuple(dict.fromkeys(narrow))
 
 
