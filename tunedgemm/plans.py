@@ -356,7 +356,10 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
 
 
-MAX_SPLIT_K = 32  # the widest k-split autotuning tries (each slice keeps >= 2 k-tiles)
+# The widest k-split autotuning tries (each slice keeps >= 2 k-tiles). 64, not 32: at
+# 77x33x11843 float32 (H100, 2026-11-26 20:09 UTC, probe_skinny.py --narrow --padded) 64
+# slices of simt's 128 x 32 tile ran 0.88x cuBLAS, 32 of them 0.71x.
+MAX_SPLIT_K = 64
 
 
 def _filling_split(key: GemmKey, tile: tuple[int, int], k_tile: int, blocks: float,

@@ -41,7 +41,7 @@ def test_narrow_tiles_are_legal_simt_configs_with_the_loop_twin():
     # 5453 x 392 (inside NARROW_BELOW since 20:09 UTC): 43 x 13 = 559 tiles of 128 x 32.
     ((5453, 392, 3458), [(128, 32, 1), (128, 32, 2), (32, 128, 1), (32, 128, 2)]),
     # Very long k: at most MAX_SPLIT_K slices.
-    ((88, 894, 1 << 20), [(128, 32, plans.MAX_SPLIT_K), (128, 32, plans.MAX_SPLIT_K // 2),
+    ((40, 40, 1 << 20), [(128, 32, plans.MAX_SPLIT_K), (128, 32, plans.MAX_SPLIT_K // 2),
                           (32, 128, plans.MAX_SPLIT_K), (32, 128, plans.MAX_SPLIT_K // 2)]),
 ])  # fmt: skip
 def test_skinny_long_k_shapes_get_both_tiles_with_four_blocks_per_sm(shape, expected):
