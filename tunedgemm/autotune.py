@@ -16,9 +16,9 @@ competes, else the model's first pick) stays unless a finalist (the pass's faste
 beats it again in a second, interleaved round, by more than MARGIN (or by SEPARATED_MARGIN
 where every one of its retimings is faster than every one of the incumbent's).
 
-Long products run at a power cap: float64 at 4096^3-8192^3 drew 700 W on the H100 with its
-clocks held by the software power cap between 1365 and 1600 MHz (nvidia-smi, 2026-11-26
-19:52 UTC, benchmarks/probe_dgemm_squares.py), and the clock a launch ran at depended on the
+Long products run at a power cap: float64 at 4096^3-8192^3 drew up to 718 W on the H100,
+its software power cap holding the SM clock at 1365-1965 MHz (nvidia-smi, 2026-11-26 19:52
+UTC, benchmarks/probe_dgemm_squares.py), and the clock a launch ran at depended on the
 launches before it. So each turn first runs the candidate for SETTLE_MS of GPU time, and
 the turns of a pass go back and forth (a candidate's neighbours change from round to
 round); candidates far behind after the first round are not timed again.
