@@ -28,8 +28,8 @@ tile shape of cuBLAS's DGEMM kernel (128 x 64, four warps, two blocks per SM) in
 outside the family's space, with each mma shape, into bench_dmma_tiles.json; --dmma-advance
 times the best of those with ADVANCE 0 and 1 (dmma's k-tile copies from cursors set up once
 per block), into bench_dmma_advance.json; --dmma-large the dmma default and cuBLAS's
-arrangement with ADVANCE=1 and their neighbours (PAIR_ROWS=1 among them) at 8192^3 and
-4096^3, into bench_dmma_large.json.
+arrangement with ADVANCE=1 and their neighbours at 8192^3 and 4096^3, into
+bench_dmma_large.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -277,8 +277,7 @@ def dmma_large_variants() -> dict[str, dict[str, int]]:
             "d,g16": {**default, "GROUP_M": 16}, "two": two,
             "two,g16": {**two, "GROUP_M": 16}, "two,k8": {**two, "MMA_K": 8},
             "d,k8": {**default, "MMA_K": 8}, "d,k8,s4": {**default, "MMA_K": 8, "STAGES": 4},
-            "two,s4": {**two, "STAGES": 4}, "two,bk32": {**two, "BK": 32},
-            "d,pair": {**default, "PAIR_ROWS": 1}, "two,pair": {**two, "PAIR_ROWS": 1}}  # fmt: skip
+            "two,s4": {**two, "STAGES": 4}, "two,bk32": {**two, "BK": 32}}  # fmt: skip
 
 
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int]) -> dict[str, int]:

@@ -31,11 +31,6 @@
 //   * Fragment layouts (PTX ISA "Matrix fragments for mma.m16n8k4/k8/k16" with .f64; g = lane/4,
 //     t = lane%4): A value a[v0 + 2*v1] = A(g + 8*v0, t + 4*v1); B value b[v] = B(t + 4*v, g);
 //     C value c[2*h + e] = C(g + 8*h, 2*t + e).
-//   * PAIR_ROWS=1 (where A is m-contiguous, so in shared memory as [k][m]): each 16-row mma
-//     tile's fragment rows g and g + 8 hold rows 2g and 2g + 1 of the warp's tile instead of g
-//     and g + 8, so a thread reads its two A values of a k-step as one 16-byte load (the XOR
-//     swizzle keeps even pairs adjacent), half the shared loads of A; C's rows follow (its
-//     value c[2h + e] is row 2g + h). An mma's rows are independent sums, so the same bits.
 //   * Group-M rasterisation of the block index (GROUP_M block-rows walked together) for L2 reuse.
 //   * Optional split-K: blockIdx.z takes a contiguous range of k-tiles and writes its raw partial
 //     sums to the launcher's workspace, which splitk_reduce (common.cuh) adds in a fixed order:
@@ -94,9 +89,6 @@
 #ifndef SMALL_COPIES
 #define SMALL_COPIES 0 // 1: 8-byte copies through L1 where aligned (0: 16-byte ones)
 #endif
-#ifndef PAIR_ROWS
-#define PAIR_ROWS 0    // 1: A's fragment rows paired (2g, 2g + 1) for 16-byte loads, where [k][m]
-#endif
 // Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -117,7 +109,6 @@
 #define LDB_MN (BN + 16)           // row stride of an n-contiguous smem tile of B
 #define A_KCONTIG (TRANS_A)        // A's unit stride runs along k
 #define B_KCONTIG (!TRANS_B)       // B's unit stride runs along k
-#define PAIR_A (PAIR_ROWS && !A_KCONTIG)  // A's fragment rows paired (see PAIR_ROWS)
 #define A_STAGE (A_KCONTIG ? BM * LDK : BK * LDA_MN)   // doubles per stage of A
 #define B_STAGE (B_KCONTIG ? BN * LDK : BK * LDB_MN)   // doubles per stage of B
 #define LDE (WM + 2)               // column stride of a warp's staging buffer (EPILOGUE=1)
@@ -501,8 +492,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // k-tile (nvcc 13.0, the 4096^3 NN config).
 #if A_KCONTIG
     const int aoff = opaque((wm0 + g) * LDK + t);
-#elif PAIR_A
-    const int aoff = opaque(t * LDA_MN + wm0 + ((2 * g) ^ (t << 2)));   // rows 2g, 2g + 1
 #else
     const int aoff0 = opaque(t * LDA_MN + wm0 + (g ^ (t << 2)));
     const int aoff1 = opaque(t * LDA_MN + wm0 + ((8 + g) ^ (t << 2)));
@@ -516,8 +505,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #else
 #if A_KCONTIG
     const int aoff = (wm0 + g) * LDK + t;                   // + (16i + 8v0) * LDK + kofs
-#elif PAIR_A
-    const int aoff = t * LDA_MN + wm0 + ((2 * g) ^ (t << 2));  // rows 2g, 2g + 1; + 16i + ...
 #else
     const int aoff0 = t * LDA_MN + wm0 + (g ^ (t << 2));    // v0 = 0; + 16i + kofs * LDA_MN
     const int aoff1 = t * LDA_MN + wm0 + ((8 + g) ^ (t << 2));
@@ -541,11 +528,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #if A_KCONTIG
                 af_[i][2 * v1 + 0] = a_s_[aoff + (16 * i + 0) * LDK + kofs];
                 af_[i][2 * v1 + 1] = a_s_[aoff + (16 * i + 8) * LDK + kofs];
-#elif PAIR_A
-                const double2 pair =
-                    *reinterpret_cast<const double2*>(a_s_ + aoff + 16 * i + kofs * LDA_MN);
-                af_[i][2 * v1 + 0] = pair.x;
-                af_[i][2 * v1 + 1] = pair.y;
 #else
                 af_[i][2 * v1 + 0] = a_s_[aoff0 + 16 * i + kofs * LDA_MN];
                 af_[i][2 * v1 + 1] = a_s_[aoff1 + 16 * i + kofs * LDA_MN];
@@ -669,7 +651,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     cp_async_wait<0>();
 
 #if EPILOGUE == 0
-    // Epilogue: c[2h + e] = C(g + 8h, 2t + e) of each 16 x 8 tile (PAIR_A: C(2g + h, 2t + e)).
+    // Epilogue: c[2h + e] = C(g + 8h, 2t + e) of each 16 x 8 tile.
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -678,11 +660,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             for (int h = 0; h < 2; ++h)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-#if PAIR_A
-                    const int gi = row0 + wm0 + 16 * i + 2 * g + h;
-#else
                     const int gi = row0 + wm0 + 16 * i + 8 * h + g;
-#endif
                     const int gj = col0 + wn0 + 8 * j + 2 * t + e;
                     if (gi < m && gj < n)
                         store_c(C + (size_t)gi + (size_t)gj * ldc, acc[i][j][2 * h + e], alpha, beta);
@@ -738,19 +716,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             }
 #endif
         }
-        // c[2h + e] of tile (i, j) is C(16i + 8h + g, 2t + e) of the warp's 8 columns (PAIR_A:
-        // C(16i + 2g + h, 2t + e)).
+        // c[2h + e] of tile (i, j) is C(16i + 8h + g, 2t + e) of the warp's 8 columns.
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
             for (int h = 0; h < 2; ++h)
 #pragma unroll
                 for (int e = 0; e < 2; ++e)
-#if PAIR_A
-                    stage[(2 * t + e) * LDE + 16 * i + 2 * g + h] = acc[i][j][2 * h + e];
-#else
                     stage[(2 * t + e) * LDE + 16 * i + 8 * h + g] = acc[i][j][2 * h + e];
-#endif
         __syncwarp();
 #pragma unroll
         for (int pass = 0; pass < PASSES; ++pass) {

@@ -99,20 +99,11 @@ NARROW_TILES = tuple(
 )  # fmt: skip
 NARROW_BLOCKS_PER_SM = 1.5
 
-# PAIR_ROWS=1 (kernels/dgemm_mma.cu): where A is m-contiguous ([k][m] in shared memory, A not
-# transposed), each mma tile's fragment rows g and g + 8 hold rows 2g and 2g + 1, so that a
-# thread reads its two A values of a k-step with one 16-byte load: a k-tile of the 128 x 128
-# ADVANCE=1 config issues 32 shared loads of A for its 64 DMMA instead of 64. At 8192^3 float64
-# the H100 runs at its power cap (2026-11-26 19:52 UTC), where instructions cost clock. An
-# mma's rows are independent sums and C's rows follow, so the same bits: a twin.
-PAIR_ROWS_ON = (1,)
-
 _TWINS = (
     *({"SPLITK_FUSED": v} for v in SPLITK_FUSED_ON),
     *({"ADVANCE": a} for a in ADVANCE_ON),
     *({"ADVANCE": a, "SPLITK_FUSED": v} for a in ADVANCE_ON for v in SPLITK_FUSED_ON),
     *({"ADVANCE": a, **TWO_BLOCKS} for a in ADVANCE_ON),
-    *({"ADVANCE": a, "PAIR_ROWS": r} for a in ADVANCE_ON for r in PAIR_ROWS_ON),
 )
 
 
@@ -147,8 +138,6 @@ FAMILY = KernelFamily(
         Tunable("ADVANCE", (0,), "k-tile copies walk cursors set up once (0: recomputed)", 0),
         # Recorded configs copied 16 bytes at a time where aligned: SMALL_COPIES=0, unchanged.
         Tunable("SMALL_COPIES", (0,), "8-byte copies through L1 where aligned (0: 16-byte)", 0),
-        # Recorded configs read A's fragment rows g and g + 8 with 8-byte loads: PAIR_ROWS=0.
-        Tunable("PAIR_ROWS", (0,), "A's fragment rows paired for 16-byte loads (0: g, g + 8)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -180,7 +169,6 @@ FAMILY = KernelFamily(
         ),
         Constraint("ADVANCE is 0 or 1", lambda p, s: p["ADVANCE"] in (0, 1)),
         Constraint("SMALL_COPIES is 0 or 1", lambda p, s: p["SMALL_COPIES"] in (0, 1)),
-        Constraint("PAIR_ROWS is 0 or 1", lambda p, s: p["PAIR_ROWS"] in (0, 1)),
         Constraint("float64 only", lambda p, s: s == 8),
         Constraint("between 4 and 16 warps per block", lambda p, s: 128 <= _threads(p) <= 512),
         Constraint(
@@ -210,7 +198,6 @@ FAMILY = KernelFamily(
             "SPLITK_FUSED": 0,
             "ADVANCE": 0,
             "SMALL_COPIES": 0,
-            "PAIR_ROWS": 0,
         },
     },
     threads=_threads,
