@@ -362,13 +362,18 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
 MAX_SPLIT_K = 64
 
 
+def _widest_split(key: GemmKey, k_tile: int) -> int:
+    """The most k-slices key's k allows: each keeps two k-tiles, at most MAX_SPLIT_K."""
+    return min(MAX_SPLIT_K, -(-key.k // k_tile) // 2)
+
+
 def _filling_split(key: GemmKey, tile: tuple[int, int], k_tile: int, blocks: float,
                    split: int = 1) -> int:  # fmt: skip
     """The least power-of-two multiple of `split` that gives key's grid of `tile`s at least
-    `blocks` blocks, as far as each k-slice keeps two k-tiles and MAX_SPLIT_K allows."""
+    `blocks` blocks, as far as _widest_split allows."""
     tiles = -(-key.m // tile[0]) * -(-key.n // tile[1])
-    k_tiles = -(-key.k // k_tile)
-    while tiles * split < blocks and 2 * split <= min(MAX_SPLIT_K, k_tiles // 2):
+    widest = _widest_split(key, k_tile)
+    while tiles * split < blocks and 2 * split <= widest:
         split *= 2
     return split
 
@@ -432,10 +437,10 @@ def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
             k_tile = family.k_tile(changed)
             split = _filling_split(key, family.block_tile(changed), k_tile,
                                    sms * family.narrow_blocks_per_sm)  # fmt: skip
-            widest = min(MAX_SPLIT_K, -(-key.k // k_tile) // 2)
+            widest = max(_widest_split(key, k_tile), 1)
             for s in (split, split // 2, 2 * split):
                 config = KernelConfig.make(c.family, {**changed, "SPLIT_K": s})
-                if (1 <= s <= max(widest, 1) and config not in candidates
+                if (1 <= s <= widest and config not in candidates
                         and not family.violations(config, key.dtype)):  # fmt: skip
                     narrow.append(config)
     return tuple(dict.fromkeys(narrow))
