@@ -21,7 +21,8 @@
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-large
 # (bench_kernels --dmma-large), dgemm-probe (what autotuning times and keeps at the DGEMM
-# squares, probe_dgemm_squares.py),
+# squares, probe_dgemm_squares.py), retune (the tuner regenerates the table's IEEE entries,
+# RETUNE_* settings; see the step),
 # register (probe_register),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
@@ -272,6 +273,21 @@ PY
             --libs pycuda --forms gemm --shapes 4096x4096x4096,8192x8192x8192 --out "$OUT" \
             --name bench_device-own-squares > "$OUT/bench_device-own-squares.txt" 2>&1
         echo "bench_device own squares: exit $?"; tail -12 "$OUT/bench_device-own-squares.txt" ;;
+    retune)  # regenerate the shipped table's IEEE entries (issue 15, item 5): the tuner on
+        # RETUNE_SHAPES for RETUNE_DTYPES x RETUNE_TRANS, RETUNE_MAX_EVALS sampled configs a shape
+        # plus the seeds (what autotuning times there under the installed table), merged into a
+        # copy of the shipped table ($OUT/tuned.json) within RETUNE_MINUTES; resumes from
+        # retune/ckpt.jsonl if the tree holds one (a previous call's $OUT/retune-ckpt.jsonl);
+        # RETUNE_INSTALL=1 installs the result for the steps after it
+        [ -f retune/ckpt.jsonl ] && cp retune/ckpt.jsonl "$OUT/retune-ckpt.jsonl"
+        cp tunedgemm/tables/tuned.json "$OUT/tuned.json"
+        timeout $(( ${RETUNE_MINUTES:-8} * 60 + 60 )) python3 -m tunedgemm.tune \
+            --dtype ${RETUNE_DTYPES:-float32 float64} --trans ${RETUNE_TRANS:-NN} \
+            --shapes ${RETUNE_SHAPES:-default+benchmark+mid} --max-evals ${RETUNE_MAX_EVALS:-8} \
+            --time-budget ${RETUNE_MINUTES:-8} --checkpoint "$OUT/retune-ckpt.jsonl" \
+            --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
+        echo "retune: exit $?"; tail -5 "$OUT/retune.txt"
+        [ "${RETUNE_INSTALL:-0}" = 1 ] && cp "$OUT/tuned.json" tunedgemm/tables/tuned.json ;;
     random)  # issue 15's random-shape floors: bench_tuning on 24 fresh log-uniform shapes in
         # [32, 16384], own kernels and with cuBLAS as a candidate, no heatmap
         timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap ${RANDOM_SEED:+--seed $RANDOM_SEED} \

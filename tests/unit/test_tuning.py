@@ -510,3 +510,34 @@ def test_tuning_cli_takes_a_precision_for_float32_only():
         cli.main(["--dry-run", "--precision", "tf32", "--dtype", "float64"])
     assert cli.main(["--dry-run", "--precision", "tf32", "--dtype", "float32", "--trans", "NN",
                      "--shapes", "1024x1024x1024"]) == 0  # fmt: skip
+
+
+def test_seeds_are_timed_after_the_sample_and_can_win():
+    task = Task("float32", False, False, Shape(1024, 1024, 1024))
+    sampled = [c for c, _ in strategies.get("random")(candidates("float32", task.shape),
+                                                       lambda c: 0.0, 4)]  # fmt: skip
+    seed = KernelConfig.make("simt", {**FAMILIES["simt"].default_config("float32").as_dict(),
+                                      "ADVANCE": 1, "FMA_ORDER": 1})  # fmt: skip
+    runner = ReplayRunner(task, {str(seed): 0.1})
+    [result] = tune([task], lambda t: runner, max_evals=4, seeds=lambda t: [sampled[0], seed])
+    assert runner.timed == [*sampled, seed]  # a seed the sample holds is not timed twice
+    assert result.own == seed and result.choice == seed
+
+
+def test_seeds_are_what_autotuning_would_time(monkeypatch):
+    from tunedgemm import cuda, plans
+    from tunedgemm.tuning.seeds import autotuned, layout_key
+
+    monkeypatch.setattr(cuda, "sm_count", lambda: 132)
+    task = Task("float32", True, False, Shape(77, 33, 11843))
+    key = layout_key(task)
+    assert (key.lda, key.ldb, key.ldc, key.aligned) == (11844, 11844, 80, True)
+    seeds = autotuned(task, GPU, CC)
+    choice = selection.choose("float32", 77, 33, 11843, True, False, gpu=GPU, cc=CC, warn=False)
+    own = tuple(c for c in choice.candidates if isinstance(c, KernelConfig))
+    assert seeds == [c for c in plans.own_candidates(own, key) if isinstance(c, KernelConfig)]
+    assert set(own) < set(seeds)
+    assert any(c.as_dict().get("ADVANCE") == 1 for c in seeds)  # twins
+    assert any(c.as_dict()["SPLIT_K"] == 64 for c in seeds)  # wave-filling splits
+    assert any(c.as_dict()["BN"] == 32 for c in seeds)  # narrow tiles
+    assert autotuned(Task("float32", False, False, task.shape, "tf32"), GPU, CC) == []

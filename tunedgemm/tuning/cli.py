@@ -47,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never choose cuBLAS (it is still timed, for the record)",
     )
+    p.add_argument(
+        "--no-seeds",
+        action="store_true",
+        help="time the strategy's sample alone, not also what run-time autotuning would time "
+        "at each shape under the installed table (its candidates, twins, splits, narrow tiles)",
+    )
     p.add_argument("--time-budget", type=float, default=None, help="minutes; stops cleanly")
     p.add_argument(
         "--checkpoint",
@@ -128,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     from .checkpoint import Checkpoint
     from .driver import tune
     from .runner import Runner
+    from .seeds import autotuned
     from .writer import write
 
     dev = cuda.device()
@@ -135,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def prepare(task: Task, configs: list) -> None:
         precompile(configs, task.dtype, task.trans_a, task.trans_b, aligned=True)
+
+    gpu, cc = cuda.gpu_identity()
 
     results = tune(
         tasks,
@@ -146,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         time_budget_s=None if args.time_budget is None else args.time_budget * 60,
         prepare=prepare,
         num_sms=num_sms,
+        seeds=None if args.no_seeds else lambda task: autotuned(task, gpu, cc),
     )
     device = {
         "name": dev.name(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -67,21 +67,31 @@ def tasks_for(dtypes: Iterable[str], trans: Iterable[tuple[bool, bool]],
     return [Task(d, ta, tb, s, precision) for d in dtypes for ta, tb in trans for s in shapes]
 
 
-def planned(task: Task, strategy: str, max_evals: int | None, num_sms: int) -> list[KernelConfig]:
-    """The configs a strategy may time for a task (for precompilation and --dry-run)."""
+# What the tuner times at a task besides its strategy's sample (tunedgemm/tuning/seeds.py:
+# what run-time autotuning would time there); none where the caller gives no function.
+Seeds = Callable[[Task], Sequence[KernelConfig]]
+
+
+def planned(task: Task, strategy: str, max_evals: int | None, num_sms: int,
+            seeds: Sequence[KernelConfig] = ()) -> list[KernelConfig]:  # fmt: skip
+    """The configs a strategy may time for a task, then the seeds it leaves out (for
+    precompilation and --dry-run)."""
     cands = candidates(task.dtype, task.shape, num_sms, task.precision)
     if strategy == "random":
         from .strategies.random import DEFAULT_MAX_EVALS, order
 
-        return order(cands)[: DEFAULT_MAX_EVALS if max_evals is None else max_evals]
-    return cands
+        cands = order(cands)[: DEFAULT_MAX_EVALS if max_evals is None else max_evals]
+    return list(dict.fromkeys([*cands, *seeds]))
 
 
 def run_task(task: Task, runner: Runner, strategy: str, max_evals: int | None,
-             allow_cublas: bool, num_sms: int) -> Result:  # fmt: skip
+             allow_cublas: bool, num_sms: int,
+             seeds: Sequence[KernelConfig] = ()) -> Result:  # fmt: skip
     search = strategies.get(strategy)
     timed = search(candidates(task.dtype, task.shape, num_sms, task.precision),
                    runner.time_config, max_evals)  # fmt: skip
+    sampled = {config for config, _ in timed}
+    timed += [(c, runner.time_config(c)) for c in dict.fromkeys(seeds) if c not in sampled]
     ranked = sorted((r for r in timed if math.isfinite(r[1])), key=lambda r: r[1])
     if not ranked:
         raise RuntimeError(f"{task.id}: every candidate failed")
@@ -111,14 +121,26 @@ def tune(
     prepare: Callable[[Task, list[KernelConfig]], None] | None = None,
     num_sms: int = 132,
     progress: Progress | None = None,
+    seeds: Seeds | None = None,
 ) -> list[Result]:
-    """Run every task not already in the checkpoint; stops early when the budget is spent."""
+    """Run every task not already in the checkpoint; stops early when the budget is spent.
+    Each task times its strategy's sample and then its `seeds` (if given) that the sample
+    left out."""
     done = checkpoint.load() if checkpoint else {}
     results = [done[t.id] for t in tasks if t.id in done]
     todo = [t for t in tasks if t.id not in done]
     progress = progress or Progress(len(tasks), initial=len(results))
     started = time.monotonic()
     prepared: set[str] = set()
+    seeded: dict[str, Sequence[KernelConfig]] = {}
+
+    def seeds_of(task: Task) -> Sequence[KernelConfig]:
+        if seeds is None:
+            return ()
+        if task.id not in seeded:
+            seeded[task.id] = tuple(seeds(task))
+        return seeded[task.id]
+
     for index, task in enumerate(todo):
         if time_budget_s is not None and time.monotonic() - started > time_budget_s:
             progress.note(f"time budget spent; {len(todo) - index} tasks left for a rerun")
@@ -127,11 +149,12 @@ def tune(
             # Compile everything this (dtype, transposes) key will time, in parallel, once.
             same_key = [t for t in todo if t.key == task.key]
             configs = sorted({c for t in same_key for c in planned(t, strategy, max_evals,
-                                                                  num_sms)})  # fmt: skip
+                                                                  num_sms, seeds_of(t))})
             progress.note(f"compiling {len(configs)} configs for {task.key}")
             prepare(task, configs)
             prepared.add(task.key)
-        result = run_task(task, make_runner(task), strategy, max_evals, allow_cublas, num_sms)
+        result = run_task(task, make_runner(task), strategy, max_evals, allow_cublas, num_sms,
+                          seeds_of(task))  # fmt: skip
         results.append(result)
         if checkpoint:
             checkpoint.append(result)

@@ -1,5 +1,6 @@
 """Time candidate configs on the GPU: parallel precompilation, CUDA-event medians over
-rotated operand sets (so L2 does not flatter small shapes), and verification of winners."""
+rotated operand sets (so L2 does not flatter small shapes), each launched as a planned call
+launches it, and verification of winners."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import checks, cuda, gpu_backend, launch, reference
-from ..params import KernelConfig
+from .. import checks, gpu_backend, plans, reference, table
+from ..params import IEEE, KernelConfig
 from . import problems
 from .space import Shape
 
@@ -36,6 +37,8 @@ class Runner:
         self.sets = [problems.make(shape.m, shape.n, shape.k, dtype, trans_a, trans_b, rng,
                                       padded=True) for _ in range(count)]  # fmt: skip
         self.failures: list[str] = []
+        # One plan key serves every operand set: they share shape, layout and alignment.
+        self.key = plans.GemmKey.of(self.sets[0].form, self.dtype.name, precision)
 
     def _median_ms(self, launch_one: Any) -> float:
         import pycuda.driver as drv
@@ -54,14 +57,18 @@ class Runner:
             times.append(stop.time_since(start) / len(self.sets))
         return statistics.median(times)
 
+    def _planned_ms(self, config: KernelConfig | str) -> float:
+        """Median ms of config launched as a planned call launches it (tunedgemm/plans.py,
+        launcher: the grid worked out once, a split-K workspace kept), so that the table
+        compares what calls cost (through gpu_backend.run each launch also paid a set-up on
+        the host that planned calls do once, which counts where a shape is launch-bound)."""
+        run = plans.launcher(self.key, config)
+        return self._median_ms(lambda p: run(p.form.a, p.form.b, p.form.c, 1.0, 0.0, 0))
+
     def time_config(self, config: KernelConfig) -> float:
         """Median ms; a config that fails to compile or launch costs infinity and is logged."""
         try:
-            # A split-K config's workspace made once, as a plan keeps one per stream.
-            nbytes = launch.workspace_bytes(config, self.dtype, self.sets[0].form)
-            workspace = cuda.allocate(nbytes) if nbytes else None
-            return self._median_ms(lambda p: gpu_backend.run(p.form, p.dtype, 1.0, 0.0, config,
-                                                             workspace=int(workspace or 0)))
+            return self._planned_ms(config)
         except Exception as exc:
             self.failures.append(f"{config}: {type(exc).__name__}: {str(exc)[:200]}")
             print(f"tune: {self.shape} {config} failed: {type(exc).__name__}", file=sys.stderr)
@@ -70,6 +77,8 @@ class Runner:
     def time_cublas(self) -> float:
         if not reference.status()[0]:
             return math.inf
+        if self.precision == IEEE:  # as a call whose table entry chose cuBLAS runs it
+            return self._planned_ms(table.CUBLAS)
         mode = "tf32" if self.precision == "tf32" else "ieee"  # 3xtf32's rival: SGEMM
         return self._median_ms(lambda p: reference.gemm(p.form, p.dtype, 1.0, 0.0, None, mode))
 

@@ -1,0 +1,41 @@
+"""What run-time autotuning would time at a task's shape, for the tuner to time beside its sample.
+
+The tuner's random strategy samples the same few dozen configs at every shape (a fixed
+order: each is compiled once per run), so a table tuned by it alone holds none of what calls
+time besides the table's own picks: loop twins, wave-filling and wider k-splits, narrow
+tiles (tunedgemm/plans.py, own_candidates). Seeding each task with those, taken from the
+installed table's candidates at the shape, makes a regenerated table start from what calls
+already run, and its entries then seed the next regeneration in turn."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import selection
+from ..params import IEEE, KernelConfig
+from ..pipeline import padded
+from ..plans import GemmKey, own_candidates
+from .driver import Task
+
+
+def layout_key(task: Task) -> GemmKey:
+    """The plan key of the task's product with leading dimensions padded to 16 bytes, as the
+    tuner's operands (tunedgemm/tuning/problems.py, padded) and host calls lay them out."""
+    m, n, k = task.shape.m, task.shape.n, task.shape.k
+    size = np.dtype(task.dtype).itemsize
+    lda = padded(k if task.trans_a else m, size)
+    ldb = padded(n if task.trans_b else k, size)
+    return GemmKey(task.dtype, task.precision, m, n, k, task.trans_a, task.trans_b, lda, ldb,
+                   padded(m, size), True)  # fmt: skip
+
+
+def autotuned(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
+    """The own configs autotuning would time at the task (the installed table's candidates for
+    this GPU and their relatives); none for precision modes, whose calls time no relatives."""
+    if task.precision != IEEE:
+        return []
+    shape = task.shape
+    choice = selection.choose(task.dtype, shape.m, shape.n, shape.k, task.trans_a,
+                              task.trans_b, gpu=gpu, cc=cc, warn=False)  # fmt: skip
+    own = tuple(c for c in (choice.candidates or (choice.config,)) if isinstance(c, KernelConfig))
+    return [c for c in own_candidates(own, layout_key(task)) if isinstance(c, KernelConfig)]
