@@ -43,10 +43,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session", autouse=True)
 def _precompiled(request: pytest.FixtureRequest) -> None:
-    """With a GPU: compile every variant (transposes x alignment) of every config the shipped
-    table and the family defaults offer, in parallel, before the GPU tests run; otherwise
-    each test compiles the kernels it first meets, one nvcc run at a time.
-    TUNEDGEMM_TEST_PRECOMPILE=0 skips it (a run of a few GPU tests, on a fresh machine)."""
+    """With a GPU: compile every variant (transposes x alignment) of the family defaults and,
+    where tests/gpu/test_shipped_table.py runs, of the configs it checks, in parallel, before
+    the GPU tests run; otherwise each test compiles the kernels it first meets, one nvcc run
+    at a time. TUNEDGEMM_TEST_PRECOMPILE=0 skips it (a run of a few GPU tests, on a fresh
+    machine). (The table's 400-odd configs are 3,000-odd compiles: the other GPU tests do not
+    wait for them.)"""
     import os
 
     if os.environ.get("TUNEDGEMM_TEST_PRECOMPILE") == "0":
@@ -59,8 +61,10 @@ def _precompiled(request: pytest.FixtureRequest) -> None:
     from tunedgemm.families import FAMILIES
 
     by_dtype: dict[str, list] = {}
-    for dtype, config in table_configs():
-        by_dtype.setdefault(dtype, []).append(config)
+    if any(item.nodeid.startswith("tests/gpu/test_shipped_table.py")
+           for item in request.session.items):  # fmt: skip
+        for dtype, config in table_configs():
+            by_dtype.setdefault(dtype, []).append(config)
     for family in FAMILIES.values():
         for dtype in family.dtypes:
             by_dtype.setdefault(dtype, []).append(family.default_config(dtype))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import itertools
+import json
 import math
 import sys
 import types
@@ -789,6 +790,21 @@ def test_a_call_on_another_stream_waits_for_the_librarys(fake_gpu, rng):
     assert len(fake_gpu.driver.log) == 4
 
 
+@pytest.fixture
+def cublas_everywhere(tmp_path, monkeypatch):
+    """The shipped table with every entry's choice cuBLAS: the pretend GPU computes cuBLAS
+    calls only, and the shipped table chooses own kernels at some tiny shapes (a vector's
+    product folds to 1 x 72 x 16 TN)."""
+    data = json.loads(table.shipped_path().read_text())
+    for device in data["devices"]:
+        for entries in device["entries"].values():
+            for entry in entries:
+                entry["choice"] = table.CUBLAS
+    path = tmp_path / "cublas.json"
+    path.write_text(json.dumps(data))
+    monkeypatch.setenv(table.TABLE_ENV, str(path))
+
+
 @pytest.mark.parametrize(
     "a_shape,b_shape,launched",
     [((64, 32), (32, 48), ["cublas"]), ((4, 24, 16), (16, 8), ["cublas"]),  # folded: 1 product
@@ -798,8 +814,8 @@ def test_a_call_on_another_stream_waits_for_the_librarys(fake_gpu, rng):
      ((16,), (3, 16, 8), ["cublas batched"]), ((1, 24, 16), (4, 16, 8), ["cublas batched"]),
      ((2, 1, 24, 16), (1, 1, 16, 8), ["cublas"])],  # folded too
 )  # fmt: skip
-def test_device_matmul_broadcasts_as_numpy(fake_gpu, normalised, rng, a_shape, b_shape,
-                                           launched):  # fmt: skip
+def test_device_matmul_broadcasts_as_numpy(fake_gpu, cublas_everywhere, normalised, rng,
+                                           a_shape, b_shape, launched):  # fmt: skip
     """N-d device matmul: one (possibly folded) strided-batched product, np.matmul's result
     (shape, C order, values); a repeat launches the plan without normalising."""
     host_a, host_b = uniform(rng, a_shape, np.float32), uniform(rng, b_shape, np.float32)
