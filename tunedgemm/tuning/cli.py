@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
 # Seconds per timed config in a tuning run, compilation on a warm kernel cache included: the
 # H100 runs of 2026-11-22 (docs/tuning.md) took 1.2-1.4 s per shape at 24 configs each.
 SECONDS_PER_TIMING = 0.055
+# Seeds timed a shape beside the sample (they need the GPU's table lookup, so --dry-run
+# cannot list them): 16 on average over the 764 tasks of the H100 regeneration of
+# 2026-11-26, whose 18,296 timings took 18.6 minutes, compilation included.
+SEEDS_PER_TASK = 16
 
 
 def make_tasks(args: argparse.Namespace) -> list[Task]:
@@ -98,11 +102,13 @@ def dry_run(tasks: list[Task], args: argparse.Namespace) -> int:
         per_key[task.key] += timed
         if args.list:
             print(f"{task.id:40} {valid:20d} {timed:6d}")
-    seconds = total_timed * SECONDS_PER_TIMING
+    seeds = 0 if args.no_seeds else SEEDS_PER_TASK * len(tasks)
+    seconds = (total_timed + seeds) * SECONDS_PER_TIMING
     estimate = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
     keys = ", ".join(f"{k} {n}" for k, n in sorted(per_key.items()))
     print(f"{len(tasks)} tasks ({len(per_key)} dtype/transpose keys), strategy {args.strategy}")
-    print(f"candidates after pruning: {total_valid} in all; {total_timed} to time ({keys})")
+    print(f"candidates after pruning: {total_valid} in all; {total_timed} to time ({keys})"
+          + (f", and about {seeds} seeds" if seeds else ""))
     print(f"estimated time: about {estimate} on an H100 "
           f"({SECONDS_PER_TIMING} s per timed config; more where kernels are not compiled yet)")
     if not args.list:
