@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -188,6 +189,30 @@ def _text_colour(rgba: tuple[float, ...]) -> str:
     return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.36 else "white"
 
 
+def ratio_grid(ax: plt.Axes, grid: np.ndarray, sizes: list[int] | tuple[int, ...], norm: LogNorm,
+               cmap: Any, title: str, fontsize: int) -> Any:  # fmt: skip
+    """A heatmap of speed ratios over (M, N), each cell labelled (NaN cells left blank)."""
+    image = ax.imshow(grid, cmap=cmap, norm=norm, origin="lower")
+    for i, j in np.ndindex(grid.shape):
+        if np.isfinite(grid[i, j]):
+            ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=fontsize,
+                    color=_text_colour(cmap(norm(grid[i, j]))))  # fmt: skip
+    ax.set_xticks(range(len(sizes)), sizes)
+    ax.set_yticks(range(len(sizes)), sizes)
+    ax.grid(False)
+    ax.set_xlabel("N")
+    ax.set_ylabel("M")
+    ax.set_title(title)
+    return image
+
+
+def ratio_colorbar(fig: plt.Figure, image: Any, axes: Any, shrink: float, label: str) -> None:
+    """The ratio heatmaps' colour bar, ticked at 0.5x-2x."""
+    bar = fig.colorbar(image, ax=axes, shrink=shrink, label=label)
+    bar.set_ticks([0.5, 0.75, 1, 1.5, 2], labels=["0.5", "0.75", "1", "1.5", "2"])
+    bar.ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def plot_heatmap(data: dict, out: Path) -> None:
     ks = sorted({h["k"] for h in data["heatmap"]["float32"]})
     fig, axes = plt.subplots(2, len(ks), figsize=(4.3 * len(ks) + 1.2, 8))
@@ -202,22 +227,9 @@ def plot_heatmap(data: dict, out: Path) -> None:
         ratio = {(h["m"], h["n"], h["k"]): h["ratio"] for h in heat}
         for col, k in enumerate(ks):
             grid = np.array([[ratio[(m, n, k)] for n in sizes] for m in sizes])
-            ax = axes[row][col]
-            image = ax.imshow(grid, cmap=cmap, norm=norm, origin="lower")
-            for i in range(len(sizes)):
-                for j in range(len(sizes)):
-                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=9,
-                            color=_text_colour(cmap(norm(grid[i, j]))))  # fmt: skip
-            ax.set_xticks(range(len(sizes)), sizes)
-            ax.set_yticks(range(len(sizes)), sizes)
-            ax.grid(False)
-            ax.set_xlabel("N")
-            ax.set_ylabel("M")
-            ax.set_title(f"{dtype}, K = {k}")
+            image = ratio_grid(axes[row][col], grid, sizes, norm, cmap, f"{dtype}, K = {k}", 9)
     assert image is not None
-    bar = fig.colorbar(image, ax=axes, shrink=0.7, label="tuned own kernel speed / cuBLAS")
-    bar.set_ticks([0.5, 0.75, 1, 1.5, 2], labels=["0.5", "0.75", "1", "1.5", "2"])
-    bar.ax.yaxis.set_minor_formatter(NullFormatter())
+    ratio_colorbar(fig, image, axes, 0.7, "tuned own kernel speed / cuBLAS")
     fig.suptitle("Speed of the tuned own kernel relative to cuBLAS (> 1: faster)")
     caption(fig, data)
     fig.savefig(out / "heatmap.png")

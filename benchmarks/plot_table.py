@@ -25,8 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import LogNorm
-from matplotlib.ticker import NullFormatter
-from plot_results import _text_colour, style
+from plot_results import ratio_colorbar, ratio_grid, style
 
 SIZES = (64, 512, 4096, 16384)
 KS = (64, 512, 4096)
@@ -61,25 +60,13 @@ def main() -> None:
     for row, ((key, name), grid) in enumerate(grids.items()):
         for col, k in enumerate(KS):
             cells = np.array([[grid.get((m, n, k), math.nan) for n in SIZES] for m in SIZES])
-            ax = axes[row][col]
-            image = ax.imshow(cells, cmap=cmap, norm=norm, origin="lower")
-            for i, j in np.ndindex(cells.shape):
-                if math.isfinite(cells[i, j]):
-                    ax.text(j, i, f"{cells[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                            color=_text_colour(cmap(norm(cells[i, j]))))
-            ax.set_xticks(range(len(SIZES)), SIZES)
-            ax.set_yticks(range(len(SIZES)), SIZES)
-            ax.grid(False)
-            ax.set_xlabel("N")
-            ax.set_ylabel("M")
-            ax.set_title(f"{key} {name}, K = {k}")
+            image = ratio_grid(axes[row][col], cells, SIZES, norm, cmap,
+                               f"{key} {name}, K = {k}", 8)  # fmt: skip
             print(f"{key} {name} K={k}: " + " ".join(
                 f"{m}x{n}:{cells[i, j]:.2f}" for i, m in enumerate(SIZES)
                 for j, n in enumerate(SIZES) if math.isfinite(cells[i, j])))  # fmt: skip
     assert image is not None
-    bar = fig.colorbar(image, ax=axes, shrink=0.5, label="cuBLAS time / own kernel time")
-    bar.set_ticks([0.5, 0.75, 1, 1.5, 2], labels=["0.5", "0.75", "1", "1.5", "2"])
-    bar.ax.yaxis.set_minor_formatter(NullFormatter())
+    ratio_colorbar(fig, image, axes, 0.5, "cuBLAS time / own kernel time")
     fig.suptitle("The table's best own kernel against cuBLAS, as the tuner timed them (> 1: own "
                  "faster)")  # fmt: skip
     fig.supxlabel(f"before: {describe(args.before)}; after: {describe(args.after)}; "
