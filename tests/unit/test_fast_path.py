@@ -495,16 +495,32 @@ class FakeGpu:
         return PlannedArray(self.memory, ptr, shape, dtype, strides)
 
 
+def cublas_table(tmp_path) -> str:
+    """The shipped table with every entry's choice cuBLAS, written under tmp_path: the pretend
+    GPU computes cuBLAS calls only, and the shipped table chooses own kernels at some of the
+    small shapes these tests use."""
+    data = json.loads(table.shipped_path().read_text())
+    for device in data["devices"]:
+        for entries in device["entries"].values():
+            for entry in entries:
+                entry["choice"] = table.CUBLAS
+    path = tmp_path / "cublas.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
 @pytest.fixture
-def fake_gpu(monkeypatch, fake_driver):
-    """A usable 'GPU' (the shipped table's H100) with a pretend library of device arrays
-    (PlannedArray) that plans serve; cuBLAS calls are recorded and computed on the pretend
-    device memory, own-kernel launches are recorded by the fake driver."""
+def fake_gpu(monkeypatch, fake_driver, tmp_path):
+    """A usable 'GPU' (the shipped table's H100, each entry choosing cuBLAS) with a pretend
+    library of device arrays (PlannedArray) that plans serve; cuBLAS calls are recorded and
+    computed on the pretend device memory, own-kernel launches (TUNEDGEMM_CUBLAS=0) are
+    recorded by the fake driver."""
     launches: list = []
     memory = FakeMemory()
     gpu = FakeGpu(launches, memory, fake_driver, [], [0x33])
     for name in settings.DECIDING:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(table.TABLE_ENV, cublas_table(tmp_path))
     monkeypatch.setenv("TUNEDGEMM_REFINE", "0")  # nothing to time on a pretend GPU
     monkeypatch.setattr(cuda, "status", lambda: (True, "pretend GPU"))
     monkeypatch.setattr(cuda, "ordinal", lambda: 0)
@@ -790,21 +806,6 @@ def test_a_call_on_another_stream_waits_for_the_librarys(fake_gpu, rng):
     assert len(fake_gpu.driver.log) == 4
 
 
-@pytest.fixture
-def cublas_everywhere(tmp_path, monkeypatch):
-    """The shipped table with every entry's choice cuBLAS: the pretend GPU computes cuBLAS
-    calls only, and the shipped table chooses own kernels at some tiny shapes (a vector's
-    product folds to 1 x 72 x 16 TN)."""
-    data = json.loads(table.shipped_path().read_text())
-    for device in data["devices"]:
-        for entries in device["entries"].values():
-            for entry in entries:
-                entry["choice"] = table.CUBLAS
-    path = tmp_path / "cublas.json"
-    path.write_text(json.dumps(data))
-    monkeypatch.setenv(table.TABLE_ENV, str(path))
-
-
 @pytest.mark.parametrize(
     "a_shape,b_shape,launched",
     [((64, 32), (32, 48), ["cublas"]), ((4, 24, 16), (16, 8), ["cublas"]),  # folded: 1 product
@@ -814,8 +815,8 @@ def cublas_everywhere(tmp_path, monkeypatch):
      ((16,), (3, 16, 8), ["cublas batched"]), ((1, 24, 16), (4, 16, 8), ["cublas batched"]),
      ((2, 1, 24, 16), (1, 1, 16, 8), ["cublas"])],  # folded too
 )  # fmt: skip
-def test_device_matmul_broadcasts_as_numpy(fake_gpu, cublas_everywhere, normalised, rng,
-                                           a_shape, b_shape, launched):  # fmt: skip
+def test_device_matmul_broadcasts_as_numpy(fake_gpu, normalised, rng, a_shape, b_shape,
+                                           launched):  # fmt: skip
     """N-d device matmul: one (possibly folded) strided-batched product, np.matmul's result
     (shape, C order, values); a repeat launches the plan without normalising."""
     host_a, host_b = uniform(rng, a_shape, np.float32), uniform(rng, b_shape, np.float32)
