@@ -495,22 +495,23 @@ class FakeGpu:
         return PlannedArray(self.memory, ptr, shape, dtype, strides)
 
 
-def cublas_table(tmp_path) -> str:
-    """The shipped table with every entry's choice cuBLAS, written under tmp_path: the pretend
-    GPU computes cuBLAS calls only, and the shipped table chooses own kernels at some of the
-    small shapes these tests use."""
+@pytest.fixture(scope="module")
+def cublas_table(tmp_path_factory) -> str:
+    """The shipped table with every entry's choice cuBLAS (written once for the module): the
+    pretend GPU computes cuBLAS calls only, and the shipped table chooses own kernels at some
+    of the small shapes these tests use."""
     data = json.loads(table.shipped_path().read_text())
     for device in data["devices"]:
         for entries in device["entries"].values():
             for entry in entries:
                 entry["choice"] = table.CUBLAS
-    path = tmp_path / "cublas.json"
+    path = tmp_path_factory.mktemp("tables") / "cublas.json"
     path.write_text(json.dumps(data))
     return str(path)
 
 
 @pytest.fixture
-def fake_gpu(monkeypatch, fake_driver, tmp_path):
+def fake_gpu(monkeypatch, fake_driver, cublas_table):
     """A usable 'GPU' (the shipped table's H100, each entry choosing cuBLAS) with a pretend
     library of device arrays (PlannedArray) that plans serve; cuBLAS calls are recorded and
     computed on the pretend device memory, own-kernel launches (TUNEDGEMM_CUBLAS=0) are
@@ -520,7 +521,7 @@ def fake_gpu(monkeypatch, fake_driver, tmp_path):
     gpu = FakeGpu(launches, memory, fake_driver, [], [0x33])
     for name in settings.DECIDING:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(table.TABLE_ENV, cublas_table(tmp_path))
+    monkeypatch.setenv(table.TABLE_ENV, cublas_table)
     monkeypatch.setenv("TUNEDGEMM_REFINE", "0")  # nothing to time on a pretend GPU
     monkeypatch.setattr(cuda, "status", lambda: (True, "pretend GPU"))
     monkeypatch.setattr(cuda, "ordinal", lambda: 0)

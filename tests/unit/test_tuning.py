@@ -541,3 +541,16 @@ def test_seeds_are_what_autotuning_would_time(monkeypatch):
     assert any(c.as_dict()["SPLIT_K"] == 64 for c in seeds)  # wave-filling splits
     assert any(c.as_dict()["BN"] == 32 for c in seeds)  # narrow tiles
     assert autotuned(Task("float32", False, False, task.shape, "tf32"), GPU, CC) == []
+
+
+def test_the_table_is_written_an_entry_a_line(tmp_path):
+    from tunedgemm.tuning.writer import dump_table
+
+    tasks = tasks_for(["float32"], [(False, False)], [Shape(64, 64, 64), Shape(512, 512, 512)])
+    path = write_table(tmp_path, tune(tasks, lambda t: ReplayRunner(t)))
+    text = path.read_text()
+    data = json.loads(text)
+    assert dump_table(data) == text
+    lines = [line.strip().rstrip(",") for line in text.splitlines()]
+    for entry in data["devices"][0]["entries"]["float32/NN"]:
+        assert json.dumps(entry, separators=(",", ":")) in lines
