@@ -23,7 +23,8 @@
 # (bench_kernels --dmma-large), dgemm-probe (what autotuning times and keeps at the DGEMM
 # squares, probe_dgemm_squares.py), retune (the tuner regenerates the table's IEEE entries,
 # RETUNE_* settings; see the step),
-# register (probe_register),
+# register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
+# a launch at small shapes against cuBLASLt's),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -310,6 +311,11 @@ PY
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;
+    small-launch)  # own kernels against cuBLASLt at small shapes: host or GPU time a launch
+        # (probe_small_launch.py: direct, one-call graph replay, GPU time of a 20-call graph)
+        timeout ${SMALL_LAUNCH_LIMIT:-240} python3 benchmarks/probe_small_launch.py \
+            > "$OUT/probe_small_launch.txt" 2>&1
+        echo "probe_small_launch: exit $?"; cat "$OUT/probe_small_launch.txt" ;;
     dask)
         timeout 200 python3 benchmarks/bench_multigpu.py --skip host --repeats 1 --out "$OUT" \
             > "$OUT/bench_multigpu.txt" 2>&1
