@@ -113,7 +113,7 @@ def main() -> int:
             for name, config in (("own", entry.own), ("cublas", table.CUBLAS)):
                 run = plans.launcher(runner.key, config)
                 tuner = runner._planned_ms(config) * 1e3
-                direct = run_us(lambda r=run: r(form.a, form.b, form.c, 1.0, 0.0, 0))
+                direct = run_us(lambda r=run, f=form: r(f.a, f.b, f.c, 1.0, 0.0, 0))
                 replay = _replay(driver, run, form)
                 gpu = _gpu_us(driver, run, form)
                 print(f"{dtype:8} {text:>14} {name:6} {tuner:6.2f} {direct[0]:7.2f} "
