@@ -9,9 +9,10 @@ replayed as captured graphs (1.7 us of host time); own kernels go through cuLaun
 For each shape's own config (the table's) and cuBLAS, NN on padded operands, this prints:
 
 - tuner: the tuner's median (tunedgemm.tuning.runner.Runner);
-- direct: host us per call and CUDA-event us per call of 50 back-to-back calls on one
-  operand set (probe_call_cost.run_us);
-- replay: the same for a one-call graph captured once and replayed (cuGraphLaunch);
+- planned: host us per call and CUDA-event us per call of 50 back-to-back calls on one
+  operand set as a planned call makes them (plans.launcher; since 2026-11-27 own launches
+  too are replayed as graphs where a call repeats, unless TUNEDGEMM_GRAPHS=0);
+- replay: the same for a one-call graph captured here once and replayed (cuGraphLaunch);
 - GPU: CUDA-event us per call of a graph of 20 calls replayed once, which no host cost
   reaches: the GPU time of back-to-back calls.
 """
@@ -22,8 +23,6 @@ import argparse
 import ctypes
 import sys
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -98,7 +97,7 @@ def main() -> int:
     driver = _driver()
     shipped = table.load(table.shipped_path()).devices[0]
     print(f"# {cuda.device_name()}; NN, padded operands; us per call")
-    print(f"{'dtype':8} {'shape':>14} {'kernel':6} {'tuner':>6} {'direct host/ev':>15} "
+    print(f"{'dtype':8} {'shape':>14} {'kernel':6} {'tuner':>6} {'planned host/ev':>15} "
           f"{'replay host/ev':>15} {'GPU':>6}")  # fmt: skip
     for dtype in args.dtype:
         entries = {e.shape: e for e in shipped.entries[table.key(dtype, False, False)]}
@@ -113,16 +112,15 @@ def main() -> int:
             for name, config in (("own", entry.own), ("cublas", table.CUBLAS)):
                 run = plans.launcher(runner.key, config)
                 tuner = runner._planned_ms(config) * 1e3
-                direct = run_us(lambda r=run, f=form: r(f.a, f.b, f.c, 1.0, 0.0, 0))
+                planned = run_us(lambda r=run, f=form: r(f.a, f.b, f.c, 1.0, 0.0, 0))
                 replay = _replay(driver, run, form)
                 gpu = _gpu_us(driver, run, form)
-                print(f"{dtype:8} {text:>14} {name:6} {tuner:6.2f} {direct[0]:7.2f} "
-                      f"{direct[1]:7.2f} {replay[0]:7.2f} {replay[1]:7.2f} {gpu:6.2f}",
+                print(f"{dtype:8} {text:>14} {name:6} {tuner:6.2f} {planned[0]:7.2f} "
+                      f"{planned[1]:7.2f} {replay[0]:7.2f} {replay[1]:7.2f} {gpu:6.2f}",
                       flush=True)  # fmt: skip
             del runner
     return 0
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     sys.exit(main())

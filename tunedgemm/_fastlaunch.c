@@ -248,9 +248,9 @@ static PyTypeObject KernelType = {
     .tp_new = kernel_new,
 };
 
-/* --- LtMatmul: one cuBLASLt algorithm for one product ----------------------------------- */
+/* --- Graphs: the last few distinct repeated calls of one launcher, as CUDA graphs ------- */
 
-/* The driver's graph calls, in the order LtMatmul takes their addresses. */
+/* The driver's graph calls, in the order LtMatmul and Replay take their addresses. */
 enum { G_LAUNCH, G_IS_CAPTURING, G_STREAM_CREATE, G_STREAM_DESTROY, G_BEGIN, G_END,
        G_INSTANTIATE, G_GRAPH_DESTROY, G_EXEC_DESTROY, G_CALLS };
 typedef int (*graph_launch_t)(void *exec, void *stream);
@@ -261,11 +261,11 @@ typedef int (*begin_capture_t)(void *stream, int mode);
 typedef int (*end_capture_t)(void *stream, void **graph);
 typedef int (*instantiate_t)(void **exec, void *graph, unsigned long long flags);
 
-#define GRAPH_SLOTS 8          /* distinct repeated calls kept per algorithm */
+#define GRAPH_SLOTS 8          /* distinct repeated calls kept per launcher */
 #define CU_STREAM_NON_BLOCKING 1
 #define CAPTURE_MODE_RELAXED 2 /* our capture forbids nothing to other threads */
 /* Calls that never repeat would each be captured once and evicted: after this many
- * captures, an algorithm whose replays are fewer than two a capture stops capturing. */
+ * captures, a launcher whose replays are fewer than two a capture stops capturing. */
 #define CAPTURES_BEFORE_CHECK 64
 
 typedef struct {
@@ -281,6 +281,149 @@ same_call(const CallKey *x, const CallKey *y)
            memcmp(&x->beta, &y->beta, sizeof x->beta) == 0;
 }
 
+/* Queues key's call on `stream` (the capture stream while capturing, else key's own);
+ * 0 on success. Called with the GIL held. */
+typedef int (*queue_call_t)(PyObject *owner, const CallKey *key, void *stream);
+
+/* The graphs of one launcher (graphs == 0: none). The GIL is held from lookup to launch, so
+ * no other thread evicts a graph in between; `busy` keeps a second thread from capturing
+ * while one does (a queue written in Python may let other threads run). */
+typedef struct {
+    int graphs, capturing, busy;
+    void *calls[G_CALLS];
+    void *capture_stream;
+    CallKey keys[GRAPH_SLOTS], recent[GRAPH_SLOTS]; /* graphs' calls; calls seen lately */
+    void *execs[GRAPH_SLOTS];
+    int next_slot, next_recent, recent_count;
+    unsigned long long captures, replays;
+} Graphs;
+
+/* Takes the addresses of graph_calls (None: replay off); -1 with an exception set where it is
+ * neither None nor a tuple of G_CALLS addresses. */
+static int
+graphs_init(Graphs *g, PyObject *graph_calls)
+{
+    if (graph_calls == Py_None)
+        return 0;
+    if (!PyTuple_Check(graph_calls) || PyTuple_GET_SIZE(graph_calls) != G_CALLS) {
+        PyErr_Format(PyExc_TypeError, "graph_calls: None or a tuple of %d addresses", G_CALLS);
+        return -1;
+    }
+    for (int i = 0; i < G_CALLS; i++)
+        if (address(PyTuple_GET_ITEM(graph_calls, i), &g->calls[i]) < 0)
+            return -1;
+    g->graphs = g->capturing = 1;
+    for (int i = 0; i < G_CALLS; i++)
+        if (g->calls[i] == NULL)
+            g->graphs = 0;
+    return 0;
+}
+
+/* The slot of the graph of `key`'s call, captured now; -1 where capture fails (graphs are
+ * then off for this launcher, and the caller makes the call directly). */
+static int
+graphs_capture(Graphs *g, const CallKey *key, queue_call_t queue, PyObject *owner)
+{
+    void **calls = g->calls;
+    if (g->capture_stream == NULL &&
+        ((stream_create_t)calls[G_STREAM_CREATE])(&g->capture_stream, CU_STREAM_NON_BLOCKING)) {
+        g->capture_stream = NULL;
+        g->graphs = 0;
+        return -1;
+    }
+    if (((begin_capture_t)calls[G_BEGIN])(g->capture_stream, CAPTURE_MODE_RELAXED)) {
+        g->graphs = 0;
+        return -1;
+    }
+    g->busy = 1;
+    int status = queue(owner, key, g->capture_stream);
+    g->busy = 0;
+    void *graph = NULL, *exec = NULL;
+    int ended = ((end_capture_t)calls[G_END])(g->capture_stream, &graph);
+    int made = status || ended || graph == NULL
+                   ? -1
+                   : ((instantiate_t)calls[G_INSTANTIATE])(&exec, graph, 0);
+    if (graph != NULL)
+        ((destroy_t)calls[G_GRAPH_DESTROY])(graph); /* the executable graph is a copy */
+    if (made != 0) {
+        g->graphs = 0;
+        return -1;
+    }
+    int slot = g->next_slot;
+    if (g->execs[slot] != NULL)
+        ((destroy_t)calls[G_EXEC_DESTROY])(g->execs[slot]);
+    g->execs[slot] = exec;
+    g->keys[slot] = *key;
+    g->next_slot = (slot + 1) % GRAPH_SLOTS;
+    if (++g->captures >= CAPTURES_BEFORE_CHECK && g->replays < 2 * g->captures)
+        g->capturing = 0;
+    return slot;
+}
+
+/* 1 where the call was queued as a graph (*status: the launch's CUresult), else 0. */
+static int
+graphs_replay(Graphs *g, const CallKey *key, queue_call_t queue, PyObject *owner, int *status)
+{
+    if (g->busy)
+        return 0;
+    int slot = -1;
+    for (int i = 0; i < GRAPH_SLOTS; i++)
+        if (g->execs[i] != NULL && same_call(&g->keys[i], key)) {
+            slot = i;
+            break;
+        }
+    if (slot < 0) {
+        int seen = 0;
+        for (int i = 0; i < g->recent_count && !seen; i++)
+            seen = same_call(&g->recent[i], key);
+        if (!seen) {
+            g->recent[g->next_recent] = *key;
+            g->next_recent = (g->next_recent + 1) % GRAPH_SLOTS;
+            if (g->recent_count < GRAPH_SLOTS)
+                g->recent_count++;
+        }
+        if (!(seen && g->capturing))
+            return 0;
+    }
+    /* A stream being captured (the caller's own graph) records the direct call instead. */
+    int capture_status = 0;
+    if (((is_capturing_t)g->calls[G_IS_CAPTURING])(key->stream, &capture_status) ||
+        capture_status != 0)
+        return 0;
+    if (slot < 0 && (slot = graphs_capture(g, key, queue, owner)) < 0)
+        return 0;
+    *status = ((graph_launch_t)g->calls[G_LAUNCH])(g->execs[slot], key->stream);
+    if (*status != 0) { /* never again for this launcher; the direct call reports errors */
+        g->graphs = 0;
+        return 0;
+    }
+    g->replays++;
+    return 1;
+}
+
+/* (captures, replays, on): what graph replay has done so far. */
+static PyObject *
+graphs_counts(const Graphs *g)
+{
+    return Py_BuildValue("(KKO)", g->captures, g->replays, g->graphs ? Py_True : Py_False);
+}
+
+static void
+graphs_free(Graphs *g)
+{
+    for (int i = 0; i < GRAPH_SLOTS; i++)
+        if (g->execs[i] != NULL) {
+            ((destroy_t)g->calls[G_EXEC_DESTROY])(g->execs[i]);
+            g->execs[i] = NULL;
+        }
+    if (g->capture_stream != NULL) {
+        ((destroy_t)g->calls[G_STREAM_DESTROY])(g->capture_stream);
+        g->capture_stream = NULL;
+    }
+}
+
+/* --- LtMatmul: one cuBLASLt algorithm for one product ----------------------------------- */
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -288,109 +431,29 @@ typedef struct {
     void *handle, *desc, *a_layout, *b_layout, *c_layout, *algo;
     size_t workspace_size;
     int is_double;
-    /* Graph replay (graphs == 0: none). The GIL is held from lookup to launch, so no other
-     * thread evicts a graph in between. */
-    int graphs, capturing;
-    void *calls[G_CALLS];
-    void *capture_stream;
-    CallKey keys[GRAPH_SLOTS], recent[GRAPH_SLOTS]; /* graphs' calls; calls seen lately */
-    void *execs[GRAPH_SLOTS];
-    int next_slot, next_recent, recent_count;
-    unsigned long long captures, replays;
+    Graphs graphs;
 } LtMatmul;
 
+/* cublasLtMatmul of key's call on `stream`. alpha and beta are host scalars, which cuBLASLt
+ * reads before it returns: a captured call holds their values. */
 static int
-lt_direct(LtMatmul *self, const CallKey *key, const void *alpha_p, const void *beta_p)
+lt_direct(LtMatmul *self, const CallKey *key, void *stream)
 {
+    float alpha_f = (float)key->alpha, beta_f = (float)key->beta;
+    const void *alpha_p = self->is_double ? (const void *)&key->alpha : (const void *)&alpha_f;
+    const void *beta_p = self->is_double ? (const void *)&key->beta : (const void *)&beta_f;
     return self->matmul(self->handle, self->desc, alpha_p, key->a, self->a_layout, key->b,
                         self->b_layout, beta_p, key->c, self->c_layout, key->c, self->c_layout,
-                        self->algo, key->workspace, self->workspace_size, key->stream);
+                        self->algo, key->workspace, self->workspace_size, stream);
 }
 
-/* The slot of the graph of `key`'s call, captured now; -1 where capture fails (graphs are
- * then off for this algorithm, and the caller calls cuBLASLt directly). */
 static int
-lt_capture(LtMatmul *self, const CallKey *key, const void *alpha_p, const void *beta_p)
+lt_queue(PyObject *owner, const CallKey *key, void *stream)
 {
-    void **g = self->calls;
-    if (self->capture_stream == NULL &&
-        ((stream_create_t)g[G_STREAM_CREATE])(&self->capture_stream, CU_STREAM_NON_BLOCKING)) {
-        self->capture_stream = NULL;
-        self->graphs = 0;
-        return -1;
-    }
-    if (((begin_capture_t)g[G_BEGIN])(self->capture_stream, CAPTURE_MODE_RELAXED)) {
-        self->graphs = 0;
-        return -1;
-    }
-    CallKey on_capture = *key;
-    on_capture.stream = self->capture_stream;
-    int status = lt_direct(self, &on_capture, alpha_p, beta_p);
-    void *graph = NULL, *exec = NULL;
-    int ended = ((end_capture_t)g[G_END])(self->capture_stream, &graph);
-    int made = status || ended || graph == NULL
-                   ? -1
-                   : ((instantiate_t)g[G_INSTANTIATE])(&exec, graph, 0);
-    if (graph != NULL)
-        ((destroy_t)g[G_GRAPH_DESTROY])(graph); /* the executable graph is a copy */
-    if (made != 0) {
-        self->graphs = 0;
-        return -1;
-    }
-    int slot = self->next_slot;
-    if (self->execs[slot] != NULL)
-        ((destroy_t)g[G_EXEC_DESTROY])(self->execs[slot]);
-    self->execs[slot] = exec;
-    self->keys[slot] = *key;
-    self->next_slot = (slot + 1) % GRAPH_SLOTS;
-    if (++self->captures >= CAPTURES_BEFORE_CHECK && self->replays < 2 * self->captures)
-        self->capturing = 0;
-    return slot;
+    return lt_direct((LtMatmul *)owner, key, stream);
 }
 
-/* 1 where the call was queued as a graph (*status: the launch's CUresult), else 0. */
-static int
-lt_replay(LtMatmul *self, const CallKey *key, const void *alpha_p, const void *beta_p,
-          int *status)
-{
-    int slot = -1;
-    for (int i = 0; i < GRAPH_SLOTS; i++)
-        if (self->execs[i] != NULL && same_call(&self->keys[i], key)) {
-            slot = i;
-            break;
-        }
-    if (slot < 0) {
-        int seen = 0;
-        for (int i = 0; i < self->recent_count && !seen; i++)
-            seen = same_call(&self->recent[i], key);
-        if (!seen) {
-            self->recent[self->next_recent] = *key;
-            self->next_recent = (self->next_recent + 1) % GRAPH_SLOTS;
-            if (self->recent_count < GRAPH_SLOTS)
-                self->recent_count++;
-        }
-        if (!(seen && self->capturing))
-            return 0;
-    }
-    /* A stream being captured (the caller's own graph) records the direct call instead. */
-    int capture_status = 0;
-    if (((is_capturing_t)self->calls[G_IS_CAPTURING])(key->stream, &capture_status) ||
-        capture_status != 0)
-        return 0;
-    if (slot < 0 && (slot = lt_capture(self, key, alpha_p, beta_p)) < 0)
-        return 0;
-    *status = ((graph_launch_t)self->calls[G_LAUNCH])(self->execs[slot], key->stream);
-    if (*status != 0) { /* never again for this algorithm; the direct call reports errors */
-        self->graphs = 0;
-        return 0;
-    }
-    self->replays++;
-    return 1;
-}
-
-/* lt(a, b, c, alpha, beta, workspace, stream) -> status: D = C in place (0 on success).
- * alpha and beta are host scalars, which cuBLASLt reads before it returns: they live on
- * this stack (a captured call holds their values). */
+/* lt(a, b, c, alpha, beta, workspace, stream) -> status: D = C in place (0 on success). */
 static PyObject *
 lt_call(PyObject *self_object, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -408,14 +471,11 @@ lt_call(PyObject *self_object, PyObject *const *args, size_t nargsf, PyObject *k
     key.beta = PyFloat_AsDouble(args[4]);
     if (PyErr_Occurred())
         return NULL;
-    float alpha_f = (float)key.alpha, beta_f = (float)key.beta;
-    const void *alpha_p = self->is_double ? (const void *)&key.alpha : (const void *)&alpha_f;
-    const void *beta_p = self->is_double ? (const void *)&key.beta : (const void *)&beta_f;
     int status;
-    if (self->graphs && lt_replay(self, &key, alpha_p, beta_p, &status))
+    if (self->graphs.graphs && graphs_replay(&self->graphs, &key, lt_queue, self_object, &status))
         return PyLong_FromLong(status);
     Py_BEGIN_ALLOW_THREADS
-    status = lt_direct(self, &key, alpha_p, beta_p);
+    status = lt_direct(self, &key, key.stream);
     Py_END_ALLOW_THREADS
     return PyLong_FromLong(status);
 }
@@ -425,9 +485,7 @@ static PyObject *
 lt_graph_counts(PyObject *self_object, PyObject *unused)
 {
     (void)unused;
-    LtMatmul *self = (LtMatmul *)self_object;
-    return Py_BuildValue("(KKO)", self->captures, self->replays,
-                         self->graphs ? Py_True : Py_False);
+    return graphs_counts(&((LtMatmul *)self_object)->graphs);
 }
 
 static PyMethodDef lt_methods[] = {
@@ -440,12 +498,7 @@ static PyMethodDef lt_methods[] = {
 static void
 lt_dealloc(PyObject *self_object)
 {
-    LtMatmul *self = (LtMatmul *)self_object;
-    for (int i = 0; i < GRAPH_SLOTS; i++)
-        if (self->execs[i] != NULL)
-            ((destroy_t)self->calls[G_EXEC_DESTROY])(self->execs[i]);
-    if (self->capture_stream != NULL)
-        ((destroy_t)self->calls[G_STREAM_DESTROY])(self->capture_stream);
+    graphs_free(&((LtMatmul *)self_object)->graphs);
     Py_TYPE(self_object)->tp_free(self_object);
 }
 
@@ -463,11 +516,6 @@ lt_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
                           &objects[3], &objects[4], &objects[5], &objects[6], &workspace_size,
                           &is_double, &graph_calls))
         return NULL;
-    if (graph_calls != Py_None &&
-        (!PyTuple_Check(graph_calls) || PyTuple_GET_SIZE(graph_calls) != G_CALLS)) {
-        PyErr_Format(PyExc_TypeError, "graph_calls: None or a tuple of %d addresses", G_CALLS);
-        return NULL;
-    }
     LtMatmul *self = (LtMatmul *)type->tp_alloc(type, 0); /* zeroed: no graphs yet */
     if (self == NULL)
         return NULL;
@@ -479,16 +527,9 @@ lt_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         Py_DECREF(self);
         return NULL;
     }
-    if (graph_calls != Py_None) {
-        for (int i = 0; i < G_CALLS; i++)
-            if (address(PyTuple_GET_ITEM(graph_calls, i), &self->calls[i]) < 0) {
-                Py_DECREF(self);
-                return NULL;
-            }
-        self->graphs = self->capturing = 1;
-        for (int i = 0; i < G_CALLS; i++)
-            if (self->calls[i] == NULL)
-                self->graphs = 0;
+    if (graphs_init(&self->graphs, graph_calls) < 0) {
+        Py_DECREF(self);
+        return NULL;
     }
     self->vectorcall = lt_call;
     self->matmul = (lt_matmul_t)matmul;
@@ -515,21 +556,172 @@ static PyTypeObject LtMatmulType = {
     .tp_methods = lt_methods,
 };
 
+/* --- Replay: an own kernel's launches for one product, replayed as graphs -------------- */
+
+/* The launches are queued by a Python callable, queue(a, b, c, alpha, beta, stream, home):
+ * the product's kernels on `stream` with the workspace of stream `home` (the stream the
+ * call was made on: while capturing, `stream` is the capture stream, and the graph, replayed
+ * on `home`, must use home's workspace). */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *queue;
+    Graphs graphs;
+} Replay;
+
+static int
+replay_queue(PyObject *owner, const CallKey *key, void *stream)
+{
+    PyObject *args[7] = {PyLong_FromVoidPtr(key->a), PyLong_FromVoidPtr(key->b),
+                         PyLong_FromVoidPtr(key->c), PyFloat_FromDouble(key->alpha),
+                         PyFloat_FromDouble(key->beta), PyLong_FromVoidPtr(stream),
+                         PyLong_FromVoidPtr(key->stream)};
+    PyObject *result = NULL;
+    int made = 1;
+    for (int i = 0; i < 7; i++)
+        made = made && args[i] != NULL;
+    if (made)
+        result = PyObject_Vectorcall(((Replay *)owner)->queue, args, 7, NULL);
+    for (int i = 0; i < 7; i++)
+        Py_XDECREF(args[i]);
+    if (result == NULL) { /* capture fails; the direct call that follows raises it again */
+        PyErr_Clear();
+        return -1;
+    }
+    Py_DECREF(result);
+    return 0;
+}
+
+/* replay(a, b, c, alpha, beta, stream[, workspace]) -> None: the product's launches on
+ * `stream`, replayed from a graph where the call (workspace included) repeats one of the last
+ * few; otherwise queue(a, b, c, alpha, beta, stream, stream). */
+static PyObject *
+replay_call(PyObject *self_object, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Replay *self = (Replay *)self_object;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if ((nargs != 6 && nargs != 7) || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "replay(a, b, c, alpha, beta, stream[, workspace])");
+        return NULL;
+    }
+    if (self->graphs.graphs) {
+        CallKey key;
+        key.workspace = NULL;
+        if (address(args[0], &key.a) < 0 || address(args[1], &key.b) < 0 ||
+            address(args[2], &key.c) < 0 || address(args[5], &key.stream) < 0 ||
+            (nargs == 7 && address(args[6], &key.workspace) < 0))
+            return NULL;
+        key.alpha = PyFloat_AsDouble(args[3]);
+        key.beta = PyFloat_AsDouble(args[4]);
+        if (PyErr_Occurred())
+            return NULL;
+        int status;
+        if (graphs_replay(&self->graphs, &key, replay_queue, self_object, &status))
+            Py_RETURN_NONE;
+    }
+    PyObject *direct[7] = {args[0], args[1], args[2], args[3], args[4], args[5], args[5]};
+    return PyObject_Vectorcall(self->queue, direct, 7, NULL);
+}
+
+static PyObject *
+replay_graph_counts(PyObject *self_object, PyObject *unused)
+{
+    (void)unused;
+    return graphs_counts(&((Replay *)self_object)->graphs);
+}
+
+static PyMethodDef replay_methods[] = {
+    {"graph_counts", replay_graph_counts, METH_NOARGS,
+     "(captures, replays, on): the graphs captured and replayed so far, and whether replay "
+     "is still on."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* The queue may hold the object that holds this one (a plan's launcher): a cycle that
+ * Python's collector must see. */
+static int
+replay_traverse(PyObject *self_object, visitproc visit, void *arg)
+{
+    Py_VISIT(((Replay *)self_object)->queue);
+    return 0;
+}
+
+static int
+replay_clear(PyObject *self_object)
+{
+    Py_CLEAR(((Replay *)self_object)->queue);
+    return 0;
+}
+
+static void
+replay_dealloc(PyObject *self_object)
+{
+    PyObject_GC_UnTrack(self_object);
+    graphs_free(&((Replay *)self_object)->graphs);
+    replay_clear(self_object);
+    Py_TYPE(self_object)->tp_free(self_object);
+}
+
+static PyObject *
+replay_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *queue, *graph_calls = Py_None;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Replay takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O|O", &queue, &graph_calls))
+        return NULL;
+    if (!PyCallable_Check(queue)) {
+        PyErr_SetString(PyExc_TypeError, "Replay: queue must be callable");
+        return NULL;
+    }
+    Replay *self = (Replay *)type->tp_alloc(type, 0); /* zeroed: no graphs yet */
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = replay_call;
+    self->queue = Py_NewRef(queue);
+    if (graphs_init(&self->graphs, graph_calls) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyTypeObject ReplayType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tunedgemm._fastlaunch.Replay",
+    .tp_doc = "Replay(queue[, graph_calls]): call as replay(a, b, c, alpha, beta, stream"
+              "[, workspace]); queue(a, b, c, alpha, beta, stream, home) queues the product's "
+              "launches on stream with home's workspace. graph_calls: as LtMatmul's.",
+    .tp_basicsize = sizeof(Replay),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_vectorcall_offset = offsetof(Replay, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = replay_new,
+    .tp_dealloc = replay_dealloc,
+    .tp_traverse = replay_traverse,
+    .tp_clear = replay_clear,
+    .tp_methods = replay_methods,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "tunedgemm._fastlaunch",
-    "cuLaunchKernel and cublasLtMatmul (or its captured graph) called from C (see tunedgemm/_fastlaunch.c).", -1, NULL,
+    "cuLaunchKernel and cublasLtMatmul, or their captured graphs, called from C (see tunedgemm/_fastlaunch.c).", -1, NULL,
 };
 
 PyMODINIT_FUNC
 PyInit__fastlaunch(void)
 {
-    if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&LtMatmulType) < 0)
+    if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&LtMatmulType) < 0 ||
+        PyType_Ready(&ReplayType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "Kernel", (PyObject *)&KernelType) < 0 ||
-        PyModule_AddObjectRef(m, "LtMatmul", (PyObject *)&LtMatmulType) < 0) {
+        PyModule_AddObjectRef(m, "LtMatmul", (PyObject *)&LtMatmulType) < 0 ||
+        PyModule_AddObjectRef(m, "Replay", (PyObject *)&ReplayType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -16,3 +16,10 @@ class LtMatmul:
     def __call__(self, a: Any, b: Any, c: Any, alpha: float, beta: float, workspace: Any,
                  stream: int, /) -> int: ...  # fmt: skip
     def graph_counts(self) -> tuple[int, int, bool]: ...
+
+class Replay:
+    def __init__(self, queue: Any, graph_calls: tuple[int, ...] | None = None,
+                 /) -> None: ...  # fmt: skip
+    def __call__(self, a: Any, b: Any, c: Any, alpha: float, beta: float, stream: int,
+                 workspace: Any = 0, /) -> None: ...  # fmt: skip
+    def graph_counts(self) -> tuple[int, int, bool]: ...

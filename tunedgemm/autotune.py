@@ -177,7 +177,7 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     to compile or run costs infinity, one that drops out (PRUNE_ABOVE) its first round's.
     `rounds` turns each, back and forth; `expected_ms` (each candidate's time, as far as
     known) sizes the first round's warm-up as the later ones' are (SETTLE_MS)."""
-    from . import _driver, cublaslt, cuda, launch, reference
+    from . import _driver, cublaslt, cuda, launch, plans, reference
     from .compiler import precompile
     from .timing import samples
 
@@ -211,8 +211,14 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
             works.append(None)
             continue
 
-        def work(config: Config = config, kernels: Any = kernels) -> None:
-            if kernels is not None:
+        # Repeated as calls repeat them, own launches are replayed as graphs, as plans
+        # replay them (plans.replayed): the host time timed is the replay's.
+        replay = plans.replayed(_queue_of(kernels, trial, workspace_ptr)) if kernels else None
+
+        def work(config: Config = config, kernels: Any = kernels, replay: Any = replay) -> None:
+            if replay is not None:
+                replay(trial.a, trial.b, trial.c, 1.0, 0.0, handle, workspace_ptr)
+            elif kernels is not None:
                 kernels(trial, 1.0, 0.0, handle, workspace_ptr)
             elif getattr(config, "is_cublas", False):  # one cuBLASLt algorithm
                 config(trial.a, trial.b, trial.c, 1.0, 0.0, handle)  # type: ignore[operator]
@@ -252,6 +258,15 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     del scratch, workspace  # every timed launch has finished: the timing waited for the last
     return [call_cost(statistics.median(gpu_ms[i]), min(host_ms[i])) if work is not None
             else math.inf for i, work in enumerate(works)]  # fmt: skip
+
+
+def _queue_of(kernels: Any, form: BlasForm, workspace: int) -> Any:
+    """A Replay's queue for an own launcher on this form's operands."""
+
+    def queue(a: int, b: int, c: int, alpha: float, beta: float, s: int, home: int) -> None:
+        kernels(form, alpha, beta, s, workspace, home)
+
+    return queue
 
 
 def settle_launches(expected_ms: float) -> int:

@@ -141,7 +141,9 @@ class GemmLauncher:
                 f"ii{real}Pi{real}Pi", (REDUCE_THREADS, 1, 1), 0)  # fmt: skip
 
     def __call__(self, form: BlasForm, alpha: float, beta: float, stream: int,
-                 workspace: int = 0) -> None:  # fmt: skip
+                 workspace: int = 0, home: int | None = None) -> None:  # fmt: skip
+        """The launches on stream; fused split-K's tile flags are those of stream `home`
+        (default: stream), the stream a graph captured on another is replayed on."""
         m, n, p = form.m, form.n, self.plan
         if self.fixup is not None:
             self._stream_k(form, alpha, beta, stream, workspace)
@@ -157,7 +159,8 @@ class GemmLauncher:
         if self.fused:  # one launch: the tile's last k-slice block sums the slices
             self.gemm.launch(grid, stream, (m, n, form.k, alpha, form.a, form.lda, form.b,
                              form.ldb, beta, workspace, ldw, form.c, form.ldc,
-                             splitk_flags(stream, grid[0] * grid[1])))  # fmt: skip
+                             splitk_flags(stream if home is None else home,
+                                          grid[0] * grid[1])))  # fmt: skip
             return
         assert self.reduce is not None
         self.gemm.launch(grid, stream, (m, n, form.k, alpha, form.a, form.lda,

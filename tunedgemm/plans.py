@@ -537,10 +537,31 @@ def launcher(key: GemmKey, config: Any) -> Any:
     # One launch of one kernel: the grid worked out once, the arguments packed per call.
     grid, launch_gemm = own.plan.grid(m, n), own.gemm.launch
 
-    def run_one(a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+    def run_one(a: int, b: int, c: int, alpha: float, beta: float, s: int,
+                home: int = 0) -> None:  # fmt: skip
         launch_gemm(grid, s, (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
 
-    return run_one
+    return replayed(run_one) or run_one
+
+
+def replayed(queue: Any) -> Any:
+    """queue's launches behind graph replay (tunedgemm/_fastlaunch.c's Replay): a call that
+    repeats one of the last few (operands, scalars, stream, workspace) is captured once as a
+    CUDA graph and replayed from then on, about 1.7 us of host time a call where each
+    cuLaunchKernel took 3.4-4.8 on the H100 machine (benchmarks/probe_small_launch.py,
+    2026-11-27). None where TUNEDGEMM_GRAPHS is off or the C extension or the driver's graph
+    calls are missing. queue(a, b, c, alpha, beta, stream, home) queues the launches on stream
+    with the workspace of stream `home`."""
+    from . import _driver, cublaslt, settings
+
+    calls = _driver.graph_calls() if settings.get(cublaslt.GRAPHS_ENV) else None
+    if calls is None:
+        return None
+    try:
+        from . import _fastlaunch
+    except ImportError:
+        return None
+    return _fastlaunch.Replay(queue, calls)
 
 
 class _SplitK:
@@ -551,7 +572,7 @@ class _SplitK:
     kernels and the calls are bound by host time: the general launcher cost microseconds a
     call that the kernels do not.)"""
 
-    __slots__ = ("flags", "gemm", "key", "ldw", "reduce", "tiles", "workspaces")
+    __slots__ = ("flags", "gemm", "key", "ldw", "reduce", "replay", "tiles", "workspaces")
 
     def __init__(self, own: Any, key: GemmKey) -> None:
         from .launch import splitk_flags
@@ -563,16 +584,25 @@ class _SplitK:
         grid = p.grid(m, n)
         self.gemm, self.tiles = (own.gemm.launch, grid), grid[0] * grid[1]
         self.reduce = None if own.fused else (own.reduce.launch, p.reduce_grid(m, n))
+        self.replay = replayed(self.queue)  # (a cycle through self.queue that gc collects)
 
     def reserve(self, stream: int) -> None:
         self.workspaces(stream)
 
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+        if self.replay is None:
+            self.queue(a, b, c, alpha, beta, s, s)
+        else:
+            self.replay(a, b, c, alpha, beta, s, self.workspaces(s))
+
+    def queue(self, a: int, b: int, c: int, alpha: float, beta: float, s: int,
+              home: int) -> None:  # fmt: skip
+        """The launches on stream s with the workspace and tile flags of stream `home`."""
         key, ldw = self.key, self.ldw
-        workspace = self.workspaces(s)
+        workspace = self.workspaces(home)
         launch_gemm, grid = self.gemm
         if self.reduce is None:
-            flags = self.flags(s, self.tiles)
+            flags = self.flags(home, self.tiles)
             launch_gemm(grid, s, (key.m, key.n, key.k, alpha, a, key.lda, b, key.ldb, beta,
                                   workspace, ldw, c, key.ldc, flags))  # fmt: skip
             return

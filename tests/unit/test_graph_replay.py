@@ -181,3 +181,132 @@ def test_graphs_are_freed_with_the_algorithm():
         lt(100, 200, 300, 1.0, 0.0, None, 7)
     del lt
     assert CAPTURE_STREAM in driver.destroyed and 0x9001 + 0x100 in driver.destroyed
+
+
+class Queue:
+    """An own product's launches as plans.launcher's queue: records each call as (a, b, c,
+    alpha, beta, stream, home, under capture); `fail_on_capture` raises under capture."""
+
+    def __init__(self, driver: FakeDriver, fail_on_capture: bool = False) -> None:
+        self.driver, self.fail_on_capture = driver, fail_on_capture
+        self.calls: list[tuple] = []
+        self.replay = None  # where set, the queue calls it again under capture
+
+    def __call__(self, a, b, c, alpha, beta, stream, home):
+        self.calls.append((a, b, c, alpha, beta, stream, home, self.driver.in_capture))
+        if self.driver.in_capture and self.fail_on_capture:
+            raise RuntimeError("a launch failed under capture")
+        if self.driver.in_capture and self.replay is not None:
+            again, self.replay = self.replay, None
+            again(a, b, c, alpha, beta, home)  # another call while this one captures
+
+
+def test_an_own_products_repeated_call_is_captured_with_its_streams_workspace():
+    driver = FakeDriver()
+    queue = Queue(driver)
+    replay = fast.Replay(queue, driver.graph_calls)
+    for _ in range(4):
+        assert replay(100, 200, 300, 1.0, 0.0, 7, 64) is None
+    # Direct on stream 7; then captured on the capture stream with stream 7 as home (whose
+    # workspace the graph must use, as it is replayed on 7); then replayed.
+    assert queue.calls == [(100, 200, 300, 1.0, 0.0, 7, 7, False),
+                           (100, 200, 300, 1.0, 0.0, CAPTURE_STREAM, 7, True)]  # fmt: skip
+    assert [stream for _, stream in driver.launched] == [7, 7, 7]
+    assert replay.graph_counts() == (1, 3, True)
+
+
+@pytest.mark.parametrize("change", ["a", "c", "alpha", "beta", "stream", "workspace"])
+def test_an_own_call_that_differs_anywhere_is_another_graph(change):
+    driver = FakeDriver()
+    replay = fast.Replay(Queue(driver), driver.graph_calls)
+    base = dict(a=100, b=200, c=300, alpha=1.0, beta=0.0, stream=7, workspace=64)
+    other = {**base, change: {"alpha": 2.0, "beta": 0.5, "workspace": 128}.get(change, 999)}
+    for args in (base, base, other, other, base):
+        replay(*args.values())
+    # base: direct, then captured and launched, then replayed at the end; other likewise but
+    # for the last replay.
+    assert replay.graph_counts() == (2, 3, True)
+    assert len({graph for graph, _ in driver.launched}) == 2
+
+
+def test_without_a_workspace_argument_the_call_is_keyed_without_one():
+    driver = FakeDriver()
+    queue = Queue(driver)
+    replay = fast.Replay(queue, driver.graph_calls)
+    for _ in range(3):
+        replay(100, 200, 300, 1.0, 0.0, 7)
+    assert replay.graph_counts() == (1, 2, True) and len(queue.calls) == 2
+
+
+def test_a_queue_failing_under_capture_turns_replay_off_and_the_call_runs_directly():
+    driver = FakeDriver()
+    queue = Queue(driver, fail_on_capture=True)
+    replay = fast.Replay(queue, driver.graph_calls)
+    for _ in range(4):
+        assert replay(100, 200, 300, 1.0, 0.0, 7, 64) is None
+    direct = [call for call in queue.calls if not call[-1]]
+    assert len(direct) == 4 and not driver.launched
+    assert replay.graph_counts() == (0, 0, False)
+
+
+def test_a_direct_calls_error_reaches_the_caller():
+    driver = FakeDriver()
+
+    def queue(*args):
+        raise ValueError("no workspace")
+
+    replay = fast.Replay(queue, driver.graph_calls)
+    with pytest.raises(ValueError, match="no workspace"):
+        replay(100, 200, 300, 1.0, 0.0, 7)
+
+
+def test_a_call_made_while_another_captures_goes_direct():
+    driver = FakeDriver()
+    queue = Queue(driver)
+    replay = fast.Replay(queue, driver.graph_calls)
+    queue.replay = replay
+    for _ in range(2):
+        replay(100, 200, 300, 1.0, 0.0, 7)
+    # The nested call (as another thread's would) neither captured nor launched a graph.
+    assert queue.calls[-1] == (100, 200, 300, 1.0, 0.0, 7, 7, True)
+    assert replay.graph_counts() == (1, 1, True)
+
+
+def test_own_calls_on_a_stream_being_captured_and_without_graph_calls_go_direct():
+    for driver, graphs in ((FakeDriver(capturing=True), True), (FakeDriver(), False)):
+        queue = Queue(driver)
+        replay = fast.Replay(queue, driver.graph_calls if graphs else None)
+        for _ in range(3):
+            replay(100, 200, 300, 1.0, 0.0, 7)
+        assert len(queue.calls) == 3 and not driver.launched
+
+
+def test_a_launcher_holding_its_replay_is_collected_with_its_graphs():
+    import gc
+
+    driver = FakeDriver()
+
+    class Launcher:  # as plans._SplitK: it holds the replay, the replay its bound queue
+        def __init__(self):
+            self.replay = fast.Replay(self.queue, driver.graph_calls)
+
+        def queue(self, *args):
+            pass
+
+    launcher = Launcher()
+    for _ in range(2):
+        launcher.replay(100, 200, 300, 1.0, 0.0, 7)
+    del launcher
+    gc.collect()
+    assert CAPTURE_STREAM in driver.destroyed and 0x9001 + 0x100 in driver.destroyed
+
+
+def test_replay_checks_its_arguments():
+    driver = FakeDriver()
+    with pytest.raises(TypeError, match="callable"):
+        fast.Replay(5, driver.graph_calls)
+    with pytest.raises(TypeError, match="graph_calls"):
+        fast.Replay(Queue(driver), (1, 2))
+    replay = fast.Replay(Queue(driver), driver.graph_calls)
+    with pytest.raises(TypeError, match="stream"):
+        replay(100, 200, 300, 1.0, 0.0)
