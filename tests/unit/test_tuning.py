@@ -34,12 +34,18 @@ class ReplayRunner:
 
     def time_config(self, config: KernelConfig) -> float:
         self.timed.append(config)
+        return self._ms(config)
+
+    def _ms(self, config: KernelConfig) -> float:
         if str(config) in self.broken:
             return math.inf
         return self.recorded.get(str(config), 2.0 + (hash(str(config)) % 1000) / 1000)
 
     def time_cublas(self) -> float:
         return self.cublas_ms
+
+    def head_to_head(self, config: KernelConfig) -> tuple[float, float]:
+        return self._ms(config), self.cublas_ms
 
     def verify(self, config: KernelConfig | str) -> tuple[float, float]:
         return (math.inf, math.inf) if str(config) in self.broken else (1e-3, 1e-7)
@@ -554,3 +560,26 @@ def test_the_table_is_written_an_entry_a_line(tmp_path):
     lines = [line.strip().rstrip(",") for line in text.splitlines()]
     for entry in data["devices"][0]["entries"]["float32/NN"]:
         assert json.dumps(entry, separators=(",", ":")) in lines
+
+
+def test_the_own_winner_meets_cublas_in_turns_and_medians_decide():
+    """Runner.head_to_head: own and cuBLAS timed alternately, the order swapped each round;
+    one spike on either side does not decide the entry."""
+    from tunedgemm.tuning.runner import Runner
+
+    runner = Runner.__new__(Runner)  # no GPU: only the turn-taking is under test
+    order: list[str] = []
+    own_times, cublas_times = iter([5.0, 5.2, 5.1]), iter([4.3, 8.4, 4.4])
+
+    def own_ms(config):
+        order.append("own")
+        return next(own_times)
+
+    def cublas_ms():
+        order.append("cublas")
+        return next(cublas_times)
+
+    runner._planned_ms, runner.time_cublas = own_ms, cublas_ms
+    config = selection.default_config("float32")
+    assert runner.head_to_head(config) == (5.1, 4.4)
+    assert order == ["own", "cublas", "cublas", "own", "own", "cublas"]

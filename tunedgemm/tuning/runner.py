@@ -18,6 +18,7 @@ from .space import Shape
 
 L2_BYTES = 50 * 2**20
 MAX_OPERAND_SETS = 8
+HEAD_TO_HEAD_ROUNDS = 3  # own winner against cuBLAS, in turn (Runner.head_to_head)
 
 
 class Runner:
@@ -84,6 +85,21 @@ class Runner:
             return self._planned_ms(table.CUBLAS)
         mode = "tf32" if self.precision == "tf32" else "ieee"  # 3xtf32's rival: SGEMM
         return self._median_ms(lambda p: reference.gemm(p.form, p.dtype, 1.0, 0.0, None, mode))
+
+    def head_to_head(self, config: KernelConfig, rounds: int = HEAD_TO_HEAD_ROUNDS,
+                     ) -> tuple[float, float]:  # fmt: skip
+        """(config's ms, cuBLAS's ms), each the median of `rounds` timings taken in turn,
+        the order swapped each round. The search's best own time is the least of a few
+        dozen noisy timings and cuBLAS's a single one: at launch-bound shapes that
+        difference decided entries (a cuBLAS timing of 8.4 us where it runs 4.3, 2026-11-27),
+        so the final comparison times both alike."""
+        own: list[float] = []
+        cublas: list[float] = []
+        for round_ in range(rounds):
+            pair = ((own, lambda: self._planned_ms(config)), (cublas, self.time_cublas))
+            for times, time_one in pair if round_ % 2 == 0 else reversed(pair):
+                times.append(time_one())
+        return statistics.median(own), statistics.median(cublas)
 
     def verify(self, config: KernelConfig | str) -> tuple[float, float]:
         """(error vs float64, error vs cuBLAS) of config on operands whose C is poisoned with
