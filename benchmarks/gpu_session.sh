@@ -22,7 +22,7 @@
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-large
 # (bench_kernels --dmma-large), dgemm-probe (what autotuning times and keeps at the DGEMM
 # squares, probe_dgemm_squares.py), retune (the tuner regenerates the table's IEEE entries,
-# RETUNE_* settings; see the step),
+# RETUNE_* settings; see the step), retune-small (retune on the table's launch-bound entries),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
@@ -289,6 +289,17 @@ PY
             --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
         echo "retune: exit $?"; tail -5 "$OUT/retune.txt"
         [ "${RETUNE_INSTALL:-0}" = 1 ] && cp "$OUT/tuned.json" tunedgemm/tables/tuned.json ;;
+    retune-small)  # the retune step on the table's launch-bound entries (cuBLAS under
+        # SMALL_BELOW ms, default 0.02; benchmarks/small_entries.py): NN's, then NT/TN/TT's,
+        # both dtypes, each installed for what follows (retune-nn.txt, retune.txt; the
+        # checkpoint holds both)
+        nn=$(python3 benchmarks/small_entries.py --pairs NN --below ${SMALL_BELOW:-0.02})
+        other=$(python3 benchmarks/small_entries.py --pairs NT TN TT --below ${SMALL_BELOW:-0.02})
+        RETUNE_TRANS=NN RETUNE_SHAPES=$nn RETUNE_MINUTES=${RETUNE_MINUTES:-3} RETUNE_INSTALL=1 \
+            bash "$0" retune
+        mv "$OUT/retune.txt" "$OUT/retune-nn.txt"
+        RETUNE_TRANS="NT TN TT" RETUNE_SHAPES=$other RETUNE_MINUTES=${RETUNE_MINUTES:-3} \
+            RETUNE_INSTALL=1 bash "$0" retune ;;
     random)  # issue 15's random-shape floors: bench_tuning on 24 fresh log-uniform shapes in
         # [32, 16384], own kernels and with cuBLAS as a candidate, no heatmap
         timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap ${RANDOM_SEED:+--seed $RANDOM_SEED} \
