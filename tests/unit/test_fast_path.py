@@ -497,14 +497,19 @@ class FakeGpu:
 
 @pytest.fixture(scope="module")
 def cublas_table(tmp_path_factory) -> str:
-    """The shipped table with every entry's choice cuBLAS (written once for the module): the
-    pretend GPU computes cuBLAS calls only, and the shipped table chooses own kernels at some
-    of the small shapes these tests use."""
+    """The shipped table with every entry's choice cuBLAS and every own config one launch
+    without a workspace (written once for the module): the pretend GPU computes cuBLAS calls
+    only and allocates no device memory, and the shipped table chooses own kernels, split-K
+    ones among them, at some of the small shapes these tests use."""
     data = json.loads(table.shipped_path().read_text())
     for device in data["devices"]:
         for entries in device["entries"].values():
             for entry in entries:
                 entry["choice"] = table.CUBLAS
+                for own in [entry["own"], *(top["config"] for top in entry.get("top", []))]:
+                    params = own["params"]
+                    params.update({name: 1 if name == "SPLIT_K" else 0 for name in
+                                   ("SPLIT_K", "STREAM_K", "SPLITK_FUSED") if name in params})
     path = tmp_path_factory.mktemp("tables") / "cublas.json"
     path.write_text(json.dumps(data))
     return str(path)
