@@ -98,8 +98,8 @@ _DECLARED = (
             "time the table's few best candidates on the first call of a shape (autotune)",
             decides=True),
     Setting("TUNEDGEMM_GRAPHS", _boolean, True, "1/0, yes/no, true/false, on/off",
-            "replay a repeated cuBLAS call (same operands, scalars and stream) as a captured "
-            "CUDA graph, which the host queues in a fraction of the time",
+            "replay a repeated cuBLAS or own-kernel call (same operands, scalars and stream) "
+            "as a captured CUDA graph, which the host queues in a fraction of the time",
             decides=True),
     Setting("TUNEDGEMM_DEVICE_MEMORY", _bytes, None, "a positive size such as 2G or 512M",
             "cap on the device memory a host call plans to use on each GPU (default: 80% of "
