@@ -401,12 +401,28 @@ graphs_replay(Graphs *g, const CallKey *key, queue_call_t queue, PyObject *owner
     return 1;
 }
 
-/* (captures, replays, on): what graph replay has done so far. */
+/* The head LtMatmul and Replay start with, so that one method serves both. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Graphs graphs;
+} GraphsHead;
+
+/* x.graph_counts() -> (captures, replays, on): what graph replay has done so far. */
 static PyObject *
-graphs_counts(const Graphs *g)
+graph_counts(PyObject *self_object, PyObject *unused)
 {
+    (void)unused;
+    const Graphs *g = &((GraphsHead *)self_object)->graphs;
     return Py_BuildValue("(KKO)", g->captures, g->replays, g->graphs ? Py_True : Py_False);
 }
+
+static PyMethodDef graphs_methods[] = {
+    {"graph_counts", graph_counts, METH_NOARGS,
+     "(captures, replays, on): the graphs captured and replayed so far, and whether replay "
+     "is still on."},
+    {NULL, NULL, 0, NULL},
+};
 
 static void
 graphs_free(Graphs *g)
@@ -427,11 +443,11 @@ graphs_free(Graphs *g)
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
+    Graphs graphs; /* (GraphsHead's fields first) */
     lt_matmul_t matmul;
     void *handle, *desc, *a_layout, *b_layout, *c_layout, *algo;
     size_t workspace_size;
     int is_double;
-    Graphs graphs;
 } LtMatmul;
 
 /* cublasLtMatmul of key's call on `stream`. alpha and beta are host scalars, which cuBLASLt
@@ -479,21 +495,6 @@ lt_call(PyObject *self_object, PyObject *const *args, size_t nargsf, PyObject *k
     Py_END_ALLOW_THREADS
     return PyLong_FromLong(status);
 }
-
-/* lt.graph_counts() -> (captures, replays, on): what graph replay has done so far. */
-static PyObject *
-lt_graph_counts(PyObject *self_object, PyObject *unused)
-{
-    (void)unused;
-    return graphs_counts(&((LtMatmul *)self_object)->graphs);
-}
-
-static PyMethodDef lt_methods[] = {
-    {"graph_counts", lt_graph_counts, METH_NOARGS,
-     "(captures, replays, on): the graphs captured and replayed so far, and whether replay "
-     "is still on."},
-    {NULL, NULL, 0, NULL},
-};
 
 static void
 lt_dealloc(PyObject *self_object)
@@ -553,7 +554,7 @@ static PyTypeObject LtMatmulType = {
     .tp_call = PyVectorcall_Call,
     .tp_new = lt_new,
     .tp_dealloc = lt_dealloc,
-    .tp_methods = lt_methods,
+    .tp_methods = graphs_methods,
 };
 
 /* --- Replay: an own kernel's launches for one product, replayed as graphs -------------- */
@@ -565,8 +566,8 @@ static PyTypeObject LtMatmulType = {
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
+    Graphs graphs; /* (GraphsHead's fields first) */
     PyObject *queue;
-    Graphs graphs;
 } Replay;
 
 static int
@@ -622,20 +623,6 @@ replay_call(PyObject *self_object, PyObject *const *args, size_t nargsf, PyObjec
     PyObject *direct[7] = {args[0], args[1], args[2], args[3], args[4], args[5], args[5]};
     return PyObject_Vectorcall(self->queue, direct, 7, NULL);
 }
-
-static PyObject *
-replay_graph_counts(PyObject *self_object, PyObject *unused)
-{
-    (void)unused;
-    return graphs_counts(&((Replay *)self_object)->graphs);
-}
-
-static PyMethodDef replay_methods[] = {
-    {"graph_counts", replay_graph_counts, METH_NOARGS,
-     "(captures, replays, on): the graphs captured and replayed so far, and whether replay "
-     "is still on."},
-    {NULL, NULL, 0, NULL},
-};
 
 /* The queue may hold the object that holds this one (a plan's launcher): a cycle that
  * Python's collector must see. */
@@ -702,7 +689,7 @@ static PyTypeObject ReplayType = {
     .tp_dealloc = replay_dealloc,
     .tp_traverse = replay_traverse,
     .tp_clear = replay_clear,
-    .tp_methods = replay_methods,
+    .tp_methods = graphs_methods,
 };
 
 static struct PyModuleDef module = {
