@@ -47,10 +47,12 @@ def _ok(code: int, what: str) -> None:
         raise RuntimeError(f"{what} failed ({code})")
 
 
-def captured(cuda: ctypes.CDLL, call) -> ctypes.c_void_p:
-    """The executable graph of what call(stream) queues."""
-    stream, graph, executable = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
-    _ok(cuda.cuStreamCreate(ctypes.byref(stream), CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+def captured(cuda: ctypes.CDLL, call, on: int | None = None) -> ctypes.c_void_p:
+    """The executable graph of what call(stream) queues, captured on the (non-default)
+    stream `on`, or on a stream made for it."""
+    stream, graph, executable = ctypes.c_void_p(on), ctypes.c_void_p(), ctypes.c_void_p()
+    if on is None:
+        _ok(cuda.cuStreamCreate(ctypes.byref(stream), CU_STREAM_NON_BLOCKING), "cuStreamCreate")
     _ok(cuda.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED), "BeginCapture")
     call(stream.value)
     _ok(cuda.cuStreamEndCapture(stream, ctypes.byref(graph)), "EndCapture")

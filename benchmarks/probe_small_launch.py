@@ -28,21 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from probe_call_cost import run_us
-from probe_graph_launch import _driver, _ok
+from probe_graph_launch import _driver, _ok, captured
 
-CU_STREAM_CAPTURE_MODE_RELAXED = 2
 SHAPES = "64x64x64,128x128x128,256x256x256,128x128x384,512x64x512,1024x128x128,384x384x128"
-
-
-def _capture(driver: ctypes.CDLL, stream: int, queue_calls) -> ctypes.c_void_p:
-    """The executable graph of what queue_calls(stream) queues on the (non-default) stream."""
-    graph, executable = ctypes.c_void_p(), ctypes.c_void_p()
-    _ok(driver.cuStreamBeginCapture_v2(ctypes.c_void_p(stream), CU_STREAM_CAPTURE_MODE_RELAXED),
-        "BeginCapture")  # fmt: skip
-    queue_calls(stream)
-    _ok(driver.cuStreamEndCapture(ctypes.c_void_p(stream), ctypes.byref(graph)), "EndCapture")
-    _ok(driver.cuGraphInstantiateWithFlags(ctypes.byref(executable), graph, 0), "Instantiate")
-    return executable
 
 
 def _gpu_us(driver: ctypes.CDLL, run, form, calls: int = 20) -> float:
@@ -58,7 +46,7 @@ def _gpu_us(driver: ctypes.CDLL, run, form, calls: int = 20) -> float:
         for _ in range(calls):
             run(form.a, form.b, form.c, 1.0, 0.0, s)
 
-    graph = _capture(driver, handle, queue)
+    graph = captured(driver, queue, handle)
     best = float("inf")
     for _ in range(5):
         start, stop = drv.Event(), drv.Event()
@@ -78,7 +66,7 @@ def _replay(driver: ctypes.CDLL, run, form) -> tuple[float, float]:
     handle = int(stream.handle)
     run(form.a, form.b, form.c, 1.0, 0.0, handle)
     stream.synchronize()
-    graph = _capture(driver, handle, lambda s: run(form.a, form.b, form.c, 1.0, 0.0, s))
+    graph = captured(driver, lambda s: run(form.a, form.b, form.c, 1.0, 0.0, s), handle)
     launch, raw = driver.cuGraphLaunch, ctypes.c_void_p(handle)
     return run_us(lambda: launch(graph, raw))
 
