@@ -15,6 +15,10 @@ timed once there
 table's entries whose choice is an own kernel is printed and recorded per dtype.
 Each own config runs as a planned call launches it (plans.launcher, its split-K workspace
 kept), cuBLAS through scikit-cuda's binding (reference.direct), both on the same operands.
+Issue 15's floors are on the public call: "public" is sgemm/dgemm(1.0, a, b, c=c,
+overwrite_c=1) on the same device buffers (a user's column-major device arrays, through
+__cuda_array_interface__), planned afresh with own kernels only and again with cuBLAS
+allowed, its result checked against a float64 product.
 Every time is per call in a run of calls (tunedgemm.timing.call_ms): the GPU's time by CUDA
 events, or the host's time to queue the call where that is longer (launch-bound calls); the
 least of MEASUREMENTS such medians, since on the lent machines one median in a few comes out
@@ -153,7 +157,92 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
                        if reference.status()[0] else math.nan)  # fmt: skip
     # What the call runs, cuBLAS included (through cuBLASLt as plans call it: plans.launcher).
     times["table"] = timed(final)
+    # The public call itself, own kernels only, then with cuBLAS allowed (issue 15's floors).
+    for name, allowed in (("public", False), ("public_auto", True)):
+        with cublas_setting(allowed):
+            call = public_call(problem)
+            times[name] = best(call)
+            times[f"{name}_choice"] = _public_choice(problem)  # type: ignore[assignment]
     return times
+
+
+class DeviceView:
+    """A column-major view of a device buffer through __cuda_array_interface__ (as a user's
+    CuPy or PyTorch array would be), with leading dimension `ld`."""
+
+    def __init__(self, ptr: int, rows: int, cols: int, ld: int, dtype: np.dtype) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": (rows, cols), "typestr": dtype.str, "data": (int(ptr), False),
+            "strides": (dtype.itemsize, ld * dtype.itemsize), "version": 3}  # fmt: skip
+
+
+def _public_views(problem: Any) -> tuple[DeviceView, DeviceView, DeviceView]:
+    f, dtype = problem.form, problem.dtype
+    assert not (f.trans_a or f.trans_b), "the random shapes are NN problems"
+    return (DeviceView(f.a, f.m, f.k, f.lda, dtype), DeviceView(f.b, f.k, f.n, f.ldb, dtype),
+            DeviceView(f.c, f.m, f.n, f.ldc, dtype))  # fmt: skip
+
+
+def public_call(problem: Any) -> Any:
+    """sgemm/dgemm into the problem's c, as a user calls it; checked once (c NaN-filled
+    first, so an unwritten element fails) against a float64 product at up to 64 random rows
+    and columns (the whole product would take seconds on the host), tolerance scaled by k."""
+    import tunedgemm as tg
+
+    routine = tg.sgemm if problem.dtype == np.float32 else tg.dgemm
+    a, b, c = _public_views(problem)
+    problem.poison_c()
+    routine(1.0, a, b, c=c, overwrite_c=1)
+    got = problem.c()
+    if not np.isfinite(got).all():
+        raise AssertionError(f"public call left non-finite elements: {problem.form}")
+    rng = np.random.default_rng()
+    rows = rng.choice(got.shape[0], min(64, got.shape[0]), replace=False)
+    cols = rng.choice(got.shape[1], min(64, got.shape[1]), replace=False)
+    op_a = problem.op_a[rows].astype(np.float64)
+    op_b = problem.op_b[:, cols].astype(np.float64)
+    error = np.abs(got[np.ix_(rows, cols)] - op_a @ op_b).max()
+    bound = 4 * problem.form.k * np.finfo(problem.dtype).eps * (np.abs(op_a) @ np.abs(op_b)).max()
+    if error > bound:
+        raise AssertionError(f"public call off by {error:.3g} (bound {bound:.3g}): {problem.form}")
+    return lambda: routine(1.0, a, b, c=c, overwrite_c=1)
+
+
+def _public_choice(problem: Any) -> str:
+    import tunedgemm as tg
+
+    a, b, c = _public_views(problem)
+    return tg.plan(a, b, c, dtype=problem.dtype).explain()
+
+
+class cublas_setting:  # noqa: N801 (used as a function: with cublas_setting(False): ...)
+    """Own kernels only (allowed False) or cuBLAS a candidate, the environment restored on
+    exit; with fresh, every plan is made afresh inside (a call plans and autotunes anew)."""
+
+    def __init__(self, allowed: bool, fresh: bool = True) -> None:
+        self.allowed, self.fresh = allowed, fresh
+
+    def __enter__(self) -> None:
+        import os
+
+        from tunedgemm import plans, selection
+
+        self.saved = os.environ.pop(selection.CUBLAS_ENV, None)
+        if not self.allowed:
+            os.environ[selection.CUBLAS_ENV] = "0"
+        if self.fresh:
+            plans.clear()
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        from tunedgemm import plans, selection
+
+        os.environ.pop(selection.CUBLAS_ENV, None)
+        if self.saved is not None:
+            os.environ[selection.CUBLAS_ENV] = self.saved
+        if self.fresh:
+            plans.clear()
 
 
 def _cublas_call(form: Any, dtype: Any) -> Any:
@@ -169,19 +258,10 @@ def _cublas_call(form: Any, dtype: Any) -> Any:
 def _table_choice(dtype: str, shape: tuple[int, int, int], cublas: bool = True) -> Any:
     """The table's choice at the shape with cuBLAS a candidate or not; the
     environment is left as it was."""
-    import os
-
     from tunedgemm import selection
 
-    saved = os.environ.pop(selection.CUBLAS_ENV, None)
-    if not cublas:
-        os.environ[selection.CUBLAS_ENV] = "0"
-    try:
+    with cublas_setting(cublas, fresh=False):
         return selection.choose(dtype, *shape, warn=False)
-    finally:
-        os.environ.pop(selection.CUBLAS_ENV, None)
-        if saved is not None:
-            os.environ[selection.CUBLAS_ENV] = saved
 
 
 def gmean(values: list[float]) -> float:
@@ -226,14 +306,15 @@ def main() -> int:
         print(f"{dtype}: best single fixed config {best_fixed}")
         print(f"{'m x n x k':>18} {'pred TF':>8} {'tuned TF':>9} {'fixed TF':>9} "
               f"{'cuBLAS TF':>9} {'tuned/fixed':>11} {'tuned/cuBLAS':>12} "
-              f"{'refine ms':>9}")  # fmt: skip
+              f"{'refine ms':>9} {'public/cuBLAS':>13} {'auto/cuBLAS':>11}")  # fmt: skip
         for shape, t in rows:
             flop = 2e-9 * math.prod(shape)
             print(
                 f"{'x'.join(map(str, shape)):>18} {flop / t['tuned']:8.1f} "
                 f"{flop / t['refined']:9.1f} {flop / t[best_fixed]:9.1f} "
                 f"{flop / t['cublas']:9.1f} {t[best_fixed] / t['refined']:11.2f} "
-                f"{t['cublas'] / t['refined']:12.2f} {t['refine_once_ms']:9.1f}"
+                f"{t['cublas'] / t['refined']:12.2f} {t['refine_once_ms']:9.1f} "
+                f"{t['cublas'] / t['public']:13.2f} {t['cublas'] / t['public_auto']:11.2f}"
             )
         predicted_over_fixed = gmean([t[best_fixed] / t["tuned"] for _, t in rows])
         over_fixed = gmean([t[best_fixed] / t["refined"] for _, t in rows])
@@ -242,7 +323,12 @@ def main() -> int:
         with_cublas = gmean([t["cublas"] / t["table"] for _, t in rows])
         worst_with_cublas = min(t["cublas"] / t["table"] for _, t in rows)
         worst_own = min(t["cublas"] / t["refined"] for _, t in rows)
+        public = [t["cublas"] / t["public"] for _, t in rows]
+        public_auto = [t["cublas"] / t["public_auto"] for _, t in rows]
         own, entries = own_entry_share(dtype)
+        print(f"{dtype}: the public call into c against cuBLAS into c: own kernels only "
+              f"{gmean(public):.2f} (worst shape {min(public):.2f}), with cuBLAS as a candidate "
+              f"{gmean(public_auto):.2f} (worst shape {min(public_auto):.2f})")  # fmt: skip
         print(f"{dtype}: geometric mean speed-up tuned/fixed {over_fixed:.2f} (the table's "
               f"predicted choice alone: {predicted_over_fixed:.2f}), tuned/cuBLAS "
               f"{over_cublas:.2f} (worst shape {worst_own:.2f}), with cuBLAS as a candidate "
@@ -254,6 +340,10 @@ def main() -> int:
                                    "with_cublas_over_cublas": with_cublas,
                                    "with_cublas_worst_shape": worst_with_cublas,
                                    "tuned_worst_shape": worst_own,
+                                   "public_over_cublas": gmean(public),
+                                   "public_worst_shape": min(public),
+                                   "public_auto_over_cublas": gmean(public_auto),
+                                   "public_auto_worst_shape": min(public_auto),
                                    "table_own_entries": own, "table_entries": entries,
                                    "rows": [{"shape": s, **t} for s, t in rows]}  # fmt: skip
         if args.no_heatmap:
