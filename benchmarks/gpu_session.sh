@@ -24,7 +24,8 @@
 # squares, probe_dgemm_squares.py), retune (the tuner regenerates the table's IEEE entries,
 # RETUNE_* settings; see the step), retune-small (retune on the table's launch-bound entries),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
-# a launch at small shapes against cuBLASLt's),
+# a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
+# family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -304,7 +305,7 @@ PY
         # [32, 16384], own kernels and with cuBLAS as a candidate, no heatmap
         timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap ${RANDOM_SEED:+--seed $RANDOM_SEED} \
             --dtype ${RANDOM_DTYPES:-float32 float64} --out "$OUT" > "$OUT/bench_tuning.txt" 2>&1
-        echo "bench_tuning: exit $?"; grep -E "^#|geometric|best single" "$OUT/bench_tuning.txt" ;;
+        echo "bench_tuning: exit $?"; grep -E "^#|geometric|best single|public call" "$OUT/bench_tuning.txt" ;;
     fused)  # dmma SPLITK_FUSED (issues 13 and 15; written 2026-11-26): its GPU test, then what
         # each split-K candidate and its fused twin cost a call at 256^3 and 512^3 float64, then
         # the public float64 calls there against cuBLAS (autotuning times the twins too)
@@ -322,6 +323,11 @@ PY
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;
+    small-family)  # the small family's whole space against cuBLAS and the table's own configs
+        # at launch-bound shapes (probe_small_family.py)
+        timeout ${SMALL_FAMILY_LIMIT:-360} python3 benchmarks/probe_small_family.py --out "$OUT" \
+            > "$OUT/probe_small_family.txt" 2>&1
+        echo "probe_small_family: exit $?"; grep -v "^   " "$OUT/probe_small_family.txt" ;;
     small-launch)  # own kernels against cuBLASLt at small shapes: host or GPU time a launch
         # (probe_small_launch.py: direct, one-call graph replay, GPU time of a 20-call graph)
         timeout ${SMALL_LAUNCH_LIMIT:-240} python3 benchmarks/probe_small_launch.py \

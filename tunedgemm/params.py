@@ -122,6 +122,8 @@ class KernelFamily:
     # `narrow_blocks_per_sm` blocks (tunedgemm/plans.py, with_narrow_tiles).
     narrow_tiles: tuple[Params, ...] = ()
     narrow_blocks_per_sm: float = 1.0
+    # The most work (m * n * k) of a shape at which the tuner times the family (None: any).
+    max_work: int | None = None
 
     def serves(self, dtype: str, precision: str = IEEE) -> bool:
         """Whether the family has configs for dtype in this precision mode."""

@@ -1,5 +1,6 @@
 """Split-K is deterministic (issue 15): every split-K config the shipped table can choose (and
-the tf32 family's with each declared split) gives bit-equal results on two runs of the same
+the tf32 family's with each declared split, and the small family's k split across a block's
+thread groups) gives bit-equal results on two runs of the same
 inputs, is accurate against float64 with C poisoned by NaN beforehand, and a plan shared by
 threads on streams of their own gives each the bits of a call made alone. Zero products with
 a negative alpha come out +0, as SciPy's BLAS gives them:
@@ -45,6 +46,11 @@ def _split_configs() -> list[tuple[str, KernelConfig]]:
             wide = KernelConfig.make(name, {**family.default_config(dtype).as_dict(),
                                             "SPLIT_K": split})  # fmt: skip
             found += [(dtype, c) for c in plans.with_twins((wide,), dtype)]
+    # The small family splits k across a block's thread groups, summed in a fixed order.
+    small = FAMILIES["small"]
+    for dtype in small.dtypes:
+        found.append((dtype, small.default_config(dtype)))
+        found += [(dtype, c) for c in small.space(dtype) if c["KSPLIT"] == 8][:1]
     return found
 
 

@@ -74,7 +74,13 @@ def test_pruning_by_shape():
     big = KernelConfig.make("simt", {"BM": 256, "BN": 64})
     assert prune_reason(big, Shape(64, 4096, 4096)) is not None
     small_shape = candidates("float64", Shape(64, 64, 64))
-    assert small_shape and len(small_shape) < len(candidates("float64", Shape(4096, 4096, 4096)))
+    large_shape = candidates("float64", Shape(4096, 4096, 4096))
+    # The small family is timed only at shapes of little work; every other family's large
+    # tiles are pruned at small shapes.
+    assert any(c.family == "small" for c in small_shape)
+    assert not any(c.family == "small" for c in large_shape)
+    others = [c for c in small_shape if c.family != "small"]
+    assert others and len(others) < len(large_shape)
 
 
 def test_filling_split_fills_idle_sms_within_two_waves():
@@ -235,7 +241,8 @@ def test_broken_tables_warn_and_fall_back(tmp_path, monkeypatch, damage):
     if damage == "corrupt":
         path.write_text(path.read_text()[:50])
     elif damage == "stale":
-        data["family_hashes"]["simt"] = "0123456789abcdef"  # the entry's only family
+        for name in data["family_hashes"]:  # every family of the entry's configs
+            data["family_hashes"][name] = "0123456789abcdef"
         path.write_text(json.dumps(data))
     elif damage == "invalid-entry":
         entry = data["devices"][0]["entries"]["float32/NN"][0]
@@ -547,6 +554,24 @@ def test_seeds_are_what_autotuning_would_time(monkeypatch):
     assert any(c.as_dict()["SPLIT_K"] == 64 for c in seeds)  # wave-filling splits
     assert any(c.as_dict()["BN"] == 32 for c in seeds)  # narrow tiles
     assert autotuned(Task("float32", False, False, task.shape, "tf32"), GPU, CC) == []
+
+
+def test_seeds_hold_the_small_familys_whole_space_where_its_work_bound_allows(monkeypatch):
+    from tunedgemm import cuda
+    from tunedgemm.families import small
+    from tunedgemm.tuning.seeds import autotuned, of_task, within_work_bound
+
+    monkeypatch.setattr(cuda, "sm_count", lambda: 132)
+    space = list(small.FAMILY.space("float64"))
+    tiny = Task("float64", False, True, Shape(96, 200, 64))
+    assert within_work_bound(tiny) == space
+    seeds = of_task(tiny, GPU, CC)
+    assert seeds[: len(autotuned(tiny, GPU, CC))] == autotuned(tiny, GPU, CC)
+    assert set(space) <= set(seeds) and len(seeds) == len(set(seeds))
+    bound = small.MAX_WORK
+    assert within_work_bound(Task("float64", False, False, Shape(bound, 1, 1))) == space
+    assert within_work_bound(Task("float64", False, False, Shape(bound + 1, 1, 1))) == []
+    assert within_work_bound(Task("float32", False, False, tiny.shape, "tf32")) == []
 
 
 def test_the_table_is_written_an_entry_a_line(tmp_path):

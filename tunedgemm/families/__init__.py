@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..params import IEEE, KernelConfig, KernelFamily
-from . import dmma, int8, int8_wgmma, simt, tf32, tf32_wgmma, tiled
+from . import dmma, int8, int8_wgmma, simt, small, tf32, tf32_wgmma, tiled
 
 FAMILIES: dict[str, KernelFamily] = {
     f.name: f
-    for f in (tiled.FAMILY, simt.FAMILY, dmma.FAMILY, tf32.FAMILY, tf32_wgmma.FAMILY)
+    for f in (tiled.FAMILY, simt.FAMILY, dmma.FAMILY, small.FAMILY, tf32.FAMILY, tf32_wgmma.FAMILY)
 }
 # The batched INT8 GEMMs of the Ozaki scheme II: their own ABI (kernels/igemm.cuh), launched
 # by tunedgemm/ozaki_device.py only, so neither the tuner nor the tables see them.

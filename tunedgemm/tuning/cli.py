@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     from .checkpoint import Checkpoint
     from .driver import tune
     from .runner import Runner
-    from .seeds import autotuned
+    from .seeds import of_task
     from .writer import write
 
     dev = cuda.device()
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         time_budget_s=None if args.time_budget is None else args.time_budget * 60,
         prepare=prepare,
         num_sms=num_sms,
-        seeds=None if args.no_seeds else lambda task: autotuned(task, gpu, cc),
+        seeds=None if args.no_seeds else lambda task: of_task(task, gpu, cc),
     )
     device = {
         "name": dev.name(),

@@ -39,3 +39,22 @@ def autotuned(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
                               task.trans_b, gpu=gpu, cc=cc, warn=False)  # fmt: skip
     own = tuple(c for c in (choice.candidates or (choice.config,)) if isinstance(c, KernelConfig))
     return [c for c in own_candidates(own, layout_key(task)) if isinstance(c, KernelConfig)]
+
+
+def within_work_bound(task: Task) -> list[KernelConfig]:
+    """The whole space of every family made for shapes of at most some work (KernelFamily.
+    max_work, the small family: a few dozen configs) where the task's shape is within it.
+    The random strategy's sample, a fixed order over every family, would time the same few
+    of them at every shape, and which of them wins moves with the shape."""
+    from ..families import serving
+
+    work = task.shape.m * task.shape.n * task.shape.k
+    return [config for family in serving(task.dtype, task.precision)
+            if family.max_work is not None and work <= family.max_work
+            for config in family.space(task.dtype, task.precision)]  # fmt: skip
+
+
+def of_task(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
+    """What the tuner times at a task besides its strategy's sample."""
+    return list(dict.fromkeys([*autotuned(task, gpu, cc), *within_work_bound(task)]))
+
