@@ -16,9 +16,10 @@ table's entries whose choice is an own kernel is printed and recorded per dtype.
 Each own config runs as a planned call launches it (plans.launcher, its split-K workspace
 kept), cuBLAS through scikit-cuda's binding (reference.direct), both on the same operands.
 Issue 15's floors are on the public call: "public" is sgemm/dgemm(1.0, a, b, c=c,
-overwrite_c=1) on the same device buffers (a user's column-major device arrays, through
-__cuda_array_interface__), planned afresh with own kernels only and again with cuBLAS
-allowed, its result checked against a float64 product.
+overwrite_c=1) on the same device buffers as a user's column-major PyCUDA GPUArrays, planned
+afresh with own kernels only and again with cuBLAS allowed, its result checked against a
+float64 product. (Bare __cuda_array_interface__ objects, which no library's fast path knows,
+cost about 40 us more a call on the H100 at 05:34 UTC, 2026-11-27.)
 Every time is per call in a run of calls (tunedgemm.timing.call_ms): the GPU's time by CUDA
 events, or the host's time to queue the call where that is longer (launch-bound calls); the
 least of MEASUREMENTS such medians, since on the lent machines one median in a few comes out
@@ -166,21 +167,19 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     return times
 
 
-class DeviceView:
-    """A column-major view of a device buffer through __cuda_array_interface__ (as a user's
-    CuPy or PyTorch array would be), with leading dimension `ld`."""
+def _public_views(problem: Any) -> tuple[Any, Any, Any]:
+    """A, B and C of the problem as a PyCUDA user holds them: column-major GPUArrays on the
+    problem's buffers, leading dimensions as laid out there."""
+    import pycuda.gpuarray as gpuarray
 
-    def __init__(self, ptr: int, rows: int, cols: int, ld: int, dtype: np.dtype) -> None:
-        self.__cuda_array_interface__ = {
-            "shape": (rows, cols), "typestr": dtype.str, "data": (int(ptr), False),
-            "strides": (dtype.itemsize, ld * dtype.itemsize), "version": 3}  # fmt: skip
-
-
-def _public_views(problem: Any) -> tuple[DeviceView, DeviceView, DeviceView]:
     f, dtype = problem.form, problem.dtype
     assert not (f.trans_a or f.trans_b), "the random shapes are NN problems"
-    return (DeviceView(f.a, f.m, f.k, f.lda, dtype), DeviceView(f.b, f.k, f.n, f.ldb, dtype),
-            DeviceView(f.c, f.m, f.n, f.ldc, dtype))  # fmt: skip
+
+    def view(ptr: int, rows: int, cols: int, ld: int) -> Any:
+        return gpuarray.GPUArray((rows, cols), dtype, gpudata=int(ptr),
+                                 strides=(dtype.itemsize, ld * dtype.itemsize))  # fmt: skip
+
+    return view(f.a, f.m, f.k, f.lda), view(f.b, f.k, f.n, f.ldb), view(f.c, f.m, f.n, f.ldc)
 
 
 def public_call(problem: Any) -> Any:
