@@ -41,11 +41,16 @@
 #define DEPTH (BK * KSPLIT)                 // k of one slab
 #define A_PER_THREAD (BM * DEPTH / THREADS) // register-staged elements of op(A) per slab
 #define B_PER_THREAD (BN * DEPTH / THREADS)
-#define PAD 1                               // one element per shared row against bank conflicts
+// Rows padded to keep each row 16-byte aligned: a thread's TM (TN) elements of a k-step are
+// contiguous, read with one vector load (LDS.128 at 4 floats or 2 doubles).
+#define PAD (16 / (int)sizeof(REAL))
 
 static_assert(THREADS == GROUP_THREADS * KSPLIT, "THREADS must match the tiling");
 static_assert(A_PER_THREAD * THREADS == BM * DEPTH && B_PER_THREAD * THREADS == BN * DEPTH,
               "every thread stages whole elements of both slabs");
+
+// A thread's TM (or TN) elements of one k-step, read from shared memory in one access.
+template <int N> struct __align__(N * sizeof(REAL) <= 16 ? N * sizeof(REAL) : 16) Frag { REAL v[N]; };
 
 // Element e of this thread's share of a slab: its (row or column, k) within the slab, walking
 // the operand's unit-stride dimension fastest so that a warp's loads coalesce.
@@ -87,8 +92,8 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     const int col0 = blockIdx.y * BN;
     const int group = tid / GROUP_THREADS;
     const int lane = tid % GROUP_THREADS;
-    const int tr = lane % ROW_THREADS;
-    const int tc = lane / ROW_THREADS;
+    const int tr = lane % ROW_THREADS;  // rows tr * TM .. tr * TM + TM - 1 of the tile
+    const int tc = lane / ROW_THREADS;  // columns tc * TN .. tc * TN + TN - 1
 
     REAL acc[TM][TN];
 #pragma unroll
@@ -133,15 +138,12 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #pragma unroll
         for (int q = 0; q < BK; ++q) {
             const int p = group * BK + q;
-            REAL a[TM], b[TN];
-#pragma unroll
-            for (int r = 0; r < TM; ++r) a[r] = As[p][tr + r * ROW_THREADS];
-#pragma unroll
-            for (int c = 0; c < TN; ++c) b[c] = Bs[p][tc + c * COL_THREADS];
+            Frag<TM> a = *reinterpret_cast<const Frag<TM>*>(&As[p][tr * TM]);
+            Frag<TN> b = *reinterpret_cast<const Frag<TN>*>(&Bs[p][tc * TN]);
 #pragma unroll
             for (int r = 0; r < TM; ++r)
 #pragma unroll
-                for (int c = 0; c < TN; ++c) acc[r][c] = fma(a[r], b[c], acc[r][c]);
+                for (int c = 0; c < TN; ++c) acc[r][c] = fma(a.v[r], b.v[c], acc[r][c]);
         }
         __syncthreads();
     }
@@ -149,10 +151,10 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #if KSPLIT == 1
 #pragma unroll
     for (int c = 0; c < TN; ++c) {
-        const int gj = col0 + tc + c * COL_THREADS;
+        const int gj = col0 + tc * TN + c;
 #pragma unroll
         for (int r = 0; r < TM; ++r) {
-            const int gi = row0 + tr + r * ROW_THREADS;
+            const int gi = row0 + tr * TM + r;
             if (gi < m && gj < n) store_c(C + (size_t)gi + (size_t)gj * ldc, acc[r][c], alpha, beta);
         }
     }
@@ -164,7 +166,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     for (int c = 0; c < TN; ++c)
 #pragma unroll
         for (int r = 0; r < TM; ++r)
-            partial[group * BM * BN + (tc + c * COL_THREADS) * BM + tr + r * ROW_THREADS] = acc[r][c];
+            partial[group * BM * BN + (tc * TN + c) * BM + tr * TM + r] = acc[r][c];
     __syncthreads();
     for (int e = tid; e < BM * BN; e += THREADS) {
         const int gi = row0 + e % BM, gj = col0 + e / BM;

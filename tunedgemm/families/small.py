@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..params import Constraint, KernelFamily, Params, Tunable, divides
 
-PAD = 1  # elements of padding per shared row, as in kernels/gemm_small.cu
+PAD_BYTES = 16  # padding per shared row, as in kernels/gemm_small.cu (rows stay 16-byte aligned)
 # The tuner times this family only at shapes of at most this much work (m * n * k): beyond
 # it the product's time is issue-bound, where the other families' larger thread tiles win.
 # It won up to 256^3 float32 and 128^3 float64, and lost at 384x384x128 float32 by 5%
@@ -35,10 +35,10 @@ def _threads(p: Params) -> int:
 
 
 def _smem_bytes(p: Params, itemsize: int) -> int:
-    # The k-slab (BK * KSPLIT deep, k-outer, one element of padding per row), reused for
-    # the groups' partial tiles when KSPLIT > 1.
-    depth = p["BK"] * p["KSPLIT"]
-    slab = depth * (p["BM"] + PAD + p["BN"] + PAD)
+    # The k-slab (BK * KSPLIT deep, k-outer, 16 bytes of padding per row), reused for the
+    # groups' partial tiles when KSPLIT > 1.
+    depth, pad = p["BK"] * p["KSPLIT"], PAD_BYTES // itemsize
+    slab = depth * (p["BM"] + pad + p["BN"] + pad)
     partials = p["BM"] * p["BN"] * p["KSPLIT"] if p["KSPLIT"] > 1 else 0
     return itemsize * max(slab, partials)
 
