@@ -8,7 +8,8 @@
 // holds a TM x TN tile of 1-4 x 1-4, and the block's threads form KSPLIT groups that each
 // take their own BK-deep part of every staged k-slab (BK * KSPLIT deep), so a block walks
 // k / KSPLIT k-steps. Each slab is loaded into registers before the previous one is computed
-// (one global latency in flight behind the k-steps), then stored k-outer in shared memory.
+// (one global latency in flight behind the k-steps), then stored k-outer in shared memory,
+// where a thread's TM rows (TN columns) of a k-step are contiguous: one vector load each.
 // At the end every group writes its partial tile to shared memory and all threads sum the
 // groups in the fixed order 0..KSPLIT-1 while storing C down its columns (coalesced): the
 // same bits on every run. Edge tiles load zeros; element loads (any alignment).

@@ -1,9 +1,9 @@
 """Split-K is deterministic (issue 15): every split-K config the shipped table can choose (and
 the tf32 family's with each declared split, and the small family's k split across a block's
-thread groups) gives bit-equal results on two runs of the same
-inputs, is accurate against float64 with C poisoned by NaN beforehand, and a plan shared by
-threads on streams of their own gives each the bits of a call made alone. Zero products with
-a negative alpha come out +0, as SciPy's BLAS gives them:
+thread groups) gives bit-equal results on two runs of the same inputs, is accurate against
+float64 with C poisoned by NaN beforehand, and a plan shared by threads on streams of their
+own gives each the bits of a call made alone. Zero products with a negative alpha come out
++0, as SciPy's BLAS gives them:
 
     python -m pytest -q -m gpu tests/gpu/test_split_k_deterministic.py
 """

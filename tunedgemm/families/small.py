@@ -5,11 +5,12 @@ under 20 us), the other families' block tiles (64 x 64 and up, thread tiles of 3
 elements) leave most SMs idle and walk every k-step in one chain: on the H100 (2026-11-27
 02:24 UTC, benchmarks/probe_small_launch.py) a 20-call graph took 6.9 us a call at float32
 128^3 against cuBLAS's 4.5. This family has small tiles, small thread tiles and KSPLIT thread
-groups that each take part of every k-slab (kernels/gemm_small.cu). At 05:29 UTC
-(benchmarks/probe_small_family.py, the tuner's timing, head-to-head medians) its best config
-took 2.9-3.8 us at float32 64^3, 64x512x64, 512x64x64 and 128^3 against cuBLAS's 4.4-5.9, and
-6.4 against 8.3 at 256^3; 3.3-4.0 us at float64 64^3 to 128^3 against 4.0-4.3. At long k
-(64x64x4096) or more work (float64 256^3) it loses: one chain per block still walks all of k.
+groups that each take part of every k-slab (kernels/gemm_small.cu). At 05:46 UTC
+(benchmarks/probe_small_family.py, head-to-head medians) its best config took 3.4-3.8 us at
+float32 64^3, 64x512x64, 512x64x64 and 128^3 against cuBLAS's 4.5-6.0, and 6.1 against 8.4
+at 256^3; 3.4-4.1 us at float64 64^3 to 128^3 against 3.9-4.5. At long k (64x64x4096) or more
+work (float64 256^3) it loses: one chain per block still walks all of k (docs/tuning.md,
+"The small family for launch-bound products").
 """
 
 from __future__ import annotations
