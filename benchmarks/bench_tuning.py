@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import datetime
 import json
 import math
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -214,33 +216,26 @@ def _public_choice(problem: Any) -> str:
     return tg.plan(a, b, c, dtype=problem.dtype).explain()
 
 
-class cublas_setting:  # noqa: N801 (used as a function: with cublas_setting(False): ...)
+@contextlib.contextmanager
+def cublas_setting(allowed: bool, fresh: bool = True) -> Iterator[None]:
     """Own kernels only (allowed False) or cuBLAS a candidate, the environment restored on
     exit; with fresh, every plan is made afresh inside (a call plans and autotunes anew)."""
+    import os
 
-    def __init__(self, allowed: bool, fresh: bool = True) -> None:
-        self.allowed, self.fresh = allowed, fresh
+    from tunedgemm import plans, selection
 
-    def __enter__(self) -> None:
-        import os
-
-        from tunedgemm import plans, selection
-
-        self.saved = os.environ.pop(selection.CUBLAS_ENV, None)
-        if not self.allowed:
-            os.environ[selection.CUBLAS_ENV] = "0"
-        if self.fresh:
-            plans.clear()
-
-    def __exit__(self, *exc: object) -> None:
-        import os
-
-        from tunedgemm import plans, selection
-
+    saved = os.environ.pop(selection.CUBLAS_ENV, None)
+    if not allowed:
+        os.environ[selection.CUBLAS_ENV] = "0"
+    if fresh:
+        plans.clear()
+    try:
+        yield
+    finally:
         os.environ.pop(selection.CUBLAS_ENV, None)
-        if self.saved is not None:
-            os.environ[selection.CUBLAS_ENV] = self.saved
-        if self.fresh:
+        if saved is not None:
+            os.environ[selection.CUBLAS_ENV] = saved
+        if fresh:
             plans.clear()
 
 

