@@ -137,8 +137,7 @@ class Shape:
 def prune_reason(config: KernelConfig, shape: Shape, num_sms: int = NUM_SMS) -> str | None:
     """Why a valid config is not worth timing at this shape (None: time it)."""
     family = FAMILIES.get(config.family)
-    if family is not None and family.max_work is not None and \
-            shape.m * shape.n * shape.k > family.max_work:  # fmt: skip
+    if family is not None and not family.within_work(shape.m, shape.n, shape.k):
         return f"more work than the {family.name} family is made for"
     p = config.as_dict()
     bm, bn = p.get("BM", 1), p.get("BN", 1)

@@ -125,6 +125,10 @@ class KernelFamily:
     # The most work (m * n * k) of a shape at which the tuner times the family (None: any).
     max_work: int | None = None
 
+    def within_work(self, m: int, n: int, k: int) -> bool:
+        """Whether the tuner times the family at a shape of this size (its `max_work`)."""
+        return self.max_work is None or m * n * k <= self.max_work
+
     def serves(self, dtype: str, precision: str = IEEE) -> bool:
         """Whether the family has configs for dtype in this precision mode."""
         return dtype in self.dtypes and precision in self.precisions

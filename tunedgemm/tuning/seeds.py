@@ -48,9 +48,9 @@ def within_work_bound(task: Task) -> list[KernelConfig]:
     of them at every shape, and which of them wins moves with the shape."""
     from ..families import serving
 
-    work = task.shape.m * task.shape.n * task.shape.k
+    shape = task.shape
     return [config for family in serving(task.dtype, task.precision)
-            if family.max_work is not None and work <= family.max_work
+            if family.max_work is not None and family.within_work(shape.m, shape.n, shape.k)
             for config in family.space(task.dtype, task.precision)]  # fmt: skip
 
 
