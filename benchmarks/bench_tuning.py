@@ -3,14 +3,15 @@ and a grid over (M, N) at a few K for a heatmap of speed relative to cuBLAS.
 
 Usage: python benchmarks/bench_tuning.py [--dtype float32 float64] [--shapes 24] [--out DIR]
            [--unpadded] [--seed S] [--low 32] [--high 16384] [--no-heatmap]
+           [--shape-list MxNxK,...] [--no-stream-k] [--tag TAG]
 Operands have leading dimensions padded to 16 bytes, as host calls lay them out (--unpadded:
 as given). Random shapes are log-uniform in [--low, --high] per dimension (issue 15: 24 in
 [32, 16384]), drawn fresh each run unless --seed is given (the seed is printed and recorded),
 work capped at 2 * 8192^3 flops. The fixed-config pool is each family's default plus the
 configs the table uses most; the best single fixed config is the one with the best geometric
 mean over the random shapes. "tuned" is what a call runs: the table's candidates for the
-shape, the wave-filling splits and twins a call adds (tunedgemm/plans.py, own_candidates)
-timed once there
+shape, the wave-filling splits, twins and stream-K variants a call adds
+(tunedgemm/plans.py, own_candidates; --no-stream-k leaves the last out) timed once there
 (tunedgemm/autotune.py); "pred" is the table's predicted choice alone. The share of the
 table's entries whose choice is an own kernel is printed and recorded per dtype.
 Each own config runs as a planned call launches it (plans.launcher, its split-K workspace
@@ -272,6 +273,11 @@ def main() -> int:
     parser.add_argument("--no-heatmap", action="store_true", help="random shapes only")
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--unpadded", action="store_true", help="leading dimensions as given")
+    parser.add_argument("--shape-list", default=None,
+                        help="MxNxK,MxNxK,... in place of random shapes (e.g. earlier worst)")
+    parser.add_argument("--no-stream-k", action="store_true",
+                        help="autotuning without stream-K variants (what they add, A/B)")
+    parser.add_argument("--tag", default="", help="bench_tuning-TAG.json (default: no tag)")
     args = parser.parse_args()
     global PADDED
     PADDED = not args.unpadded
@@ -284,6 +290,10 @@ def main() -> int:
         print(f"bench_tuning: needs a GPU ({cuda.status()[1]})")
         return 1
     os.environ[selection.CUBLAS_ENV] = "0"  # "tuned" means the table's best own kernel
+    if args.no_stream_k:
+        from tunedgemm import plans
+
+        plans.STREAM_K_BELOW_FILL = 0.0  # no fill is below it: plans.with_stream_k adds none
     seed = args.seed if args.seed is not None else int(time.time())
     record: dict[str, Any] = {"device": cuda.device().name(), "command": " ".join(sys.argv),
                               "seed": seed,
@@ -292,7 +302,8 @@ def main() -> int:
     print(f"# {record['device']}, {record['date']}, random shapes' seed {seed}")
     for dtype in args.dtype:
         pool = fixed_pool(dtype)
-        shapes = random_shapes(args.shapes, seed, args.low, args.high)
+        shapes = (random_shapes(args.shapes, seed, args.low, args.high) if not args.shape_list
+                  else [tuple(map(int, s.split("x"))) for s in args.shape_list.split(",")])
         precompile_candidates(shapes, dtype, pool)
         rows = [(s, time_all(s, dtype, pool)) for s in shapes]
         names = [str(c) for c in pool]
@@ -353,7 +364,7 @@ def main() -> int:
             f"{h['m']}x{h['n']}x{h['k']}:{h['ratio']:.2f}" for h in heat))  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_tuning.json").write_text(json.dumps(record, indent=1, default=str))
+    (out / f"bench_tuning{'-' + args.tag if args.tag else ''}.json").write_text(json.dumps(record, indent=1, default=str))
     return 0
 
 

@@ -26,6 +26,8 @@
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
 # family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
+# stream-k (autotuning's stream-K variants: their GPU test, then bench_tuning on float32's
+# earlier worst random shapes without and with them),
 # unverified (the GPU tests and benchmark of code written without a GPU), multigpu (on a
 # machine of two or more GPUs: the multi-GPU, Dask and host-pipeline GPU tests, then the whole
 # bench_multigpu, Dask and host products, on 1..N GPUs; MULTIGPU_HOST_DTYPES, MULTIGPU_PANELS:
@@ -323,6 +325,23 @@ PY
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;
+    stream-k)  # autotuning's stream-K variants (issue 15): their GPU test (cursors and
+        # per-tile addresses, bit-equal to each other), then float32's worst random shapes of
+        # 2026-11-27 05:37 and 05:54 UTC through bench_tuning without and with them
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${STREAM_K_TEST_LIMIT:-300} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_stream_k_gpu.py > "$OUT/gpu-stream-k.txt" 2>&1
+        echo "stream-K tests: exit $?"; tail -4 "$OUT/gpu-stream-k.txt"
+        worst=948x2190x1017,33x7560x6071,85x11039x494,1560x886x890,2839x305x5447,256x13726x3982
+        worst=$worst,1238x935x1771,5148x179x1989,10665x110x298,444x5933x269,141x525x5933
+        worst=$worst,1766x1186x193,2134x560x7148,335x2064x213
+        for arm in without with; do
+            timeout ${STREAM_K_LIMIT:-240} python3 benchmarks/bench_tuning.py --no-heatmap \
+                --dtype float32 --shape-list $worst --tag worst-$arm-stream-k \
+                $([ $arm = without ] && echo --no-stream-k) --out "$OUT" \
+                > "$OUT/bench_tuning-worst-$arm-stream-k.txt" 2>&1
+            echo "bench_tuning $arm stream-K: exit $?"
+            grep -v "^#" "$OUT/bench_tuning-worst-$arm-stream-k.txt" | grep -v "best single"
+        done ;;
     small-family)  # the small family's whole space against cuBLAS and the table's own configs
         # at launch-bound shapes (probe_small_family.py)
         timeout ${SMALL_FAMILY_LIMIT:-360} python3 benchmarks/probe_small_family.py --out "$OUT" \

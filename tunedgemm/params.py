@@ -122,6 +122,11 @@ class KernelFamily:
     # `narrow_blocks_per_sm` blocks (tunedgemm/plans.py, with_narrow_tiles).
     narrow_tiles: tuple[Params, ...] = ()
     narrow_blocks_per_sm: float = 1.0
+    # The changes that make a candidate's stream-K variant (STREAM_K itself is set to the
+    # blocks an SM holds), which autotuning times where the candidate's data-parallel grid
+    # leaves its last wave's SMs idle (tunedgemm/plans.py, with_stream_k); None: the family
+    # has no stream-K schedule.
+    stream_k_changes: Params | None = None
     # The most work (m * n * k) of a shape at which the tuner times the family (None: any).
     max_work: int | None = None
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda, recycle, settings
+from . import cuda, model, recycle, settings
 from ._layout import BlasForm
 from .device_arrays import _kinds, kind_of
 from .params import KernelConfig
@@ -344,15 +344,17 @@ RELATIVES_OF = 3
 
 def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]:
     """What autotuning times of the table's candidates for the key: each, then for the first
-    RELATIVES_OF own ones the wave-filling split of those that leave SMs idle and every
-    one's twins, and the first one's narrow tiles at skinny shapes with long k."""
+    RELATIVES_OF own ones the wave-filling split of those that leave SMs idle, every one's
+    twins, their stream-K variants where the last wave of tiles leaves SMs idle, and the
+    first one's narrow tiles at skinny shapes with long k."""
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
-    relatives, narrow = first, ()
+    relatives, narrow, streamed = first, (), ()
     if any("SPLIT_K" in c.as_dict() for c in first):
         sms = cuda.sm_count()  # the driver's
         relatives = with_wave_filling_splits(first, key, sms)
         narrow = with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only; no twins)
-    relatives = with_twins(relatives, key.dtype)[len(first):] + narrow
+        streamed = with_stream_k(first, key, sms)  # (their main loop is the twin's already)
+    relatives = with_twins(relatives, key.dtype)[len(first):] + narrow + streamed
     return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
 
 
@@ -444,6 +446,41 @@ def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
                         and not family.violations(config, key.dtype)):  # fmt: skip
                     narrow.append(config)
     return tuple(dict.fromkeys(narrow))
+
+
+# Where autotuning times a candidate's stream-K variant: its data-parallel grid (one k-slice)
+# fills less than STREAM_K_BELOW_FILL of the block slots of its waves, and k holds at least
+# STREAM_K_FROM_KTILES k-tiles (below that a split tile's fix-up costs about what it saves).
+STREAM_K_BELOW_FILL, STREAM_K_FROM_KTILES = 0.8, 8
+
+
+def with_stream_k(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
+    """For each own candidate of a family with a stream-K schedule (`stream_k_changes`) whose
+    output tiles fill the SMs' block slots badly at this shape (2.05 waves of 64 x 128 tiles
+    at 948x2190x1017: 270 tiles on 132 slots), its stream-K variant: the family's changes,
+    with STREAM_K the blocks an SM holds, so that the last wave's tiles are shared out by
+    k-tiles among all the SMs (tunedgemm/streamk.py)."""
+    from .families import FAMILIES
+
+    variants = []
+    for c in candidates:
+        if not isinstance(c, KernelConfig):
+            continue
+        family, params = FAMILIES[c.family], c.as_dict()
+        if family.stream_k_changes is None or family.stream_k(params):
+            continue
+        bm, bn = family.block_tile(params)
+        tiles = -(-key.m // bm) * -(-key.n // bn)
+        resident = model.resident_blocks(c, key.dtype)
+        slots = sms * resident
+        fill = tiles / (-(-tiles // slots) * slots)
+        if fill >= STREAM_K_BELOW_FILL or key.k < STREAM_K_FROM_KTILES * family.k_tile(params):
+            continue
+        variant = KernelConfig.make(c.family, {**params, **family.stream_k_changes,
+                                               "STREAM_K": resident})  # fmt: skip
+        if variant not in candidates and not family.violations(variant, key.dtype):
+            variants.append(variant)
+    return tuple(dict.fromkeys(variants))
 
 
 def with_twins(candidates: tuple[Any, ...], dtype: str) -> tuple[Any, ...]:

@@ -2,9 +2,10 @@
 values are out of the search space until this passes; the schedule is the data-parallel +
 stream-K hybrid) are accurate against float64 with C poisoned by NaN beforehand, for the
 wave-quantisation shapes (pure stream-K, hybrid, all data-parallel) and odd edges, all four
-transposes, aligned and not, beta 0 and not, and bit-equal from run to run (the fixup adds a
-split tile's partial sums in k order). Bit-equality with the data-parallel kernel is not
-expected (split tiles group k differently), so it is not tested:
+transposes, aligned and not, beta 0 and not, with per-k-tile addresses and with the cursors
+and serpentine fmas that autotuning's stream-K variants run, and bit-equal from run to run
+(the fixup adds a split tile's partial sums in k order). Bit-equality with the data-parallel
+kernel is not expected (split tiles group k differently), so it is not tested:
 
     TUNEDGEMM_TEST_PRECOMPILE=0 python -m pytest -q -m gpu tests/gpu/test_stream_k_gpu.py
 """
@@ -30,17 +31,23 @@ SHAPES = [(3072, 96, 3072), (96, 6000, 2000), (777, 3333, 1555), (1, 1, 1), (5, 
           (17024, 128, 200)]  # fmt: skip
 
 
-def _config(stream_k: int) -> KernelConfig:
+def _config(stream_k: int, **changes: int) -> KernelConfig:
     base = FAMILIES["simt"].default_config("float32").as_dict()
-    return KernelConfig.make("simt", {**base, "STREAM_K": stream_k})
+    return KernelConfig.make("simt", {**base, **changes, "STREAM_K": stream_k})
 
 
+# The variant autotuning times (simt.STREAM_K_CHANGES: each step's copies walk cursors set up
+# at its first k-tile), beside the schedule with per-k-tile addresses.
+LOOPS = {"cursors": simt.STREAM_K_CHANGES, "addresses": {}}
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
 @pytest.mark.parametrize("stream_k", simt.STREAM_K_ON)
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_stream_k_is_accurate_and_bit_equal_run_to_run(stream_k, m, n, k):
+def test_stream_k_is_accurate_and_bit_equal_run_to_run(stream_k, m, n, k, loop):
     from tunedgemm.tuning import problems
 
-    config = _config(stream_k)
+    config = _config(stream_k, **LOOPS[loop])
     rng = np.random.default_rng()
     for (ta, tb), padded in itertools.product(itertools.product((False, True), repeat=2),
                                               (False, True)):  # fmt: skip
@@ -91,3 +98,23 @@ def test_whole_tiles_match_the_data_parallel_kernel_bit_for_bit():
         gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, _config(stream_k))
         outs.append(problem.c())
     assert np.isfinite(outs[0]).all() and outs[0].tobytes() == outs[1].tobytes()
+
+
+@pytest.mark.parametrize("m,n,k", [(777, 3333, 1555), (3000, 3000, 600), (129, 129, 1000)])
+def test_cursors_give_the_same_bits_as_per_tile_addresses(m, n, k):
+    """The loop twin's changes are a twin under stream-K too: the same copies into the same
+    shared slots, the same fmas in the same k order, in every transpose and alignment."""
+    from tunedgemm.tuning import problems
+
+    rng = np.random.default_rng()
+    for (ta, tb), padded in itertools.product(itertools.product((False, True), repeat=2),
+                                              (False, True)):  # fmt: skip
+        problem = problems.make(m, n, k, np.float32, ta, tb, rng, padded=padded)
+        outs = []
+        for changes in LOOPS.values():
+            problem.poison_c()
+            gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, _config(1, **changes))
+            outs.append(problem.c())
+        where = f"{(m, n, k, ta, tb, padded)}"
+        assert np.isfinite(outs[0]).all(), f"unwritten elements at {where}"
+        assert outs[0].tobytes() == outs[1].tobytes(), f"cursors changed the bits at {where}"

@@ -179,8 +179,8 @@ def test_stream_k_is_declared_but_out_of_the_space():
     assert configs and all(c["STREAM_K"] == 0 for c in configs)
 
 
-def _compile(stream_k, variants, tmp_path):
-    config = _with(STREAM_K=stream_k)
+def _compile(stream_k, variants, tmp_path, **changes):
+    config = _with(STREAM_K=stream_k, **changes)
     jobs = []
     for index, (ta, tb, aligned) in enumerate(variants):
         defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
@@ -206,6 +206,15 @@ def _compile(stream_k, variants, tmp_path):
 def test_stream_k_compiles_without_spills(tmp_path):
     """The register-staged variants (NN and TT aligned), the tightest on registers."""
     _compile(1, [(0, 0, 1), (1, 1, 1)], tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_stream_k_with_the_loop_twin_compiles_without_spills(tmp_path):
+    """The variant autotuning times (simt.STREAM_K_CHANGES: cursors, serpentine fmas) on the
+    table's most frequent large tile, 256 x 128 with 16 x 8 per thread, register-staged."""
+    big = {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 2,
+           "MIN_BLOCKS": 1}  # fmt: skip
+    _compile(1, [(0, 0, 1)], tmp_path, **big, **simt.STREAM_K_CHANGES)
 
 
 @pytest.mark.slow

@@ -74,6 +74,16 @@ FMA_ORDER_ON = (1, 2)
 # faster at 1024^3-8192^3 and as fast at 777x3333x1555, with the same bits.
 LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1}
 
+# A candidate's stream-K variant, which autotuning times where its data-parallel grid's
+# last wave leaves SMs idle (tunedgemm/plans.py, with_stream_k): one k-slice, the loop
+# twin's main loop. The table's grid points are powers of two, whose 128 x 128 or 256 x 128
+# tiles come in multiples of 128 on the H100's 132 SMs, so its entries never met the wave
+# losses of shapes between them: at 948x2190x1017 float32 the call's 64 x 128 tiles with
+# four k-slices ran 0.78x cuBLAS (bench_tuning, H100, 2026-11-27 05:54 UTC). With cursors
+# (ADVANCE=1) streamk_gemm compiles without spills for each of the table's 21 tiles at its
+# MIN_BLOCKS (nvcc 13.0, sm_90a, NN, TN and NT aligned: 90-238 registers).
+STREAM_K_CHANGES = {"SPLIT_K": 1, **LOOP_TWIN}
+
 # Narrow tiles: 128 x 32 and 32 x 128 blocks of 128 threads, 8 x 4 per thread, BK 16, with the
 # loop twin. The template builds them without spills (nvcc 13.0, sm_90a, every transpose and
 # alignment), but the tuning space's BM and BN start at 64. Where m x n holds few tiles and k
@@ -202,10 +212,6 @@ FAMILY = KernelFamily(
         ),
         Constraint("ADVANCE is 0 or 1", lambda p, s: p["ADVANCE"] in (0, 1)),
         Constraint(
-            "ADVANCE=1 runs the data-parallel or split-K grid (STREAM_K = 0)",
-            lambda p, s: p["ADVANCE"] == 0 or p["STREAM_K"] == 0,
-        ),
-        Constraint(
             "ROLL_K is 0 or an even divisor of BK (fragments stay double-buffered)",
             lambda p, s: p["ROLL_K"] == 0 or _even_divisor(p["ROLL_K"], p["BK"]),
         ),
@@ -268,4 +274,5 @@ FAMILY = KernelFamily(
     twins=(LOOP_TWIN,),
     narrow_tiles=NARROW_TILES,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
+    stream_k_changes=STREAM_K_CHANGES,
 )
