@@ -148,6 +148,12 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     refined = autotune.choose(problem.form, problem.dtype,
                               plans.own_candidates(tuned.candidates or (tuned.config,), key))
     times["refine_once_ms"] = (time.perf_counter() - start) * 1e3
+    # What that pass timed (ms per candidate, first round), where this shape was timed anew.
+    history = autotune.history()
+    if history and history[-1]["shape"][1:4] == shape:
+        last = history[-1]
+        timed_ms = dict(zip(last["candidates"], last["ms"], strict=True))
+        times["refine_timed"] = timed_ms  # type: ignore[assignment]
     times["refined"] = timed(refined)
     times["refined_choice"] = str(refined)  # type: ignore[assignment]
     # The same with cuBLAS allowed: cuBLAS competes among the candidates.
@@ -364,7 +370,8 @@ def main() -> int:
             f"{h['m']}x{h['n']}x{h['k']}:{h['ratio']:.2f}" for h in heat))  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"bench_tuning{'-' + args.tag if args.tag else ''}.json").write_text(json.dumps(record, indent=1, default=str))
+    name = f"bench_tuning{'-' + args.tag if args.tag else ''}.json"
+    (out / name).write_text(json.dumps(record, indent=1, default=str))
     return 0
 
 

@@ -10,7 +10,9 @@ candidates for the shape and simt's default, each with SPLIT_K from 1 to 64 (eac
 k-tiles), with its loop twin (ADVANCE=1, FMA_ORDER=1), and with stream-K (1 and 2 blocks
 per SM, MIN_BLOCKS=1). --narrow takes narrow tiles instead of the table's configs: 128 x 32
 and 32 x 128 blocks of 128 threads (8 x 4 per thread), BK 16 or 32, one or two blocks per
-SM, which simt's template builds but its tuning space does not hold. --dtype float64 takes
+SM, which simt's template builds but its tuning space does not hold; --large takes simt's
+large tiles (LARGE_TILES). Stream-K runs with per-k-tile addresses (MIN_BLOCKS=1) and with
+the loop twin (the config's MIN_BLOCKS). --dtype float64 takes
 dmma's configs (twins: ADVANCE=1, and SPLITK_FUSED=1 for splits; narrow: 64x32, 32x64,
 128x32 and 32x128 with MMA_K 8, two blocks per SM, SMALL_COPIES 0 and 1). It prints, per
 shape, cuBLAS's time and the best few own configs; --out writes every time as JSON.
@@ -56,6 +58,7 @@ def variants(base, k: int) -> list:
         for per_sm in (1, 2):
             found.append({**params, "SPLIT_K": 1, "STREAM_K": per_sm, "MIN_BLOCKS": 1,
                           "ADVANCE": 0})  # fmt: skip
+            found.append({**params, "SPLIT_K": 1, "STREAM_K": per_sm, **LOOP_TWIN})
     configs = [KernelConfig.make(base.family, p) for p in found]
     return [c for c in configs if not family.violations(c, dtype)]
 
@@ -82,10 +85,25 @@ def narrow_bases(default) -> list:
     return bases
 
 
+# --large: simt's large tiles, the table's picks at large squares (256 x 128, 16 x 8 a thread)
+# and its 128 x 128 ones, whose main loops run nearest the FFMA ceiling but whose tiles are
+# few at mid-sized m x n (948 x 2190: 72 of 256 x 128 on 132 SMs).
+LARGE_TILES = (
+    {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 2,
+     "MIN_BLOCKS": 1, "GROUP_M": 16},
+    {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 2,
+     "MIN_BLOCKS": 1, "GROUP_M": 8},
+    {"BM": 128, "BN": 128, "BK": 8, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "STAGES": 3,
+     "MIN_BLOCKS": 2, "GROUP_M": 16},
+)  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=SHAPES)
     parser.add_argument("--narrow", action="store_true")
+    parser.add_argument("--large", action="store_true", help="simt's large tiles (LARGE_TILES) "
+                        "as the bases, not the table's candidates")  # fmt: skip
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--padded", action="store_true", help="leading dimensions padded to "
                         "16 bytes (the aligned kernels), as bench_tuning times")  # fmt: skip
@@ -107,6 +125,8 @@ def main() -> int:
         form = problems.make(m, n, k, dtype, padded=args.padded).form
         bases = [c for c in selection.choose(dtype, m, n, k, warn=False).candidates
                  if isinstance(c, KernelConfig) and c.family == default.family]  # fmt: skip
+        if args.large:
+            bases = [KernelConfig.make("simt", {**default.as_dict(), **t}) for t in LARGE_TILES]
         bases = list(dict.fromkeys([*(narrow_bases(default) if args.narrow else bases[:4]),
                                     default]))  # fmt: skip
         grid = list(dict.fromkeys(v for b in bases for v in variants(b, k)))
@@ -121,6 +141,7 @@ def main() -> int:
                         "own": [{"config": str(c), "ms": t} for t, c in ranked]})  # fmt: skip
     if args.out:
         name = (f"probe_skinny-{dtype.name}{'-narrow' if args.narrow else ''}"
+                f"{'-large' if args.large else ''}"
                 f"{'-padded' if args.padded else ''}.json")  # fmt: skip
         path = Path(args.out) / name
         path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))

@@ -127,6 +127,10 @@ class KernelFamily:
     # leaves its last wave's SMs idle (tunedgemm/plans.py, with_stream_k); None: the family
     # has no stream-K schedule.
     stream_k_changes: Params | None = None
+    # Tilings (with their STREAM_K) whose stream-K variants autotuning also times at shapes
+    # with long k where they fill the SMs badly: the large tiles whose main loops run fastest,
+    # which the table's candidates at mid-sized m x n do not hold (with_stream_k).
+    stream_k_tiles: tuple[Params, ...] = ()
     # The most work (m * n * k) of a shape at which the tuner times the family (None: any).
     max_work: int | None = None
 

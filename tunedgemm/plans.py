@@ -448,38 +448,52 @@ def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
     return tuple(dict.fromkeys(narrow))
 
 
-# Where autotuning times a candidate's stream-K variant: its data-parallel grid (one k-slice)
+# Where autotuning times a candidate's stream-K variants: its data-parallel grid (one k-slice)
 # fills less than STREAM_K_BELOW_FILL of the block slots of its waves, and k holds at least
-# STREAM_K_FROM_KTILES k-tiles (below that a split tile's fix-up costs about what it saves).
-STREAM_K_BELOW_FILL, STREAM_K_FROM_KTILES = 0.8, 8
+# STREAM_K_FROM_KTILES k-tiles (below that a split tile's fix-up costs about what it saves);
+# the family's large stream-K tiles from STREAM_K_TILES_FROM_K (probe_skinny.py --large, H100,
+# 2026-11-27 07:44 UTC: they won at k of 3982 and 6156, lost at 890-1771). 256x13726x3982's
+# 108 tiles of 256 x 128 fill 82% of 132 SMs, and stream-K ran it 9% faster.
+STREAM_K_BELOW_FILL, STREAM_K_FROM_KTILES, STREAM_K_TILES_FROM_K = 0.9, 8, 2048
+
+
+def _fill(key: GemmKey, tile: tuple[int, int], slots: int) -> float:
+    """The share of the block slots of its waves that key's grid of `tile`s fills."""
+    tiles = -(-key.m // tile[0]) * -(-key.n // tile[1])
+    return tiles / (-(-tiles // slots) * slots)
 
 
 def with_stream_k(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
     """For each own candidate of a family with a stream-K schedule (`stream_k_changes`) whose
     output tiles fill the SMs' block slots badly at this shape (2.05 waves of 64 x 128 tiles
-    at 948x2190x1017: 270 tiles on 132 slots), its stream-K variant: the family's changes,
+    at 948x2190x1017: 270 tiles on 132 slots), its stream-K variants: the family's changes,
     with STREAM_K the blocks an SM holds, so that the last wave's tiles are shared out by
-    k-tiles among all the SMs (tunedgemm/streamk.py)."""
+    k-tiles among all the SMs (tunedgemm/streamk.py), and twice that, since MIN_BLOCKS is
+    what the registers guarantee, not what ptxas leaves room for. At long k, the first
+    candidate's settings on each of the family's `stream_k_tiles` that fill badly too."""
     from .families import FAMILIES
 
     variants = []
-    for c in candidates:
+    for index, c in enumerate(candidates):
         if not isinstance(c, KernelConfig):
             continue
         family, params = FAMILIES[c.family], c.as_dict()
         if family.stream_k_changes is None or family.stream_k(params):
             continue
-        bm, bn = family.block_tile(params)
-        tiles = -(-key.m // bm) * -(-key.n // bn)
         resident = model.resident_blocks(c, key.dtype)
-        slots = sms * resident
-        fill = tiles / (-(-tiles // slots) * slots)
-        if fill >= STREAM_K_BELOW_FILL or key.k < STREAM_K_FROM_KTILES * family.k_tile(params):
-            continue
-        variant = KernelConfig.make(c.family, {**params, **family.stream_k_changes,
-                                               "STREAM_K": resident})  # fmt: skip
-        if variant not in candidates and not family.violations(variant, key.dtype):
-            variants.append(variant)
+        found = []
+        if (_fill(key, family.block_tile(params), sms * resident) < STREAM_K_BELOW_FILL
+                and key.k >= STREAM_K_FROM_KTILES * family.k_tile(params)):  # fmt: skip
+            found += [{**params, **family.stream_k_changes, "STREAM_K": per_sm}
+                      for per_sm in (resident, 2 * resident)]  # fmt: skip
+        for tile in family.stream_k_tiles if index == 0 and key.k >= STREAM_K_TILES_FROM_K else ():
+            tiled = {**params, **family.stream_k_changes, **tile}
+            if _fill(key, family.block_tile(tiled), sms * tile["STREAM_K"]) < STREAM_K_BELOW_FILL:
+                found.append(tiled)
+        for p in found:
+            variant = KernelConfig.make(c.family, p)
+            if variant not in candidates and not family.violations(variant, key.dtype):
+                variants.append(variant)
     return tuple(dict.fromkeys(variants))
 
 

@@ -83,6 +83,16 @@ LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1}
 # (ADVANCE=1) streamk_gemm compiles without spills for each of the table's 21 tiles at its
 # MIN_BLOCKS (nvcc 13.0, sm_90a, NN, TN and NT aligned: 90-238 registers).
 STREAM_K_CHANGES = {"SPLIT_K": 1, **LOOP_TWIN}
+# ... and, at long k, the stream-K schedules of the large tiles, whose main loops run nearest
+# the FFMA ceiling (256 x 128 and 128 x 128 blocks, 16 x 8 a thread). probe_skinny.py --large
+# --padded (H100, 2026-11-27 07:44 UTC): 256x13726x3982 ran 0.92x cuBLAS with the 256 x 128
+# tile at STREAM_K=1 where the call's pick ran 0.84x, 486x5263x6156 0.99x where it ran 0.92x;
+# at k of 890-1771 they lost to the call's picks (0.71x at 948x2190x1017).
+STREAM_K_TILES = tuple(
+    {"BM": bm, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 2,
+     "MIN_BLOCKS": 1, "STREAM_K": per_sm}
+    for bm, per_sm in ((256, 1), (128, 2))
+)  # fmt: skip
 
 # Narrow tiles: 128 x 32 and 32 x 128 blocks of 128 threads, 8 x 4 per thread, BK 16, with the
 # loop twin. The template builds them without spills (nvcc 13.0, sm_90a, every transpose and
@@ -275,4 +285,5 @@ FAMILY = KernelFamily(
     narrow_tiles=NARROW_TILES,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
     stream_k_changes=STREAM_K_CHANGES,
+    stream_k_tiles=STREAM_K_TILES,
 )
