@@ -28,8 +28,8 @@ PAD = 4  # floats of padding per shared row, as in kernels/sgemm_simt.cu
 # 256x256x8192 from 0.84 to 0.12 ms, but slowed 4096x4096x512 (0.39 to 0.46 ms). Not yet in
 # the search space: with MIN_BLOCKS=2 (128 registers) some tiles spill in streamk_gemm (20
 # bytes at BM=BN=128, TM=TN=8: the slow whole-space compile test), and the space would grow
-# from 1,728 configs to 2,880. Next: a constraint (MIN_BLOCKS = 1 with stream-K), then
-# the values in the space, when a GPU run regenerates the table.
+# from 1,728 configs to 2,880. Autotuning times stream-K variants with cursors instead
+# (STREAM_K_CHANGES below), where a shape's tiles fill the SMs badly.
 STREAM_K_ON = (1, 2)
 
 # ADVANCE=1 (kernels/sgemm_simt.cu): the k-tile copies walk cursors set up once per block
