@@ -465,8 +465,8 @@ def _fill(key: GemmKey, tile: tuple[int, int], slots: int) -> float:
 
 def with_stream_k(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
     """For each own candidate of a family with a stream-K schedule (`stream_k_changes`) whose
-    output tiles fill the SMs' block slots badly at this shape (2.05 waves of 64 x 128 tiles
-    at 948x2190x1017: 270 tiles on 132 slots), its stream-K variants: the family's changes,
+    output tiles fill the SMs' block slots badly at this shape (256x13726x3982: 108 tiles of
+    256 x 128 on 132 slots), its stream-K variants: the family's changes,
     with STREAM_K the blocks an SM holds, so that the last wave's tiles are shared out by
     k-tiles among all the SMs (tunedgemm/streamk.py), and twice that, since MIN_BLOCKS is
     what the registers guarantee, not what ptxas leaves room for. At long k, the first
@@ -474,9 +474,8 @@ def with_stream_k(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[
     from .families import FAMILIES
 
     variants = []
-    for index, c in enumerate(candidates):
-        if not isinstance(c, KernelConfig):
-            continue
+    own = [c for c in candidates if isinstance(c, KernelConfig)]
+    for c in own:
         family, params = FAMILIES[c.family], c.as_dict()
         if family.stream_k_changes is None or family.stream_k(params):
             continue
@@ -486,7 +485,7 @@ def with_stream_k(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[
                 and key.k >= STREAM_K_FROM_KTILES * family.k_tile(params)):  # fmt: skip
             found += [{**params, **family.stream_k_changes, "STREAM_K": per_sm}
                       for per_sm in (resident, 2 * resident)]  # fmt: skip
-        for tile in family.stream_k_tiles if index == 0 and key.k >= STREAM_K_TILES_FROM_K else ():
+        for tile in family.stream_k_tiles if c is own[0] and key.k >= STREAM_K_TILES_FROM_K else ():
             tiled = {**params, **family.stream_k_changes, **tile}
             if _fill(key, family.block_tile(tiled), sms * tile["STREAM_K"]) < STREAM_K_BELOW_FILL:
                 found.append(tiled)

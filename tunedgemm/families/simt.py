@@ -76,10 +76,10 @@ LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1}
 
 # A candidate's stream-K variant, which autotuning times where its data-parallel grid's
 # last wave leaves SMs idle (tunedgemm/plans.py, with_stream_k): one k-slice, the loop
-# twin's main loop. The table's grid points are powers of two, whose 128 x 128 or 256 x 128
-# tiles come in multiples of 128 on the H100's 132 SMs, so its entries never met the wave
-# losses of shapes between them: at 948x2190x1017 float32 the call's 64 x 128 tiles with
-# four k-slices ran 0.78x cuBLAS (bench_tuning, H100, 2026-11-27 05:54 UTC). With cursors
+# twin's main loop. The table's grid points are mostly powers of two, whose 128 x 128 or
+# 256 x 128 tiles come in multiples of 128 on the H100's 132 SMs, so its entries never met
+# the wave losses of shapes between them: 256x13726x3982 float32 (108 tiles of 256 x 128)
+# ran 0.84x cuBLAS, 0.92x with stream-K (bench_tuning, H100, 2026-11-27 07:47 UTC). With cursors
 # (ADVANCE=1) streamk_gemm compiles without spills for each of the table's 21 tiles at its
 # MIN_BLOCKS (nvcc 13.0, sm_90a, NN, TN and NT aligned: 90-238 registers).
 STREAM_K_CHANGES = {"SPLIT_K": 1, **LOOP_TWIN}
