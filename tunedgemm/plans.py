@@ -369,11 +369,16 @@ def _widest_split(key: GemmKey, k_tile: int) -> int:
     return min(MAX_SPLIT_K, -(-key.k // k_tile) // 2)
 
 
+def _tiles(key: GemmKey, tile: tuple[int, int]) -> int:
+    """Output tiles of key's C in a grid of `tile`s (rows x columns)."""
+    return -(-key.m // tile[0]) * -(-key.n // tile[1])
+
+
 def _filling_split(key: GemmKey, tile: tuple[int, int], k_tile: int, blocks: float,
                    split: int = 1) -> int:  # fmt: skip
     """The least power-of-two multiple of `split` that gives key's grid of `tile`s at least
     `blocks` blocks, as far as _widest_split allows."""
-    tiles = -(-key.m // tile[0]) * -(-key.n // tile[1])
+    tiles = _tiles(key, tile)
     widest = _widest_split(key, k_tile)
     while tiles * split < blocks and 2 * split <= widest:
         split *= 2
@@ -459,7 +464,7 @@ STREAM_K_BELOW_FILL, STREAM_K_FROM_KTILES, STREAM_K_TILES_FROM_K = 0.9, 8, 2048
 
 def _fill(key: GemmKey, tile: tuple[int, int], slots: int) -> float:
     """The share of the block slots of its waves that key's grid of `tile`s fills."""
-    tiles = -(-key.m // tile[0]) * -(-key.n // tile[1])
+    tiles = _tiles(key, tile)
     return tiles / (-(-tiles // slots) * slots)
 
 
