@@ -36,6 +36,12 @@ bench_dmma_large.json.
 times the same configs with each k-step's fmas in serpentine order (FMA_ORDER in
 simt.FMA_ORDER_ON) against row by row, with ADVANCE 0 and 1 and with ADVANCE=1 in a 4-deep
 ring (the best of --around at 4096^3), into bench_fma_order.json.
+
+    python benchmarks/bench_kernels.py --reg-transpose [--out DIR]
+
+times, on TN operands (both k-major), the simt config the table picks for own kernels at
+TN shapes against its loop twin and its TN twin (simt.LAYOUT_TWINS: both operands through
+registers, REG_TRANSPOSE=1), into bench_reg_transpose.json.
 """
 
 from __future__ import annotations
@@ -188,7 +194,8 @@ def around_variants(base: dict[str, int]) -> dict[str, dict[str, int]]:
 
 def variants_row(shape: tuple[int, int, int], base: dict[str, int],
                  variants: dict[str, dict[str, int]], family: str = "simt",
-                 dtype: str = "float32", outside: bool = False) -> dict[str, Any]:  # fmt: skip
+                 dtype: str = "float32", outside: bool = False,
+                 trans: tuple[bool, bool] = (False, False)) -> dict[str, Any]:  # fmt: skip
     """A simt config with each variant's changes (their workspaces allocated once, outside
     the timing, as a plan keeps one) and cuBLAS, CUDA-event medians on the same operands, all
     timed twice in turn (the lesser median kept) so that clocks drift alike. A variant the
@@ -202,8 +209,9 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int],
     from tunedgemm.tuning import problems
 
     m, n, k = shape
-    problem = problems.make(m, n, k, dtype, padded=True)
-    row: dict[str, Any] = {"m": m, "n": n, "k": k, "config": base}
+    problem = problems.make(m, n, k, dtype, *trans, padded=True)
+    row: dict[str, Any] = {"m": m, "n": n, "k": k, "trans": "".join("NT"[t] for t in trans),
+                           "config": base}  # fmt: skip
     runs: list[tuple[str, Callable[[], Any]]] = []
     held = []  # the workspaces, alive until the timing is done
     for label, changes in variants.items():
@@ -280,15 +288,16 @@ def dmma_large_variants() -> dict[str, dict[str, int]]:
             "two,s4": {**two, "STAGES": 4}, "two,bk32": {**two, "BK": 32}}  # fmt: skip
 
 
-def table_own_config(family: str, dtype: str, shape: tuple[int, int, int]) -> dict[str, int]:
-    """The config of `family` the table picks for own kernels at this NN shape, else the
-    family's default (where the table picks another family)."""
+def table_own_config(family: str, dtype: str, shape: tuple[int, int, int],
+                     trans: tuple[bool, bool] = (False, False)) -> dict[str, int]:  # fmt: skip
+    """The config of `family` the table picks for own kernels at this shape (NN unless
+    `trans` says), else the family's default (where the table picks another family)."""
     from tunedgemm import selection
     from tunedgemm.families import FAMILIES
 
     os.environ["TUNEDGEMM_CUBLAS"] = "0"
     selection.forget()
-    chosen = selection.choose(dtype, *shape, warn=False).config
+    chosen = selection.choose(dtype, *shape, *trans, warn=False).config
     if not isinstance(chosen, str) and chosen.family == family:
         return dict(chosen.as_dict())
     return dict(FAMILIES[family].default_config(dtype).as_dict())
@@ -299,6 +308,25 @@ def table_simt_config(shape: tuple[int, int, int]) -> dict[str, int]:
     return table_own_config("simt", "float32", shape)
 
 
+def table_simt_tn_config(shape: tuple[int, int, int]) -> dict[str, int]:
+    """The simt config the table picks for own kernels at this float32 TN shape."""
+    return table_own_config("simt", "float32", shape, (True, False))
+
+
+# TN shapes where the shipped table's own configs lost most to cuBLAS (0.65-0.83x; tuned.json
+# of 2026-11-27), and squares.
+TN_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (1024, 1024, 1024),
+             (4096, 512, 4096), (4096, 64, 16384), (64, 4096, 16384), (512, 512, 16384)]
+
+
+def reg_transpose_variants() -> dict[str, dict[str, int]]:
+    """The table's config, its loop twin and its TN twin (both operands through registers)."""
+    from tunedgemm.families import simt
+
+    return {"table": {}, "loop_twin": simt.LOOP_TWIN,
+            "tn_twin": simt.LAYOUT_TWINS[(True, False)][0]}
+
+
 def table_dmma_config(shape: tuple[int, int, int]) -> dict[str, int]:
     """The dmma config the table picks for own kernels at this float64 NN shape."""
     return table_own_config("dmma", "float64", shape)
@@ -306,7 +334,8 @@ def table_dmma_config(shape: tuple[int, int, int]) -> dict[str, int]:
 
 def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[Any],
                   base: Any, filename: str, family: str = "simt", dtype: str = "float32",
-                  outside: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+                  outside: bool = False,
+                  trans: tuple[bool, bool] = (False, False)) -> list[dict[str, Any]]:  # fmt: skip
     """Print and write (out/filename) variants_row for each shape; base(shape): the config."""
     from tunedgemm import cuda, reference
 
@@ -323,15 +352,15 @@ def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[A
     from tunedgemm.families import FAMILIES
     from tunedgemm.params import KernelConfig
 
-    # nvcc in parallel first (variants_row would compile them one at a time): NN, aligned,
-    # as problems.make(padded=True) lays the operands out.
+    # nvcc in parallel first (variants_row would compile them one at a time): aligned, as
+    # problems.make(padded=True) lays the operands out.
     configs = {KernelConfig.make(family, {**base(shape), **changes})
                for shape in shapes for changes in variants.values()}  # fmt: skip
     precompile([c for c in configs if outside or not FAMILIES[family].violations(c, dtype)],
-               dtype, False, False, True, jobs=os.cpu_count() or 8)  # fmt: skip
+               dtype, *trans, True, jobs=os.cpu_count() or 8)  # fmt: skip
     rows = []
     for shape in shapes:
-        row = variants_row(shape, base(shape), variants, family, dtype, outside)
+        row = variants_row(shape, base(shape), variants, family, dtype, outside, trans)
         rows.append(row)
         cells = [(x, row[f"{x}_ms"], row["cublas_ms"] / row[f"{x}_ms"]) for x in variants]
         print(f"{'x'.join(map(str, shape)):>18} " +
@@ -371,6 +400,8 @@ def main() -> int:
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
                         help="the table's simt config with each FMA_ORDER vs cuBLAS")  # fmt: skip
+    parser.add_argument("--reg-transpose", action="store_true",
+                        help="TN: the table's simt config, its loop twin and TN twin")  # fmt: skip
     args = parser.parse_args()
 
     from tunedgemm import cuda, reference
@@ -402,6 +433,10 @@ def main() -> int:
     if args.dmma:
         variants_main(Path(args.out), dmma_variants(), DMMA_SHAPES, table_dmma_config,
                       "bench_dmma_tiles.json", "dmma", "float64", outside=True)  # fmt: skip
+        return 0
+    if args.reg_transpose:
+        variants_main(Path(args.out), reg_transpose_variants(), TN_SHAPES, table_simt_tn_config,
+                      "bench_reg_transpose.json", trans=(True, False))  # fmt: skip
         return 0
     if args.fma_order:
         variants_main(Path(args.out), fma_order_variants(), ADVANCE_SHAPES, table_simt_config,

@@ -16,7 +16,8 @@
 # ROLL_K: test_simt_roll_gpu.py and bench_kernels --roll), ncu (Nsight Compute on those
 # variants and cuBLAS: ncu_simt.py), around (simt EARLY_BARRIER's GPU test and bench_kernels
 # --around: the table's config and its neighbours), order (the same for simt FMA_ORDER:
-# test_simt_fma_order_gpu.py and bench_kernels --fma-order), fused (dmma SPLITK_FUSED's GPU test,
+# test_simt_fma_order_gpu.py and bench_kernels --fma-order), reg-transpose (the same for simt
+# REG_TRANSPOSE: test_twins_gpu.py and bench_kernels --reg-transpose), fused (dmma SPLITK_FUSED's GPU test,
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-large
@@ -270,6 +271,10 @@ PY
     order)  # simt FMA_ORDER (issue 15, item 3; written 2026-11-26 from ncu's dispatch stalls on
         # FFMAs): its GPU test, then bench_kernels --fma-order (the table's configs, each order)
         simt_variant fma-order tests/gpu/test_simt_fma_order_gpu.py 300 240 ;;
+    reg-transpose)  # simt REG_TRANSPOSE (issue 15, item 4; written 2026-11-27: TN's operands
+        # through registers, as TN's layout twin): the twins' GPU test, then bench_kernels
+        # --reg-transpose (the table's TN configs, their loop twins and TN twins)
+        simt_variant reg-transpose tests/gpu/test_twins_gpu.py 300 240 ;;
     squares)  # issue 15's square floors through the public call: sgemm/dgemm on GPUArrays, new
         # result and into c, own kernels only (TUNEDGEMM_CUBLAS=0; autotuning times the
         # table's candidates and their twins), against cuBLAS into c, at 4096^3 and 8192^3

@@ -24,8 +24,9 @@
 //    Operands whose unit stride runs along k (A with TRANS_A=1, B with TRANS_B=0) are
 //    transposed: with ALIGNED=1 and exactly one such operand (NN: B, TT: A) it is staged
 //    through registers (LDG.128 along k issued before the k-tile's math, four scalar STS
-//    after it, into the ring slot freed by the last barrier); otherwise (ALIGNED=0, or
-//    TRANS_A=1 with TRANS_B=0) 4-byte cp.async writes straight to the transposed position.
+//    after it, into the ring slot freed by the last barrier), as both are with REG_TRANSPOSE=1
+//    (TN); otherwise (ALIGNED=0, or TN with REG_TRANSPOSE=0) 4-byte cp.async writes straight
+//    to the transposed position.
 //    Out-of-range elements (m, n and k edges) are zero-filled; out-of-range C is skipped;
 //  * ADVANCE=1: each operand's copies walk a cursor set up once per block (pointer, row
 //    stride, m/n-edge sizes), moved one k-tile on per load, instead of recomputing every
@@ -95,6 +96,9 @@
 #ifndef MAXNREG
 #define MAXNREG 0      // registers per thread ptxas may use (0: what __launch_bounds__ allows)
 #endif
+#ifndef REG_TRANSPOSE
+#define REG_TRANSPOSE 0   // 1: TN's two k-major operands also transposed through registers
+#endif
 // ptxas schedules the unrolled loop by the registers it may use: given all 255 of
 // __launch_bounds__(256, 1), the EARLY_BARRIER loop bunched its shared loads (four LDS.128
 // back to back, four cycles apart) instead of spreading them among the fmas; at 228 it
@@ -118,9 +122,12 @@
 #define B_STAGE (BK * LDB_S)       // floats per ring slot of Bs
 // Operands transposed through registers (ALIGNED=1 and unit stride along k): only when
 // the other operand is copied with 16-byte cp.async (NN: B; TT: A). With both operands
-// k-major (TRANS_A=1, TRANS_B=0) both use 4-byte cp.async, which keeps registers in budget.
-#define B_REG (ALIGNED && !TRANS_B && !TRANS_A)
-#define A_REG (ALIGNED && TRANS_A && TRANS_B)
+// k-major (TRANS_A=1, TRANS_B=0) both use 4-byte cp.async, which keeps registers in budget,
+// unless REG_TRANSPOSE=1 stages both through registers: a quarter of the copy instructions
+// (16-byte loads along k) for BK * (BM + BN) / THREADS more registers. The same values land
+// in the same shared positions, so the fmas and their bits are REG_TRANSPOSE=0's.
+#define B_REG (ALIGNED && !TRANS_B && (!TRANS_A || REG_TRANSPOSE))
+#define A_REG (ALIGNED && TRANS_A && (TRANS_B || REG_TRANSPOSE))
 
 static_assert(WTM * WTN == 32, "a warp tile must hold exactly 32 thread tiles");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are made of 4x4 sub-blocks");

@@ -117,6 +117,10 @@ class KernelFamily:
     # candidate's twin (where the constraints allow it) beside it, so that a measured
     # improvement reaches calls before the table is regenerated with it.
     twins: tuple[Params, ...] = ()
+    # Twins timed only for one transpose pair (trans_a, trans_b) with aligned operands: changes
+    # whose kernel differs there alone (elsewhere they would be one more compile of the same
+    # code), and that may cost registers other layouts' twins need not spend.
+    layout_twins: Mapping[tuple[bool, bool], tuple[Params, ...]] = field(default_factory=dict)
     # Narrow tiles (changes to a candidate's tiling) that autotuning times at skinny shapes
     # with long k, each with the least power-of-two k-split that gives every SM
     # `narrow_blocks_per_sm` blocks (tunedgemm/plans.py, with_narrow_tiles).

@@ -29,7 +29,7 @@ import numpy as np
 from . import cuda, model, recycle, settings
 from ._layout import BlasForm
 from .device_arrays import _kinds, kind_of
-from .params import KernelConfig
+from .params import KernelConfig, Params
 from .precision import IEEE, OZAKI, base_mode, get_precision, moduli_count, ozaki_summary
 
 MAX_PLANS = 1024  # per cache; the least recently used go first
@@ -354,7 +354,7 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         relatives = with_wave_filling_splits(first, key, sms)
         narrow = with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only; no twins)
         streamed = with_stream_k(first, key, sms)  # (their main loop is the twin's already)
-    relatives = with_twins(relatives, key.dtype)[len(first):] + narrow + streamed
+    relatives = with_twins(relatives, key.dtype, key)[len(first):] + narrow + streamed
     return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
 
 
@@ -501,17 +501,22 @@ def with_stream_k(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[
     return tuple(dict.fromkeys(variants))
 
 
-def with_twins(candidates: tuple[Any, ...], dtype: str) -> tuple[Any, ...]:
+def with_twins(candidates: tuple[Any, ...], dtype: str,
+               key: GemmKey | None = None) -> tuple[Any, ...]:  # fmt: skip
     """The candidates and, after them, each own config's twins (its family's `twins`: the
     same bits by a kernel the table's configs predate, as dmma's one-launch split-K or
-    simt's faster main loop), where the family's constraints allow them."""
+    simt's faster main loop; and, given the key, its `layout_twins` for the key's transpose
+    pair where the operands are aligned), where the family's constraints allow them."""
     from .families import FAMILIES
 
     twins = []
     for c in candidates:
         if isinstance(c, KernelConfig):
             family = FAMILIES[c.family]
-            for changes in family.twins:
+            layout: tuple[Params, ...] = ()
+            if key is not None and key.aligned:
+                layout = family.layout_twins.get((key.trans_a, key.trans_b), ())
+            for changes in family.twins + layout:
                 twin = KernelConfig.make(c.family, {**c.as_dict(), **changes})
                 if twin not in candidates and not family.violations(twin, dtype):
                     twins.append(twin)

@@ -1,20 +1,23 @@
 """Every family's twins compute the same bits as the config they are timed beside (issue 15):
 autotuning may swap a table config for its twin (tunedgemm/plans.py, with_twins) only because
-nothing changes but speed. For each family's default and a split-K config, each twin against
-its config on shapes with m, n and k edges, all four transposes, aligned and not, beta 0 and
-not, with C poisoned by NaN before each run (helpers.assert_configs_agree):
+nothing changes but speed. For each family's default, a split-K config and simt's large tile,
+each twin (TN's layout twins too) against its config on shapes with m, n and k edges, all four
+transposes, aligned and not, beta 0 and not, with C poisoned by NaN before each run
+(helpers.assert_configs_agree):
 
     python -m pytest -q -m gpu tests/gpu/test_twins_gpu.py
 """
 
 from __future__ import annotations
 
+import dmma_variants
 import pytest
+import simt_variants
 from helpers import assert_configs_agree
 
 from tunedgemm import plans
-from tunedgemm.families import FAMILIES
-from tunedgemm.params import KernelConfig
+from tunedgemm.families import FAMILIES, simt
+from tunedgemm.params import IEEE, KernelConfig
 
 pytestmark = pytest.mark.gpu
 
@@ -26,10 +29,27 @@ def _pairs() -> list[tuple[str, KernelConfig, KernelConfig]]:
     for name, dtype in (("dmma", "float64"), ("simt", "float32")):
         family = FAMILIES[name]
         default = family.default_config(dtype).as_dict()
-        for base in (default, {**default, "SPLIT_K": 4}):
+        bases = [default, {**default, "SPLIT_K": 4}]
+        if name == "simt":  # the large tile, 16 x 8 a thread: the most registers to stage
+            bases.append({**default, **simt.STREAM_K_TILES[0], "STREAM_K": 0})
+        for base in bases:
             config = KernelConfig.make(name, base)
-            found += [(dtype, config, twin) for twin in plans.with_twins((config,), dtype)[1:]]
+            # With a TN key, the layout twins as well (they run in every transpose below).
+            twins = plans.with_twins((config,), dtype, _tn_key(dtype))[1:]
+            found += [(dtype, config, twin) for twin in twins]
     return found
+
+
+def _tn_key(dtype: str) -> plans.GemmKey:
+    return plans.GemmKey(dtype, IEEE, 512, 512, 512, True, False, 512, 512, 512, True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled() -> None:
+    """Every config's variants compiled in parallel first (else one nvcc at a time)."""
+    pairs = _pairs()
+    dmma_variants.precompile(c for d, *both in pairs if d == "float64" for c in both)
+    simt_variants.precompile(sorted({c for d, *both in pairs if d == "float32" for c in both}))
 
 
 @pytest.mark.parametrize("dtype,config,twin", _pairs(), ids=str)

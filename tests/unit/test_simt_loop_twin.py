@@ -4,7 +4,10 @@ candidate's twin beside it."""
 
 from __future__ import annotations
 
-from helpers import shipped_configs
+import shutil
+
+import pytest
+from helpers import assert_no_spills, compile_report, shipped_configs
 
 from tunedgemm import plans, table
 from tunedgemm.families import FAMILIES, simt
@@ -41,3 +44,53 @@ def test_autotuning_times_each_simt_candidate_with_its_loop_twin():
     assert timed == (*candidates, twin_of[default], twin_of[other])
     # A twin already among the candidates is not timed twice, nor given a twin of its own.
     assert plans.with_twins((twin_of[default], default), "float32") == (twin_of[default], default)
+
+
+def _key(trans_a: bool, trans_b: bool, aligned: bool = True) -> plans.GemmKey:
+    return plans.GemmKey("float32", IEEE, 1000, 1000, 1000, trans_a, trans_b, 1000, 1000, 1000,
+                         aligned)  # fmt: skip
+
+
+def test_tn_alone_times_the_twin_with_both_operands_through_registers():
+    default = FAMILY.default_config("float32")
+    loop = KernelConfig.make("simt", {**default.as_dict(), **simt.LOOP_TWIN})
+    (changes,) = simt.LAYOUT_TWINS[(True, False)]
+    staged = KernelConfig.make("simt", {**default.as_dict(), **changes})
+    assert staged.as_dict()["REG_TRANSPOSE"] == 1 and staged != loop
+    assert plans.with_twins((default,), "float32", _key(True, False)) == (default, loop, staged)
+    # Elsewhere REG_TRANSPOSE compiles to the same kernel: no second compile of it.
+    for key in (_key(False, False), _key(False, True), _key(True, True), _key(True, False, False)):
+        assert plans.with_twins((default,), "float32", key) == (default, loop), key
+    assert plans.with_twins((default,), "float32") == (default, loop)
+
+
+def test_tn_twins_are_left_out_where_both_staged_operands_would_not_fit():
+    """Staging both operands costs BK * (BM + BN) / THREADS registers: a config at its cap
+    keeps its loop twin, without the TN one."""
+    tight = {**FAMILY.default_config("float32").as_dict(), "BM": 128, "BN": 128, "BK": 16,
+             "WM": 64, "WN": 32, "TM": 8, "TN": 8, "MIN_BLOCKS": 2}  # 128 registers  # fmt: skip
+    config = KernelConfig.make("simt", tight)
+    assert not FAMILY.violations(config, "float32")
+    timed = plans.with_twins((config,), "float32", _key(True, False))
+    assert [c.as_dict()["REG_TRANSPOSE"] for c in timed] == [0, 0]
+
+
+def test_the_search_space_and_the_recorded_configs_keep_cp_async_for_tn():
+    assert all(c.as_dict()["REG_TRANSPOSE"] == 0 for c in FAMILY.space("float32", IEEE))
+    default = FAMILY.default_config("float32").as_dict()
+    recorded = FAMILY.recorded({k: v for k, v in default.items() if k != "REG_TRANSPOSE"})
+    assert recorded.as_dict()["REG_TRANSPOSE"] == 0
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_the_tn_twin_of_the_large_tile_compiles_without_spills(tmp_path):
+    """256 x 128 blocks, 16 x 8 a thread: 24 registers of staged operands a thread (nvcc 13.0
+    built the TN twins of all 219 shipped configs it is timed for without spills)."""
+    large = {**FAMILY.default_config("float32").as_dict(), **simt.STREAM_K_TILES[0],
+             "STREAM_K": 0}  # fmt: skip
+    (twin,) = simt.LAYOUT_TWINS[(True, False)]
+    config = KernelConfig.make("simt", {**large, **twin})
+    assert not FAMILY.violations(config, "float32")
+    defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": 1, "TRANS_B": 0,
+               "ALIGNED": 1}  # fmt: skip
+    assert_no_spills(compile_report(FAMILY.source, defines, tmp_path), str(config))

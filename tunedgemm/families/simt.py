@@ -68,11 +68,24 @@ MAXNREG_ON = (216, 224, 232)
 # more where an FFMA's sources share a register bank. Out of the search space until measured.
 FMA_ORDER_ON = (1, 2)
 
+# REG_TRANSPOSE=1 (kernels/sgemm_simt.cu): TN's two k-major operands are transposed through
+# registers (16-byte loads along k, four shared stores each) as NN's B and TT's A are, instead
+# of by one 4-byte cp.async per element. In the shipped table TN is the weakest layout: its
+# own configs ran 0.81x / 0.83x cuBLAS at 4096^3 / 8192^3 where NN's ran at par. Only TN
+# (aligned) compiles differently; the same values land in the same shared positions, so
+# the bits are REG_TRANSPOSE=0's.
+REG_TRANSPOSE_ON = (1,)
+
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
 # walked from one set-up (ADVANCE=1) and serpentine rows (FMA_ORDER=1). On the H100
 # (bench_kernels --fma-order, 2026-11-26 10:29 UTC) it ran the table's own configs 4-7%
 # faster at 1024^3-8192^3 and as fast at 777x3333x1555, with the same bits.
 LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1}
+# TN's second twin (aligned operands): the loop twin with both operands through registers.
+# Only TN's kernel changes, and the staging costs BK * (BM + BN) / THREADS registers, which
+# 162 of the space's 1,728 configs lack under their cap: as a change of LOOP_TWIN it would
+# take those configs' loop twins from every layout.
+LAYOUT_TWINS = {(True, False): ({**LOOP_TWIN, "REG_TRANSPOSE": 1},)}
 
 # A candidate's stream-K variant, which autotuning times where its data-parallel grid's
 # last wave leaves SMs idle (tunedgemm/plans.py, with_stream_k): one k-slice, the loop
@@ -128,9 +141,12 @@ def _pow2(x: int) -> bool:
 
 def _reg_estimate(p: Params) -> int:
     # Accumulators, double-buffered A/B fragments, the register-staged transpose of one
-    # k-major operand (ALIGNED=1, worst of A and B), plus addressing and loop state.
+    # k-major operand (ALIGNED=1, worst of A and B; both with REG_TRANSPOSE=1), plus
+    # addressing and loop state.
     # Calibrated against ptxas (sm_90a) so that every config allowed compiles without spills.
     staged = p["BK"] * max(p["BM"], p["BN"]) // _threads(p)
+    if p["REG_TRANSPOSE"]:
+        staged = p["BK"] * (p["BM"] + p["BN"]) // _threads(p)
     return p["TM"] * p["TN"] + 2 * (p["TM"] + p["TN"]) + staged + 24
 
 
@@ -187,6 +203,8 @@ FAMILY = KernelFamily(
         Tunable("EARLY_BARRIER", (0,), "k-tile barrier before the last k-step (0: at the top)", 0),
         # Recorded configs ran each k-step's fmas row by row: FMA_ORDER=0, unchanged.
         Tunable("FMA_ORDER", (0,), "fma order in a k-step (0: rows; 1, 2: serpentine)", 0),
+        # Recorded configs ran TN's operands through 4-byte cp.async: REG_TRANSPOSE=0, unchanged.
+        Tunable("REG_TRANSPOSE", (0,), "TN's k-major operands through registers (0: cp.async)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -234,6 +252,7 @@ FAMILY = KernelFamily(
         ),
         Constraint("EARLY_BARRIER is 0 or 1", lambda p, s: p["EARLY_BARRIER"] in (0, 1)),
         Constraint("FMA_ORDER is 0, 1 or 2", lambda p, s: p["FMA_ORDER"] in (0, 1, 2)),
+        Constraint("REG_TRANSPOSE is 0 or 1", lambda p, s: p["REG_TRANSPOSE"] in (0, 1)),
         Constraint(
             "EARLY_BARRIER=1 runs the unrolled BK loop (ROLL_K = 0)",
             lambda p, s: p["EARLY_BARRIER"] == 0 or p["ROLL_K"] == 0,
@@ -277,11 +296,13 @@ FAMILY = KernelFamily(
             "EARLY_BARRIER": 0,
             "MAXNREG": 0,
             "FMA_ORDER": 0,
+            "REG_TRANSPOSE": 0,
         },
     },
     threads=_threads,
     smem_bytes=_smem_bytes,
     twins=(LOOP_TWIN,),
+    layout_twins=LAYOUT_TWINS,
     narrow_tiles=NARROW_TILES,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
     stream_k_changes=STREAM_K_CHANGES,
