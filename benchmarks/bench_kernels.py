@@ -41,7 +41,8 @@ ring (the best of --around at 4096^3), into bench_fma_order.json.
 
 times, on TN operands (both k-major), the simt config the table picks for own kernels at
 TN shapes against its loop twin and its TN twin (simt.LAYOUT_TWINS: both operands through
-registers, REG_TRANSPOSE=1), into bench_reg_transpose.json.
+registers, REG_TRANSPOSE=1), and NN's config at the shape with both twins, into
+bench_reg_transpose-MxNxK.json.
 """
 
 from __future__ import annotations
@@ -319,12 +320,16 @@ TN_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (1024, 
              (4096, 512, 4096), (4096, 64, 16384), (64, 4096, 16384), (512, 512, 16384)]
 
 
-def reg_transpose_variants() -> dict[str, dict[str, int]]:
-    """The table's config, its loop twin and its TN twin (both operands through registers)."""
+def reg_transpose_variants(shape: tuple[int, int, int]) -> dict[str, dict[str, int]]:
+    """The table's TN config, its loop twin and its TN twin (both operands through
+    registers); then NN's config at the shape (tuned where only B went through registers)
+    with the same two twins."""
     from tunedgemm.families import simt
 
-    return {"table": {}, "loop_twin": simt.LOOP_TWIN,
-            "tn_twin": simt.LAYOUT_TWINS[(True, False)][0]}
+    nn, tn_twin = table_simt_config(shape), simt.LAYOUT_TWINS[(True, False)][0]
+    return {"table": {}, "loop_twin": simt.LOOP_TWIN, "tn_twin": tn_twin,
+            "nn_config_loop_twin": {**nn, **simt.LOOP_TWIN},
+            "nn_config_tn_twin": {**nn, **tn_twin}}  # fmt: skip
 
 
 def table_dmma_config(shape: tuple[int, int, int]) -> dict[str, int]:
@@ -434,9 +439,11 @@ def main() -> int:
         variants_main(Path(args.out), dmma_variants(), DMMA_SHAPES, table_dmma_config,
                       "bench_dmma_tiles.json", "dmma", "float64", outside=True)  # fmt: skip
         return 0
-    if args.reg_transpose:
-        variants_main(Path(args.out), reg_transpose_variants(), TN_SHAPES, table_simt_tn_config,
-                      "bench_reg_transpose.json", trans=(True, False))  # fmt: skip
+    if args.reg_transpose:  # one file per shape: NN's config differs from shape to shape
+        for shape in TN_SHAPES:
+            variants_main(Path(args.out), reg_transpose_variants(shape), [shape],
+                          table_simt_tn_config, f"bench_reg_transpose-{shape[0]}x{shape[1]}"
+                          f"x{shape[2]}.json", trans=(True, False))  # fmt: skip
         return 0
     if args.fma_order:
         variants_main(Path(args.out), fma_order_variants(), ADVANCE_SHAPES, table_simt_config,

@@ -608,3 +608,26 @@ def test_the_own_winner_meets_cublas_in_turns_and_medians_decide():
     config = selection.default_config("float32")
     assert runner.head_to_head(config) == (5.1, 4.4)
     assert order == ["own", "cublas", "cublas", "own", "own", "cublas"]
+
+
+def test_seeds_hold_the_other_layouts_candidates_with_this_layouts_twins(monkeypatch):
+    """A TN task is seeded with NN's (and NT's, TT's) table candidates at its shape, each
+    with TN's relatives: the loop twin and the TN twin (both operands through registers)."""
+    from tunedgemm import cuda
+    from tunedgemm.families import simt
+    from tunedgemm.tuning.seeds import of_task, other_layouts
+
+    monkeypatch.setattr(cuda, "sm_count", lambda: 132)
+    task = Task("float32", True, False, Shape(4096, 4096, 4096))
+    nn = selection.choose("float32", 4096, 4096, 4096, gpu=GPU, cc=CC, warn=False)
+    nn_own = [c for c in nn.candidates if isinstance(c, KernelConfig)]
+    assert nn_own
+    seeds = other_layouts(task, GPU, CC)
+    (tn_twin,) = simt.LAYOUT_TWINS[(True, False)]
+    assert set(nn_own) <= set(seeds)
+    first = nn_own[0]  # (relatives are timed for the first few: plans.RELATIVES_OF)
+    assert first.family == "simt"
+    assert KernelConfig.make("simt", {**first.as_dict(), **tn_twin}) in seeds
+    every = of_task(task, GPU, CC)
+    assert set(seeds) <= set(every) and len(every) == len(set(every))
+    assert other_layouts(Task("float32", True, False, task.shape, "tf32"), GPU, CC) == []

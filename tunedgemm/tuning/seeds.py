@@ -5,7 +5,10 @@ order: each is compiled once per run), so a table tuned by it alone holds none o
 time besides the table's own picks: loop twins, wave-filling and wider k-splits, narrow
 tiles (tunedgemm/plans.py, own_candidates). Seeding each task with those, taken from the
 installed table's candidates at the shape, makes a regenerated table start from what calls
-already run, and its entries then seed the next regeneration in turn."""
+already run, and its entries then seed the next regeneration in turn. The same shape's
+candidates under the other transpose pairs seed it too, with this layout's relatives: a
+kernel change that speeds one layout up (simt's REG_TRANSPOSE for TN) can make another
+layout's tiling the better one there."""
 
 from __future__ import annotations
 
@@ -34,11 +37,29 @@ def autotuned(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
     this GPU and their relatives); none for precision modes, whose calls time no relatives."""
     if task.precision != IEEE:
         return []
-    shape = task.shape
-    choice = selection.choose(task.dtype, shape.m, shape.n, shape.k, task.trans_a,
-                              task.trans_b, gpu=gpu, cc=cc, warn=False)  # fmt: skip
-    own = tuple(c for c in (choice.candidates or (choice.config,)) if isinstance(c, KernelConfig))
+    own = _table_candidates(task, task.trans_a, task.trans_b, gpu, cc)
     return [c for c in own_candidates(own, layout_key(task)) if isinstance(c, KernelConfig)]
+
+
+def other_layouts(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
+    """The installed table's own candidates at the task's shape under the other three
+    transpose pairs, with the relatives autotuning would time beside them under the task's
+    own layout (its twins among them); none for precision modes."""
+    if task.precision != IEEE:
+        return []
+    pairs = [(ta, tb) for ta in (False, True) for tb in (False, True)
+             if (ta, tb) != (task.trans_a, task.trans_b)]  # fmt: skip
+    own = tuple(dict.fromkeys(c for ta, tb in pairs
+                              for c in _table_candidates(task, ta, tb, gpu, cc)))  # fmt: skip
+    return [c for c in own_candidates(own, layout_key(task)) if isinstance(c, KernelConfig)]
+
+
+def _table_candidates(task: Task, trans_a: bool, trans_b: bool, gpu: str,
+                      cc: str) -> tuple[KernelConfig, ...]:  # fmt: skip
+    shape = task.shape
+    choice = selection.choose(task.dtype, shape.m, shape.n, shape.k, trans_a, trans_b, gpu=gpu,
+                              cc=cc, warn=False)  # fmt: skip
+    return tuple(c for c in (choice.candidates or (choice.config,)) if isinstance(c, KernelConfig))
 
 
 def within_work_bound(task: Task) -> list[KernelConfig]:
@@ -56,5 +77,6 @@ def within_work_bound(task: Task) -> list[KernelConfig]:
 
 def of_task(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
     """What the tuner times at a task besides its strategy's sample."""
-    return list(dict.fromkeys([*autotuned(task, gpu, cc), *within_work_bound(task)]))
+    return list(dict.fromkeys([*autotuned(task, gpu, cc), *other_layouts(task, gpu, cc),
+                               *within_work_bound(task)]))  # fmt: skip
 
