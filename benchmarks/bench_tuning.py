@@ -3,15 +3,18 @@ and a grid over (M, N) at a few K for a heatmap of speed relative to cuBLAS.
 
 Usage: python benchmarks/bench_tuning.py [--dtype float32 float64] [--shapes 24] [--out DIR]
            [--unpadded] [--seed S] [--low 32] [--high 16384] [--no-heatmap]
-           [--shape-list MxNxK,...] [--no-stream-k] [--tag TAG]
+           [--shape-list MxNxK,...] [--no-stream-k] [--no-layout-twins] [--tag TAG]
+           [--trans NN|NT|TN|TT]
 Operands have leading dimensions padded to 16 bytes, as host calls lay them out (--unpadded:
-as given). Random shapes are log-uniform in [--low, --high] per dimension (issue 15: 24 in
-[32, 16384]), drawn fresh each run unless --seed is given (the seed is printed and recorded),
-work capped at 2 * 8192^3 flops. The fixed-config pool is each family's default plus the
+as given); every product has the transpose pair --trans (default NN). Random shapes are
+log-uniform in [--low, --high] per dimension (issue 15: 24 in [32, 16384]), drawn fresh each
+run unless --seed is given (the seed is printed and recorded), work capped at 2 * 8192^3
+flops. The fixed-config pool is each family's default plus the
 configs the table uses most; the best single fixed config is the one with the best geometric
 mean over the random shapes. "tuned" is what a call runs: the table's candidates for the
 shape, the wave-filling splits, twins and stream-K variants a call adds
-(tunedgemm/plans.py, own_candidates; --no-stream-k leaves the last out) timed once there
+(tunedgemm/plans.py, own_candidates; --no-stream-k leaves the last out, --no-layout-twins
+TN's twin with both operands through registers) timed once there
 (tunedgemm/autotune.py); "pred" is the table's predicted choice alone. The share of the
 table's entries whose choice is an own kernel is printed and recorded per dtype.
 Each own config runs as a planned call launches it (plans.launcher, its split-K workspace
@@ -47,6 +50,9 @@ HEAT_SIZES = [256, 1024, 4096, 16384]
 # Leading dimensions rounded up to 16 bytes, as host calls lay out their tiles (--unpadded:
 # as given, which runs the unaligned kernel variants the table was not tuned on).
 PADDED = True
+# The transpose pair of every product (--trans): the operands as stored, op(A) = A^T where
+# trans_a, laid out as problems.make lays them.
+TRANS = (False, False)
 HEAT_K = [256, 4096]
 MEASUREMENTS = 2  # medians per time; the least is kept (noise only ever adds)
 
@@ -112,11 +118,12 @@ def precompile_candidates(shapes: list[tuple[int, int, int]], dtype: str,
 
     configs = set(c for c in pool if isinstance(c, KernelConfig))
     for shape in shapes:
-        key = plans.GemmKey.of(problems.make(*shape, dtype, padded=PADDED).form, dtype, "ieee")
+        form = problems.make(*shape, dtype, *TRANS, padded=PADDED).form
+        key = plans.GemmKey.of(form, dtype, "ieee")
         for choice in (_table_choice(dtype, shape, cublas=False), _table_choice(dtype, shape)):
             timed = plans.own_candidates(choice.candidates or (choice.config,), key)
             configs.update(c for c in timed if isinstance(c, KernelConfig))
-    compiler.precompile(sorted(configs), dtype, False, False, PADDED, jobs=os.cpu_count() or 8)
+    compiler.precompile(sorted(configs), dtype, *TRANS, PADDED, jobs=os.cpu_count() or 8)
 
 
 def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
@@ -125,9 +132,9 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     from tunedgemm.timing import call_ms
     from tunedgemm.tuning import problems
 
-    problem = problems.make(*shape, dtype, padded=PADDED)
+    problem = problems.make(*shape, dtype, *TRANS, padded=PADDED)
     key = plans.GemmKey.of(problem.form, dtype, "ieee")
-    tuned = selection.choose(dtype, *shape, warn=False)
+    tuned = selection.choose(dtype, *shape, *TRANS, warn=False)
     times: dict[str, float] = {}
 
     def best(work: Any) -> float:
@@ -182,13 +189,14 @@ def _public_views(problem: Any) -> tuple[Any, Any, Any]:
     import pycuda.gpuarray as gpuarray
 
     f, dtype = problem.form, problem.dtype
-    assert not (f.trans_a or f.trans_b), "the random shapes are NN problems"
 
     def view(ptr: int, rows: int, cols: int, ld: int) -> Any:
         return gpuarray.GPUArray((rows, cols), dtype, gpudata=int(ptr),
                                  strides=(dtype.itemsize, ld * dtype.itemsize))  # fmt: skip
 
-    return view(f.a, f.m, f.k, f.lda), view(f.b, f.k, f.n, f.ldb), view(f.c, f.m, f.n, f.ldc)
+    a = view(f.a, f.k, f.m, f.lda) if f.trans_a else view(f.a, f.m, f.k, f.lda)
+    b = view(f.b, f.n, f.k, f.ldb) if f.trans_b else view(f.b, f.k, f.n, f.ldb)
+    return a, b, view(f.c, f.m, f.n, f.ldc)
 
 
 def public_call(problem: Any) -> Any:
@@ -199,8 +207,9 @@ def public_call(problem: Any) -> Any:
 
     routine = tg.sgemm if problem.dtype == np.float32 else tg.dgemm
     a, b, c = _public_views(problem)
+    trans = {"trans_a": int(problem.form.trans_a), "trans_b": int(problem.form.trans_b)}
     problem.poison_c()
-    routine(1.0, a, b, c=c, overwrite_c=1)
+    routine(1.0, a, b, c=c, overwrite_c=1, **trans)
     got = problem.c()
     if not np.isfinite(got).all():
         raise AssertionError(f"public call left non-finite elements: {problem.form}")
@@ -213,14 +222,15 @@ def public_call(problem: Any) -> Any:
     bound = 4 * problem.form.k * np.finfo(problem.dtype).eps * (np.abs(op_a) @ np.abs(op_b)).max()
     if error > bound:
         raise AssertionError(f"public call off by {error:.3g} (bound {bound:.3g}): {problem.form}")
-    return lambda: routine(1.0, a, b, c=c, overwrite_c=1)
+    return lambda: routine(1.0, a, b, c=c, overwrite_c=1, **trans)
 
 
 def _public_choice(problem: Any) -> str:
     import tunedgemm as tg
 
     a, b, c = _public_views(problem)
-    return tg.plan(a, b, c, dtype=problem.dtype).explain()
+    return tg.plan(a, b, c, trans_a=int(problem.form.trans_a), trans_b=int(problem.form.trans_b),
+                   dtype=problem.dtype).explain()  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -262,7 +272,7 @@ def _table_choice(dtype: str, shape: tuple[int, int, int], cublas: bool = True) 
     from tunedgemm import selection
 
     with cublas_setting(cublas, fresh=False):
-        return selection.choose(dtype, *shape, warn=False)
+        return selection.choose(dtype, *shape, *TRANS, warn=False)
 
 
 def gmean(values: list[float]) -> float:
@@ -284,9 +294,14 @@ def main() -> int:
     parser.add_argument("--no-stream-k", action="store_true",
                         help="autotuning without stream-K variants (what they add, A/B)")
     parser.add_argument("--tag", default="", help="bench_tuning-TAG.json (default: no tag)")
+    parser.add_argument("--no-layout-twins", action="store_true",
+                        help="no layout twins (A/B of TN's REG_TRANSPOSE)")  # fmt: skip
+    parser.add_argument("--trans", default="NN", choices=["NN", "NT", "TN", "TT"],
+                        help="transpose pair of every product (default NN)")  # fmt: skip
     args = parser.parse_args()
-    global PADDED
+    global PADDED, TRANS
     PADDED = not args.unpadded
+    TRANS = (args.trans[0] == "T", args.trans[1] == "T")
 
     import os
 
@@ -300,12 +315,19 @@ def main() -> int:
         from tunedgemm import plans
 
         plans.STREAM_K_BELOW_FILL = 0.0  # no fill is below it: plans.with_stream_k adds none
+    if args.no_layout_twins:
+        import dataclasses
+
+        from tunedgemm.families import FAMILIES
+
+        for name, family in FAMILIES.items():  # plans.with_twins reads them from FAMILIES
+            FAMILIES[name] = dataclasses.replace(family, layout_twins={})
     seed = args.seed if args.seed is not None else int(time.time())
     record: dict[str, Any] = {"device": cuda.device().name(), "command": " ".join(sys.argv),
-                              "seed": seed,
+                              "seed": seed, "trans": args.trans,
                               "date": datetime.datetime.now(datetime.timezone.utc).strftime(
                                   "%Y-%m-%d %H:%M UTC"), "random": {}, "heatmap": {}}  # fmt: skip
-    print(f"# {record['device']}, {record['date']}, random shapes' seed {seed}")
+    print(f"# {record['device']}, {record['date']}, random shapes' seed {seed}, {args.trans}")
     for dtype in args.dtype:
         pool = fixed_pool(dtype)
         shapes = (random_shapes(args.shapes, seed, args.low, args.high) if not args.shape_list

@@ -309,9 +309,11 @@ PY
         RETUNE_TRANS="NT TN TT" RETUNE_SHAPES=$other RETUNE_MINUTES=${RETUNE_MINUTES:-3} \
             RETUNE_INSTALL=1 bash "$0" retune ;;
     random)  # issue 15's random-shape floors: bench_tuning on 24 fresh log-uniform shapes in
-        # [32, 16384], own kernels and with cuBLAS as a candidate, no heatmap
+        # [32, 16384], own kernels and with cuBLAS as a candidate, no heatmap (RANDOM_TRANS:
+        # the transpose pair, default NN)
         timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap ${RANDOM_SEED:+--seed $RANDOM_SEED} \
-            --dtype ${RANDOM_DTYPES:-float32 float64} --out "$OUT" > "$OUT/bench_tuning.txt" 2>&1
+            --dtype ${RANDOM_DTYPES:-float32 float64} --trans ${RANDOM_TRANS:-NN} --out "$OUT" \
+            > "$OUT/bench_tuning.txt" 2>&1
         echo "bench_tuning: exit $?"; grep -E "^#|geometric|best single|public call" "$OUT/bench_tuning.txt" ;;
     fused)  # dmma SPLITK_FUSED (issues 13 and 15; written 2026-11-26): its GPU test, then what
         # each split-K candidate and its fused twin cost a call at 256^3 and 512^3 float64, then
