@@ -94,3 +94,25 @@ def test_the_tn_twin_of_the_large_tile_compiles_without_spills(tmp_path):
     defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": 1, "TRANS_B": 0,
                "ALIGNED": 1}  # fmt: skip
     assert_no_spills(compile_report(FAMILY.source, defines, tmp_path), str(config))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_every_shipped_tn_twin_compiles_without_spills(tmp_path):
+    """The shipped table's REG_TRANSPOSE=1 configs (the float32/TN entries tuned with them),
+    TN aligned, the one variant where they differ."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    staged = sorted(c for c in shipped_configs("simt") if c.as_dict()["REG_TRANSPOSE"] == 1)
+    assert staged
+
+    def report(job: tuple[int, KernelConfig]) -> str:
+        index, config = job
+        defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": 1,
+                   "TRANS_B": 0, "ALIGNED": 1}  # fmt: skip
+        (tmp_path / str(index)).mkdir()
+        return compile_report(FAMILY.source, defines, tmp_path / str(index))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for config, text in zip(staged, pool.map(report, enumerate(staged)), strict=True):
+            assert_no_spills(text, str(config))
