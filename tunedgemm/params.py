@@ -158,6 +158,21 @@ class KernelFamily:
                    if t.absent is not None and t.name not in params}  # fmt: skip
         return KernelConfig.make(self.name, {**params, **missing})
 
+    def for_layout(self, config: KernelConfig, trans_a: bool, trans_b: bool,
+                   aligned: bool) -> KernelConfig:  # fmt: skip
+        """The config as it compiles for this layout: tunables that only `layout_twins` set,
+        and that this layout's (aligned) twins do not, back at their recorded (`absent`)
+        value, where they compile to the same kernel (simt's REG_TRANSPOSE outside TN)."""
+        twin_names = {name for changes in self.twins for name in changes}
+        layout_only = {name for twins in self.layout_twins.values() for changes in twins
+                       for name in changes} - twin_names  # fmt: skip
+        here = self.layout_twins.get((trans_a, trans_b), ()) if aligned else ()
+        inert = layout_only - {name for changes in here for name in changes}
+        absent = {t.name: t.absent for t in self.tunables if t.name in inert}
+        params = config.as_dict()
+        reset = {n: v for n, v in absent.items() if v is not None and n in params}
+        return KernelConfig.make(self.name, {**params, **reset}) if reset else config
+
     def violations(self, config: KernelConfig, dtype: str) -> list[str]:
         """Every rule the config breaks (empty when it may be compiled and launched)."""
         if config.family != self.name:

@@ -116,3 +116,34 @@ def test_every_shipped_tn_twin_compiles_without_spills(tmp_path):
     with ThreadPoolExecutor(max_workers=2) as pool:
         for config, text in zip(staged, pool.map(report, enumerate(staged)), strict=True):
             assert_no_spills(text, str(config))
+
+
+def test_a_config_drops_another_layouts_twin_settings():
+    """KernelFamily.for_layout: REG_TRANSPOSE=1 compiles to REG_TRANSPOSE=0's kernel outside
+    aligned TN, so there it reads as 0; the loop twin's settings stay everywhere."""
+    staged = KernelConfig.make("simt", {**FAMILY.default_config("float32").as_dict(),
+                                        **simt.LAYOUT_TWINS[(True, False)][0]})  # fmt: skip
+    plain = KernelConfig.make("simt", {**staged.as_dict(), "REG_TRANSPOSE": 0})
+    assert FAMILY.for_layout(staged, True, False, True) == staged
+    for layout in ((True, False, False), (False, False, True), (False, True, True),
+                   (True, True, True)):  # fmt: skip
+        assert FAMILY.for_layout(staged, *layout) == plain, layout
+    dmma = FAMILIES["dmma"]
+    assert dmma.for_layout(dmma.default_config("float64"), True, False, True) == (
+        dmma.default_config("float64"))
+
+
+def test_every_shipped_config_is_as_its_entrys_layout_compiles_it():
+    """No entry records another layout's twin settings (a NN entry with REG_TRANSPOSE=1 would
+    be a second compile of the same kernel); entries are tuned on aligned operands."""
+    from tunedgemm import table
+
+    loaded = table.load(table.shipped_path())
+    for device in loaded.devices:
+        for key, entries in device.entries.items():
+            pair = key.split("/")[1]
+            trans_a, trans_b = pair[0] == "T", pair[1] == "T"
+            for entry in entries:
+                for config, _ in entry.top:
+                    as_compiled = FAMILIES[config.family].for_layout(config, trans_a, trans_b, True)
+                    assert as_compiled == config, (key, config)

@@ -630,4 +630,7 @@ def test_seeds_hold_the_other_layouts_candidates_with_this_layouts_twins(monkeyp
     assert KernelConfig.make("simt", {**first.as_dict(), **tn_twin}) in seeds
     every = of_task(task, GPU, CC)
     assert set(seeds) <= set(every) and len(every) == len(set(every))
+    # An NN task takes TN's candidates as NN compiles them: no REG_TRANSPOSE=1 among them.
+    nn_task = Task("float32", False, False, Shape(4096, 4096, 4096))
+    assert all(c.as_dict().get("REG_TRANSPOSE", 0) == 0 for c in other_layouts(nn_task, GPU, CC))
     assert other_layouts(Task("float32", True, False, task.shape, "tf32"), GPU, CC) == []

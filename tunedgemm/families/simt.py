@@ -70,10 +70,11 @@ FMA_ORDER_ON = (1, 2)
 
 # REG_TRANSPOSE=1 (kernels/sgemm_simt.cu): TN's two k-major operands are transposed through
 # registers (16-byte loads along k, four shared stores each) as NN's B and TT's A are, instead
-# of by one 4-byte cp.async per element. In the shipped table TN is the weakest layout: its
-# own configs ran 0.81x / 0.83x cuBLAS at 4096^3 / 8192^3 where NN's ran at par. Only TN
-# (aligned) compiles differently; the same values land in the same shared positions, so
-# the bits are REG_TRANSPOSE=0's.
+# of by one 4-byte cp.async per element. TN was the table's weakest layout: its own configs
+# ran 0.81x / 0.83x cuBLAS at 4096^3 / 8192^3 where NN's ran at par; with both operands
+# through registers, on NN's tilings, 0.93x / 0.94x (bench_kernels --reg-transpose, H100,
+# 2026-11-27 10:56 UTC). Only TN (aligned) compiles differently; the same values land in
+# the same shared positions, so the bits are REG_TRANSPOSE=0's.
 REG_TRANSPOSE_ON = (1,)
 
 # The main loop autotuning times beside each recorded config (the family's twin): cursors

@@ -43,14 +43,18 @@ def autotuned(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
 
 def other_layouts(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
     """The installed table's own candidates at the task's shape under the other three
-    transpose pairs, with the relatives autotuning would time beside them under the task's
-    own layout (its twins among them); none for precision modes."""
+    transpose pairs, as they compile for the task's layout (KernelFamily.for_layout: another
+    layout's twin settings dropped), with the relatives autotuning would time beside them
+    under the task's own layout (its twins among them); none for precision modes."""
+    from ..families import FAMILIES
+
     if task.precision != IEEE:
         return []
     pairs = [(ta, tb) for ta in (False, True) for tb in (False, True)
              if (ta, tb) != (task.trans_a, task.trans_b)]  # fmt: skip
-    own = tuple(dict.fromkeys(c for ta, tb in pairs
-                              for c in _table_candidates(task, ta, tb, gpu, cc)))  # fmt: skip
+    own = tuple(dict.fromkeys(
+        FAMILIES[c.family].for_layout(c, task.trans_a, task.trans_b, True)
+        for ta, tb in pairs for c in _table_candidates(task, ta, tb, gpu, cc)))  # fmt: skip
     return [c for c in own_candidates(own, layout_key(task)) if isinstance(c, KernelConfig)]
 
 
