@@ -266,20 +266,22 @@ def whole_c(problem) -> np.ndarray:
     return whole
 
 
-def assert_configs_agree(configs, dtype, m: int, n: int, k: int, label: str = "") -> None:
+def assert_configs_agree(configs, dtype, m: int, n: int, k: int, label: str = "",
+                         layouts=None) -> None:  # fmt: skip
     """Configs that must give the same bits (a tunable's variants, a family's twins), each
-    on fresh operands (all four transposes, padded and not, beta 0 and not, C poisoned by
-    NaN first): every element of C written and none of the rows between m and ldc, bit-equal
-    to the first config's result, and that result within the float64 reference's k-scaled
-    tolerance."""
+    on fresh operands (all four transposes, padded and not, or the ((trans_a, trans_b),
+    padded) `layouts` given; beta 0 and not, C poisoned by NaN first): every element of C
+    written and none of the rows between m and ldc, bit-equal to the first config's result,
+    and that result within the float64 reference's k-scaled tolerance."""
     import itertools
 
     from tunedgemm import checks, gpu_backend
     from tunedgemm.tuning import problems
 
     rng = np.random.default_rng()
-    for (ta, tb), padded in itertools.product(itertools.product((False, True), repeat=2),
-                                              (False, True)):  # fmt: skip
+    if layouts is None:
+        layouts = itertools.product(itertools.product((False, True), repeat=2), (False, True))
+    for (ta, tb), padded in layouts:
         problem = problems.make(m, n, k, dtype, ta, tb, rng, padded=padded)
         for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
             c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(dtype)

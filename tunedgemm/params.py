@@ -158,15 +158,21 @@ class KernelFamily:
                    if t.absent is not None and t.name not in params}  # fmt: skip
         return KernelConfig.make(self.name, {**params, **missing})
 
+    def twins_for(self, trans_a: bool, trans_b: bool, aligned: bool) -> tuple[Params, ...]:
+        """The twins autotuning times in this layout: `twins`, then this transpose pair's
+        `layout_twins` where the operands are aligned."""
+        if not aligned:
+            return self.twins
+        return self.twins + tuple(self.layout_twins.get((trans_a, trans_b), ()))
+
     def for_layout(self, config: KernelConfig, trans_a: bool, trans_b: bool,
                    aligned: bool) -> KernelConfig:  # fmt: skip
         """The config as it compiles for this layout: tunables that only `layout_twins` set,
-        and that this layout's (aligned) twins do not, back at their recorded (`absent`)
-        value, where they compile to the same kernel (simt's REG_TRANSPOSE outside TN)."""
-        twin_names = {name for changes in self.twins for name in changes}
+        and that this layout's twins do not, back at their recorded (`absent`) value, where
+        they compile to the same kernel (simt's REG_TRANSPOSE outside TN)."""
         layout_only = {name for twins in self.layout_twins.values() for changes in twins
-                       for name in changes} - twin_names  # fmt: skip
-        here = self.layout_twins.get((trans_a, trans_b), ()) if aligned else ()
+                       for name in changes}  # fmt: skip
+        here = self.twins_for(trans_a, trans_b, aligned)
         inert = layout_only - {name for changes in here for name in changes}
         absent = {t.name: t.absent for t in self.tunables if t.name in inert}
         params = config.as_dict()

@@ -29,7 +29,7 @@ import numpy as np
 from . import cuda, model, recycle, settings
 from ._layout import BlasForm
 from .device_arrays import _kinds, kind_of
-from .params import KernelConfig, Params
+from .params import KernelConfig
 from .precision import IEEE, OZAKI, base_mode, get_precision, moduli_count, ozaki_summary
 
 MAX_PLANS = 1024  # per cache; the least recently used go first
@@ -513,10 +513,9 @@ def with_twins(candidates: tuple[Any, ...], dtype: str,
     for c in candidates:
         if isinstance(c, KernelConfig):
             family = FAMILIES[c.family]
-            layout: tuple[Params, ...] = ()
-            if key is not None and key.aligned:
-                layout = family.layout_twins.get((key.trans_a, key.trans_b), ())
-            for changes in family.twins + layout:
+            every = (family.twins if key is None
+                     else family.twins_for(key.trans_a, key.trans_b, key.aligned))  # fmt: skip
+            for changes in every:
                 twin = KernelConfig.make(c.family, {**c.as_dict(), **changes})
                 if twin not in candidates and not family.violations(twin, dtype):
                     twins.append(twin)
