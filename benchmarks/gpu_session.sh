@@ -21,7 +21,8 @@
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-large
-# (bench_kernels --dmma-large), dgemm-probe (what autotuning times and keeps at the DGEMM
+# (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill whole
+# rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times and keeps at the DGEMM
 # squares, probe_dgemm_squares.py), retune (the tuner regenerates the table's IEEE entries,
 # RETUNE_* settings; see the step), retune-small (retune on the table's launch-bound entries),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -332,6 +333,17 @@ PY
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;
+    splits)  # k-splits that fill whole rounds of blocks over the SMs (issue 15): the table's
+        # first own candidate at the table entries that lose most where its power-of-two
+        # split leaves the last round part-empty (probe_skinny.py --splits around, padded)
+        f64=${SPLITS_F64:-384x384x8192,384x384x384,384x384x3072,384x384x1024,3072x128x3072,1024x128x384}
+        f32=${SPLITS_F32:-1024x384x8192,3072x128x3072,128x3072x8192,384x384x3072,384x1024x1024}
+        for dt in float64 float32; do
+            shapes=$([ $dt = float64 ] && echo $f64 || echo $f32)
+            timeout ${SPLITS_LIMIT:-240} python3 benchmarks/probe_skinny.py --dtype $dt --padded \
+                --splits around --shapes $shapes --out "$OUT" > "$OUT/probe_splits-$dt.txt" 2>&1
+            echo "probe_skinny --splits $dt: exit $?"; cat "$OUT/probe_splits-$dt.txt"
+        done ;;
     stream-k)  # autotuning's stream-K variants (issue 15): their GPU test (cursors and
         # per-tile addresses, bit-equal to each other), then float32's worst random shapes of
         # 2026-11-27 05:37 and 05:54 UTC through bench_tuning without and with them

@@ -14,8 +14,12 @@ SM, which simt's template builds but its tuning space does not hold; --large tak
 large tiles (LARGE_TILES). Stream-K runs with per-k-tile addresses (MIN_BLOCKS=1) and with
 the loop twin (the config's MIN_BLOCKS). --dtype float64 takes
 dmma's configs (twins: ADVANCE=1, and SPLITK_FUSED=1 for splits; narrow: 64x32, 32x64,
-128x32 and 32x128 with MMA_K 8, two blocks per SM, SMALL_COPIES 0 and 1). It prints, per
-shape, cuBLAS's time and the best few own configs; --out writes every time as JSON.
+128x32 and 32x128 with MMA_K 8, two blocks per SM, SMALL_COPIES 0 and 1). --splits A-B
+takes the table's first own candidate alone, as recorded, at every SPLIT_K from A to B
+(each slice keeping two k-tiles), where the power-of-two splits leave the last wave of
+blocks nearly empty; --splits around, at half its split, its split and twice it, and beside
+each the most slices whose blocks fill whole rounds over the SMs. It prints, per shape,
+cuBLAS's time and the best few own configs; --out writes every time as JSON.
 """
 
 from __future__ import annotations
@@ -63,6 +67,30 @@ def variants(base, k: int) -> list:
     return [c for c in configs if not family.violations(c, dtype)]
 
 
+def split_range(base, m: int, n: int, k: int, text: str, sms: int) -> list:
+    """base as recorded at each SPLIT_K of --splits (A-B, or around) that keeps two k-tiles
+    a slice."""
+    from tunedgemm.families import FAMILIES
+    from tunedgemm.params import KernelConfig
+
+    family, params = FAMILIES[base.family], base.as_dict()
+    k_tiles = -(-k // family.k_tile(params))
+    if text == "around":
+        bm, bn = family.block_tile(params)
+        tiles, split = -(-m // bm) * -(-n // bn), params["SPLIT_K"]
+        powers = [p for p in (split // 2, split, 2 * split) if p >= 1]
+        # Each power's neighbours that fill whole rounds of blocks over the SMs: the most
+        # slices within its rounds and within one round fewer.
+        waves = {w for p in powers for w in (tiles * p // sms, -(-tiles * p // sms))}
+        even = sorted({*powers, *(w * sms // tiles for w in waves if w * sms >= tiles)})
+    else:
+        low, high = (int(v) for v in text.split("-"))
+        even = list(range(low, high + 1))
+    configs = [KernelConfig.make(base.family, {**params, "SPLIT_K": s})
+               for s in even if s == 1 or 2 * s <= k_tiles]  # fmt: skip
+    return [c for c in configs if not family.violations(c, family.dtypes[0])]
+
+
 def narrow_bases(default) -> list:
     """The narrow-tile bases of --narrow, built on the family's default config."""
     from tunedgemm.params import KernelConfig
@@ -107,6 +135,8 @@ def main() -> int:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--padded", action="store_true", help="leading dimensions padded to "
                         "16 bytes (the aligned kernels), as bench_tuning times")  # fmt: skip
+    parser.add_argument("--splits", default=None, help="A-B or around: the table's first "
+                        "own candidate at every split from A to B, or near its own")  # fmt: skip
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
@@ -129,20 +159,24 @@ def main() -> int:
             bases = [KernelConfig.make("simt", {**default.as_dict(), **t}) for t in LARGE_TILES]
         bases = list(dict.fromkeys([*(narrow_bases(default) if args.narrow else bases[:4]),
                                     default]))  # fmt: skip
-        grid = list(dict.fromkeys(v for b in bases for v in variants(b, k)))
+        if args.splits:
+            grid = split_range(bases[0], m, n, k, args.splits, cuda.sm_count())
+        else:
+            grid = list(dict.fromkeys(v for b in bases for v in variants(b, k)))
         candidates = (table.CUBLAS, *grid)
         ms = autotune.time_candidates(form, dtype, candidates)
         cublas = ms[0]
         ranked = sorted(zip(ms[1:], grid, strict=True), key=lambda x: x[0])
         print(f"{text}: cuBLAS {cublas:.4f} ms, {len(grid)} own configs", flush=True)
-        for t, c in ranked[:6]:
+        for t, c in ranked[: None if args.splits else 6]:
             print(f"   {cublas / t:5.2f}  {t:.4f}  {c}", flush=True)
         results.append({"shape": [m, n, k], "cublas_ms": cublas,
                         "own": [{"config": str(c), "ms": t} for t, c in ranked]})  # fmt: skip
     if args.out:
         name = (f"probe_skinny-{dtype.name}{'-narrow' if args.narrow else ''}"
                 f"{'-large' if args.large else ''}"
-                f"{'-padded' if args.padded else ''}.json")  # fmt: skip
+                f"{'-padded' if args.padded else ''}"
+                f"{'-splits' if args.splits else ''}.json")  # fmt: skip
         path = Path(args.out) / name
         path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))
     return 0
