@@ -346,15 +346,16 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     """What autotuning times of the table's candidates for the key: each, then for the first
     RELATIVES_OF own ones the wave-filling split of those that leave SMs idle, every one's
     twins, their stream-K variants where the last wave of tiles leaves SMs idle, and the
-    first one's narrow tiles at skinny shapes with long k."""
+    first one's narrow tiles at skinny shapes with long k and its whole-round splits."""
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
-    relatives, narrow, streamed = first, (), ()
+    relatives, narrow, streamed, rounds = first, (), (), ()
     if any("SPLIT_K" in c.as_dict() for c in first):
         sms = cuda.sm_count()  # the driver's
         relatives = with_wave_filling_splits(first, key, sms)
         narrow = with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only; no twins)
         streamed = with_stream_k(first, key, sms)  # (their main loop is the twin's already)
-    relatives = with_twins(relatives, key.dtype, key)[len(first):] + narrow + streamed
+        rounds = with_whole_round_splits(first[:1], key, sms)  # (as recorded: no twins)
+    relatives = with_twins(relatives, key.dtype, key)[len(first):] + narrow + streamed + rounds
     return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
 
 
@@ -408,6 +409,50 @@ def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
             if alternative not in candidates and not family.violations(alternative, key.dtype):
                 wider.append(alternative)
     return candidates + tuple(dict.fromkeys(wider))
+
+
+# The rounds of blocks whose k-split autotuning also times (with_whole_round_splits). The
+# powers of two split a few tiles into a number of blocks that leaves the last round over the
+# SMs part-empty; the split that fills one or two rounds exactly, at one block per SM or at
+# the blocks the config holds, beat every power of two at 4 of 11 losing table entries
+# (probe_skinny.py --splits around, H100, 2026-11-27 14:12 UTC, cuBLAS ms / ours):
+# 384x384x3072 float64, 36 tiles of 64 x 64, 2 blocks an SM: 7 slices (252 blocks) 1.08, 8
+# slices 0.85; 384x384x1024 float64: 3 slices (108 blocks) 1.01, 4 slices 0.80;
+# 128x3072x8192 float32, 24 tiles of 64 x 256, 1 an SM: 11 slices (264 blocks) 0.93, 8 and
+# 16 slices 0.70 and 0.67; 384x384x3072 float32: 14 slices 0.95, 16 slices 0.89. Three
+# rounds lost (16 slices at 128x3072x8192).
+WHOLE_ROUNDS = (1, 2)
+
+
+def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey,
+                            sms: int) -> tuple[Any, ...]:  # fmt: skip
+    """For each own split-K candidate whose output tiles alone do not fill one block per SM
+    at its resident blocks (model.resident_blocks), again with each k-split whose blocks fill
+    WHOLE_ROUNDS rounds over the SMs as nearly as a whole number of slices can, at one block
+    per SM and at the blocks it holds; as far as each slice keeps two k-tiles and
+    MAX_SPLIT_K allows. Nothing for stream-K configs or shapes of many tiles."""
+    from .families import FAMILIES
+
+    found = []
+    for c in candidates:
+        if not isinstance(c, KernelConfig) or "SPLIT_K" not in c.as_dict():
+            continue
+        family, params = FAMILIES[c.family], c.as_dict()
+        if family.stream_k(params):
+            continue
+        resident = model.resident_blocks(c, key.dtype)
+        tiles = _tiles(key, family.block_tile(params))
+        if tiles >= sms * resident:
+            continue
+        widest = _widest_split(key, family.k_tile(params))
+        for per_sm in dict.fromkeys((1, resident)):
+            for rounds in WHOLE_ROUNDS:
+                split = rounds * sms * per_sm // tiles
+                config = KernelConfig.make(c.family, {**params, "SPLIT_K": split})
+                if (2 <= split <= widest and config not in candidates
+                        and not family.violations(config, key.dtype)):  # fmt: skip
+                    found.append(config)
+    return tuple(dict.fromkeys(found))
 
 
 # Where autotuning times a family's narrow tiles: min(m, n) at most NARROW_BELOW (four

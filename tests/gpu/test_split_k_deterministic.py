@@ -28,9 +28,10 @@ pytestmark = pytest.mark.gpu
 SHAPES = [(37, 45, 1037), (64, 96, 2048), (33, 29, 20), (130, 7, 515), (322, 57, 5243)]
 
 
-# The wider splits autotuning adds where a grid leaves SMs idle (plans.with_wave_filling_splits),
-# on each family's default, with its twins.
-WIDE_SPLITS = (8, plans.MAX_SPLIT_K)
+# The wider splits autotuning adds where a grid leaves SMs idle (plans.with_wave_filling_splits)
+# and a whole-round one, not a power of two (plans.with_whole_round_splits: 7 slices of 36
+# tiles fill 264 block slots), on each family's default, with its twins.
+WIDE_SPLITS = (7, 8, plans.MAX_SPLIT_K)
 
 
 def _split_configs() -> list[tuple[str, KernelConfig]]:

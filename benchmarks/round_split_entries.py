@@ -1,0 +1,62 @@
+"""The shipped table's entries at which autotuning now times whole-round k-splits.
+
+Usage: python benchmarks/round_split_entries.py [--out FILE]
+
+For every IEEE entry of the shipped table's first device (both dtypes, all transpose pairs),
+the first own candidate the lookup gives at its shape (as autotuning and the tuner's seeds
+take it) is asked for its whole-round splits (tunedgemm/plans.py, with_whole_round_splits);
+entries that get some are written as a TUNEDGEMM_LOG_SHAPES file (one JSON object a line),
+for `tunedgemm-tune --shapes-log`: gpu_session.sh's retune-rounds step retunes exactly them.
+Prints a count per key and how many of them cuBLAS holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="round-split-shapes.jsonl")
+    parser.add_argument("--sms", type=int, default=132, help="the GPU's SMs (H100 SXM: 132)")
+    args = parser.parse_args()
+
+    from tunedgemm import plans, selection, table
+    from tunedgemm.params import IEEE, KernelConfig
+    from tunedgemm.tuning.seeds import layout_key
+    from tunedgemm.tuning.driver import Task
+    from tunedgemm.model import Shape
+
+    device = table.load(table.shipped_path()).devices[0]
+    records = []
+    for dtype in ("float32", "float64"):
+        for ta in (False, True):
+            for tb in (False, True):
+                entries = device.entries.get(table.key(dtype, ta, tb), [])
+                found = held = 0
+                for entry in entries:
+                    m, n, k = entry.shape
+                    choice = selection.choose(dtype, m, n, k, ta, tb, gpu=device.name,
+                                              cc=device.compute_capability, warn=False)
+                    own = [c for c in (choice.candidates or (choice.config,))
+                           if isinstance(c, KernelConfig)]  # fmt: skip
+                    key = layout_key(Task(dtype, ta, tb, Shape(m, n, k), IEEE))
+                    if own and plans.with_whole_round_splits(own[:1], key, args.sms):
+                        found += 1
+                        held += entry.choice == table.CUBLAS
+                        records.append({"dtype": dtype, "trans_a": ta, "trans_b": tb,
+                                        "m": m, "n": n, "k": k})  # fmt: skip
+                pair = "TN"[not ta] + "TN"[not tb]
+                print(f"{dtype}/{pair}: {found} of {len(entries)} entries, cuBLAS holds {held}")
+    Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records))
+    print(f"{len(records)} entries written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
