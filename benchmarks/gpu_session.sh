@@ -21,10 +21,12 @@
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-large
-# (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill whole
-# rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times and keeps at the DGEMM
-# squares, probe_dgemm_squares.py), retune (the tuner regenerates the table's IEEE entries,
-# RETUNE_* settings; see the step), retune-small (retune on the table's launch-bound entries),
+# (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
+# whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
+# and keeps at the DGEMM squares, probe_dgemm_squares.py), retune (the tuner regenerates the
+# table's IEEE entries, RETUNE_* settings; see the step), retune-small (retune on the table's
+# launch-bound entries), retune-rounds (retune on the entries that get whole-round k-splits:
+# round_split_entries.py),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
 # family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
@@ -297,6 +299,20 @@ PY
             --time-budget ${RETUNE_MINUTES:-8} --checkpoint "$OUT/retune-ckpt.jsonl" \
             --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
         echo "retune: exit $?"; tail -5 "$OUT/retune.txt"
+        [ "${RETUNE_INSTALL:-0}" = 1 ] && cp "$OUT/tuned.json" tunedgemm/tables/tuned.json ;;
+    retune-rounds)  # the retune step on the entries where autotuning now times whole-round
+        # k-splits (benchmarks/round_split_entries.py, ROUNDS_DTYPES: default both), through
+        # a TUNEDGEMM_LOG_SHAPES file; resumes from retune/ckpt.jsonl as retune does
+        python3 benchmarks/round_split_entries.py --dtypes ${ROUNDS_DTYPES:-float32 float64} \
+            --out "$OUT/round-split-shapes.jsonl" > "$OUT/round-split-entries.txt" 2>&1
+        cat "$OUT/round-split-entries.txt"
+        [ -f retune/ckpt.jsonl ] && cp retune/ckpt.jsonl "$OUT/retune-ckpt.jsonl"
+        cp tunedgemm/tables/tuned.json "$OUT/tuned.json"
+        timeout $(( ${RETUNE_MINUTES:-8} * 60 + 60 )) python3 -m tunedgemm.tune \
+            --shapes-log "$OUT/round-split-shapes.jsonl" --max-evals ${RETUNE_MAX_EVALS:-8} \
+            --time-budget ${RETUNE_MINUTES:-8} --checkpoint "$OUT/retune-ckpt.jsonl" \
+            --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
+        echo "retune-rounds: exit $?"; tail -5 "$OUT/retune.txt"
         [ "${RETUNE_INSTALL:-0}" = 1 ] && cp "$OUT/tuned.json" tunedgemm/tables/tuned.json ;;
     retune-small)  # the retune step on the table's launch-bound entries (cuBLAS under
         # SMALL_BELOW ms, default 0.02; benchmarks/small_entries.py): NN's, then NT/TN/TT's,

@@ -1,6 +1,6 @@
 """The shipped table's entries at which autotuning now times whole-round k-splits.
 
-Usage: python benchmarks/round_split_entries.py [--out FILE]
+Usage: python benchmarks/round_split_entries.py [--dtypes float32 float64] [--out FILE]
 
 For every IEEE entry of the shipped table's first device (both dtypes, all transpose pairs),
 the first own candidate the lookup gives at its shape (as autotuning and the tuner's seeds
@@ -23,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="round-split-shapes.jsonl")
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"],
+                        choices=["float32", "float64"])  # fmt: skip
     parser.add_argument("--sms", type=int, default=132, help="the GPU's SMs (H100 SXM: 132)")
     args = parser.parse_args()
 
@@ -34,7 +36,7 @@ def main() -> int:
 
     device = table.load(table.shipped_path()).devices[0]
     records = []
-    for dtype in ("float32", "float64"):
+    for dtype in args.dtypes:
         for ta in (False, True):
             for tb in (False, True):
                 entries = device.entries.get(table.key(dtype, ta, tb), [])
