@@ -28,10 +28,17 @@ pytestmark = pytest.mark.gpu
 SHAPES = [(37, 45, 1037), (64, 96, 2048), (33, 29, 20), (130, 7, 515), (322, 57, 5243)]
 
 
-# The wider splits autotuning adds where a grid leaves SMs idle (plans.with_wave_filling_splits)
-# and a whole-round one, not a power of two (plans.with_whole_round_splits: 7 slices of 36
-# tiles fill 264 block slots), on each family's default, with its twins.
-WIDE_SPLITS = (7, 8, plans.MAX_SPLIT_K)
+# The wider splits autotuning adds where a grid leaves SMs idle (plans.with_wave_filling_splits),
+# on each family's default, with its twins.
+WIDE_SPLITS = (8, plans.MAX_SPLIT_K)
+# And a whole-round one, not a power of two (plans.with_whole_round_splits: 7 slices of 36
+# tiles fill 264 block slots).
+ROUND_SPLIT = 7
+
+
+def _power_of_two(config: KernelConfig) -> bool:
+    split = config.as_dict().get("SPLIT_K", 1)
+    return split & (split - 1) == 0
 
 
 def _split_configs() -> list[tuple[str, KernelConfig]]:
@@ -43,7 +50,7 @@ def _split_configs() -> list[tuple[str, KernelConfig]]:
     for name, dtype in (("simt", "float32"), ("dmma", "float64"), ("tf32", "float32"),
                         ("tf32_wgmma", "float32")):  # fmt: skip
         family = FAMILIES[name]
-        for split in WIDE_SPLITS:
+        for split in (*WIDE_SPLITS, ROUND_SPLIT):
             wide = KernelConfig.make(name, {**family.default_config(dtype).as_dict(),
                                             "SPLIT_K": split})  # fmt: skip
             found += [(dtype, c) for c in plans.with_twins((wide,), dtype)]
@@ -55,7 +62,10 @@ def _split_configs() -> list[tuple[str, KernelConfig]]:
     return found
 
 
-CONFIGS = _split_configs()
+CONFIGS = [c for c in _split_configs() if _power_of_two(c[1])]
+# Splits that are not powers of two (the table's, from autotuning's whole-round splits, and
+# ROUND_SPLIT's), in a test of their own: a short GPU session can run them alone.
+ROUND_CONFIGS = [c for c in _split_configs() if not _power_of_two(c[1])]
 
 
 def _tolerance(config: KernelConfig, k: int, dtype: np.dtype) -> float:
@@ -66,6 +76,15 @@ def _tolerance(config: KernelConfig, k: int, dtype: np.dtype) -> float:
 
 @pytest.mark.parametrize("dtype,config", CONFIGS, ids=str)
 def test_split_k_is_bit_equal_run_to_run_and_accurate(dtype, config):
+    _check_bit_equal_and_accurate(dtype, config)
+
+
+@pytest.mark.parametrize("dtype,config", ROUND_CONFIGS, ids=str)
+def test_whole_round_splits_are_bit_equal_run_to_run_and_accurate(dtype, config):
+    _check_bit_equal_and_accurate(dtype, config)
+
+
+def _check_bit_equal_and_accurate(dtype: str, config: KernelConfig) -> None:
     from tunedgemm.tuning import problems
 
     rng = np.random.default_rng()
