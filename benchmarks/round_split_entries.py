@@ -29,10 +29,10 @@ def main() -> int:
     args = parser.parse_args()
 
     from tunedgemm import plans, selection, table
-    from tunedgemm.params import IEEE, KernelConfig
-    from tunedgemm.tuning.seeds import layout_key
-    from tunedgemm.tuning.driver import Task
     from tunedgemm.model import Shape
+    from tunedgemm.params import IEEE, KernelConfig
+    from tunedgemm.tuning.driver import Task
+    from tunedgemm.tuning.seeds import layout_key
 
     device = table.load(table.shipped_path()).devices[0]
     records = []
