@@ -386,6 +386,20 @@ def _filling_split(key: GemmKey, tile: tuple[int, int], k_tile: int, blocks: flo
     return split
 
 
+def _split_k_configs(candidates: tuple[Any, ...]) -> list[tuple[KernelConfig, Any, dict]]:
+    """(config, its family, its parameters) of the own candidates with a k-split to change:
+    a SPLIT_K, and not a stream-K schedule."""
+    from .families import FAMILIES
+
+    found = []
+    for c in candidates:
+        if isinstance(c, KernelConfig) and "SPLIT_K" in c.as_dict():
+            family, params = FAMILIES[c.family], c.as_dict()
+            if not family.stream_k(params):
+                found.append((c, family, params))
+    return found
+
+
 def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
                              sms: int) -> tuple[Any, ...]:  # fmt: skip
     """The candidates and, after them, each split-K-capable own config whose grid leaves SMs
@@ -393,15 +407,8 @@ def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
     fills them, as far as each slice keeps two k-tiles and MAX_SPLIT_K allows. The table's
     splits stop at 4, so at small m x n with long k (322x57x5243: 6 tiles of 64 x 64) its
     configs ran a few blocks on 132 SMs, at 0.43-0.65x cuBLAS (bench_tuning, 2026-11-26)."""
-    from .families import FAMILIES
-
     wider = []
-    for c in candidates:
-        if not isinstance(c, KernelConfig) or "SPLIT_K" not in c.as_dict():
-            continue
-        family, params = FAMILIES[c.family], c.as_dict()
-        if family.stream_k(params):
-            continue
+    for c, family, params in _split_k_configs(candidates):
         split = _filling_split(key, family.block_tile(params), family.k_tile(params), sms,
                                params["SPLIT_K"])  # fmt: skip
         if split != params["SPLIT_K"]:
@@ -426,20 +433,13 @@ WHOLE_ROUNDS = (1, 2)
 
 def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey,
                             sms: int) -> tuple[Any, ...]:  # fmt: skip
-    """For each own split-K candidate whose output tiles alone do not fill one block per SM
-    at its resident blocks (model.resident_blocks), again with each k-split whose blocks fill
-    WHOLE_ROUNDS rounds over the SMs as nearly as a whole number of slices can, at one block
-    per SM and at the blocks it holds; as far as each slice keeps two k-tiles and
-    MAX_SPLIT_K allows. Nothing for stream-K configs or shapes of many tiles."""
-    from .families import FAMILIES
-
+    """For each own split-K candidate with fewer output tiles at this shape than the GPU has
+    block slots for it (SMs x its resident blocks, model.resident_blocks), again with each
+    k-split whose blocks fill WHOLE_ROUNDS rounds over the SMs as nearly as a whole number
+    of slices can, at one block per SM and at the blocks it holds; as far as each slice
+    keeps two k-tiles and MAX_SPLIT_K allows. Nothing for stream-K configs."""
     found = []
-    for c in candidates:
-        if not isinstance(c, KernelConfig) or "SPLIT_K" not in c.as_dict():
-            continue
-        family, params = FAMILIES[c.family], c.as_dict()
-        if family.stream_k(params):
-            continue
+    for c, family, params in _split_k_configs(candidates):
         resident = model.resident_blocks(c, key.dtype)
         tiles = _tiles(key, family.block_tile(params))
         if tiles >= sms * resident:
