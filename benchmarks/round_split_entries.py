@@ -28,11 +28,11 @@ def main() -> int:
     parser.add_argument("--sms", type=int, default=132, help="the GPU's SMs (H100 SXM: 132)")
     args = parser.parse_args()
 
-    from tunedgemm import plans, selection, table
+    from tunedgemm import plans, table
     from tunedgemm.model import Shape
-    from tunedgemm.params import IEEE, KernelConfig
+    from tunedgemm.params import IEEE
     from tunedgemm.tuning.driver import Task
-    from tunedgemm.tuning.seeds import layout_key
+    from tunedgemm.tuning.seeds import layout_key, table_candidates
 
     device = table.load(table.shipped_path()).devices[0]
     records = []
@@ -43,18 +43,15 @@ def main() -> int:
                 found = held = 0
                 for entry in entries:
                     m, n, k = entry.shape
-                    choice = selection.choose(dtype, m, n, k, ta, tb, gpu=device.name,
-                                              cc=device.compute_capability, warn=False)
-                    own = [c for c in (choice.candidates or (choice.config,))
-                           if isinstance(c, KernelConfig)]  # fmt: skip
-                    key = layout_key(Task(dtype, ta, tb, Shape(m, n, k), IEEE))
-                    if own and plans.with_whole_round_splits(own[:1], key, args.sms):
+                    task = Task(dtype, ta, tb, Shape(m, n, k), IEEE)
+                    own = table_candidates(task, ta, tb, device.name, device.compute_capability)
+                    if own and plans.with_whole_round_splits(own[:1], layout_key(task), args.sms):
                         found += 1
                         held += entry.choice == table.CUBLAS
                         records.append({"dtype": dtype, "trans_a": ta, "trans_b": tb,
                                         "m": m, "n": n, "k": k})  # fmt: skip
-                pair = "TN"[not ta] + "TN"[not tb]
-                print(f"{dtype}/{pair}: {found} of {len(entries)} entries, cuBLAS holds {held}")
+                print(f"{table.key(dtype, ta, tb)}: {found} of {len(entries)} entries, "
+                      f"cuBLAS holds {held}")
     Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records))
     print(f"{len(records)} entries written to {args.out}")
     return 0

@@ -37,7 +37,7 @@ def autotuned(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
     this GPU and their relatives); none for precision modes, whose calls time no relatives."""
     if task.precision != IEEE:
         return []
-    own = _table_candidates(task, task.trans_a, task.trans_b, gpu, cc)
+    own = table_candidates(task, task.trans_a, task.trans_b, gpu, cc)
     return [c for c in own_candidates(own, layout_key(task)) if isinstance(c, KernelConfig)]
 
 
@@ -54,12 +54,14 @@ def other_layouts(task: Task, gpu: str, cc: str) -> list[KernelConfig]:
              if (ta, tb) != (task.trans_a, task.trans_b)]  # fmt: skip
     own = tuple(dict.fromkeys(
         FAMILIES[c.family].for_layout(c, task.trans_a, task.trans_b, True)
-        for ta, tb in pairs for c in _table_candidates(task, ta, tb, gpu, cc)))  # fmt: skip
+        for ta, tb in pairs for c in table_candidates(task, ta, tb, gpu, cc)))  # fmt: skip
     return [c for c in own_candidates(own, layout_key(task)) if isinstance(c, KernelConfig)]
 
 
-def _table_candidates(task: Task, trans_a: bool, trans_b: bool, gpu: str,
-                      cc: str) -> tuple[KernelConfig, ...]:  # fmt: skip
+def table_candidates(task: Task, trans_a: bool, trans_b: bool, gpu: str,
+                     cc: str) -> tuple[KernelConfig, ...]:  # fmt: skip
+    """The own configs the installed table's lookup gives at the task's shape under this
+    transpose pair, for this GPU, in its order."""
     shape = task.shape
     choice = selection.choose(task.dtype, shape.m, shape.n, shape.k, trans_a, trans_b, gpu=gpu,
                               cc=cc, warn=False)  # fmt: skip
