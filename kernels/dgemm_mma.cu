@@ -37,6 +37,10 @@
 //     deterministic. Otherwise an alpha/beta epilogue that never reads C when beta == 0.
 //     SPLITK_FUSED=1 does that sum in the same launch (splitk_finish): one launch instead of
 //     two, which a call bound by its host's launches feels most.
+//   * Optional stream-K (STREAM_K blocks per SM, streamk.cuh): streamk_gemm's persistent blocks
+//     walk the tiles' k-tiles in even shares, whole tiles finished by the usual epilogue and
+//     split ones left as raw partial sums in the workspace, which streamk_fixup adds in k
+//     order: deterministic, for shapes whose tiles fill the SMs' block slots badly.
 //   * Epilogue (EPILOGUE): 0 stores each accumulator straight from its fragment, 8 bytes a lane,
 //     a warp's access covering 8 rows (64 bytes, half a 128-byte line) of each of 4 columns;
 //     1 stages each warp's tile, 8 columns (one n8 mma tile) at a time, in the operand ring
@@ -89,6 +93,9 @@
 #ifndef SMALL_COPIES
 #define SMALL_COPIES 0 // 1: 8-byte copies through L1 where aligned (0: 16-byte ones)
 #endif
+#ifndef STREAM_K
+#define STREAM_K 0     // persistent stream-K blocks per SM (0: one block per tile, data-parallel)
+#endif
 // Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -128,6 +135,30 @@
 #endif
 #if SPLITK_FUSED && (SPLIT_K == 1 || EPILOGUE != 0)
 #error "SPLITK_FUSED needs SPLIT_K > 1 and EPILOGUE 0"
+#endif
+#if STREAM_K
+#if SPLIT_K != 1 || EPILOGUE != 0
+#error "STREAM_K replaces split-K and stores from the fragments: SPLIT_K 1 and EPILOGUE 0"
+#endif
+#include "streamk.cuh"
+
+// A split tile's raw partial sums into its slot (column-major, leading dimension BM), the whole
+// BM x BN tile (rows and columns past m and n hold zeros: the loads zero-fill them), each
+// lane's elements where the epilogue below stores them in C.
+__device__ __forceinline__ void store_partial(double* slot, const double (&acc)[MT][NT][4], int wm0,
+                                              int wn0, int g, int t)
+{
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    slot[(wm0 + 16 * i + 8 * h + g) + (size_t)(wn0 + 8 * j + 2 * t + e) * BM] =
+                        acc[i][j][2 * h + e];
+}
 #endif
 
 // Stage one BX x BK slice of an operand G (extent X along mn, K along k) into shared memory.
@@ -445,7 +476,11 @@ __device__ __forceinline__ void splitk_finish(const REAL* W, int ldw, int m, int
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-#if SPLITK_FUSED   // C, ldc name the workspace (as in every split-K launch); Cout, ldcout C
+#if STREAM_K   // W: the workspace's 2G slots; sk_*: the schedule (streamk.Schedule.args)
+streamk_gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
+             const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc,
+             REAL* __restrict__ W, int sk_dp, int sk_q, int sk_r)
+#elif SPLITK_FUSED   // C, ldc name the workspace (as in every split-K launch); Cout, ldcout C
 gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
      const REAL* __restrict__ B, int ldb, REAL beta, REAL* C, int ldc, REAL* __restrict__ Cout,
      int ldcout, int* __restrict__ flags)
@@ -458,6 +493,28 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     double* const sA = reinterpret_cast<double*>(smem_raw);
     double* const sB = sA + STAGES * A_STAGE;
 
+#if STREAM_K
+    // This block's walk (its data-parallel tiles, then its stream-K range), a step at a time:
+    // the tile and k-tiles below come from the step, the rest of the body is the data-parallel
+    // kernel's. What the step does after its k loop stays in shared memory, not in registers
+    // through the loop: [0] its slot (-1: a whole tile, finished here), [1] where the next
+    // step starts (-1: none). Thread 0 writes it after the barrier that every thread passes
+    // only once done with the last step's, and all read it after the prologue's barrier.
+    const int grid_m = (m + BM - 1) / BM, grid_n = (n + BN - 1) / BN;
+    __shared__ int sk_after[2];
+    const SkSchedule sk(k, BK, gridDim.x, sk_dp, sk_q, sk_r);
+    for (int sk_it = sk.start(blockIdx.x), first_step = 1;; first_step = 0) {
+    const SkStep step(sk, blockIdx.x, sk_it);
+    if (!first_step) __syncthreads();   // every thread is done with the last step's ring
+    if (threadIdx.x == 0) {
+        sk_after[0] = step.whole ? -1 : step.slot;
+        sk_after[1] = step.next == step.end ? -1 : step.next;
+    }
+    int bm, bn;
+    group_m_tile(step.t, grid_m, grid_n, GROUP_M, bm, bn);
+    const int row0 = bm * BM, col0 = bn * BN;
+    const int kt0 = step.kt_begin, ntiles = step.nkt;
+#else
     // Group-M rasterisation: consecutive linear block ids walk GROUP_M block-rows per block-column.
     int bm, bn;
     group_m_block(GROUP_M, bm, bn);
@@ -466,6 +523,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // Range of k-tiles of this block (a contiguous slice when SPLIT_K > 1).
     int kt0, ntiles;
     block_k_tiles(k, BK, SPLIT_K, kt0, ntiles);
+#endif
 #if SPLIT_K > 1
 #if SPLITK_FUSED
     REAL* const W = C;
@@ -650,6 +708,11 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     }
     cp_async_wait<0>();
 
+#if STREAM_K
+    if (const int slot = sk_after[0]; slot >= 0) {   // a split tile: raw partial sums to its slot
+        store_partial(W + (size_t)slot * (BM * BN), acc, wm0, wn0, g, t);
+    } else {   // a whole tile: the epilogue below
+#endif
 #if EPILOGUE == 0
     // Epilogue: c[2h + e] = C(g + 8h, 2t + e) of each 16 x 8 tile.
 #pragma unroll
@@ -667,6 +730,12 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                 }
 #if SPLITK_FUSED
     splitk_finish(W, ldc, m, n, row0, col0, bm, bn, alpha, beta, Cout, ldcout, flags);
+#endif
+#if STREAM_K
+    }
+    if (sk_after[1] < 0) break;
+    sk_it = sk_after[1];
+    }   // the walk over tiles
 #endif
 #else
     // Staged epilogue. Every warp is past its last read of the ring (the stale fragment reads

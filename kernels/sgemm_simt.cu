@@ -434,72 +434,8 @@ struct KMajor {
 };
 
 #if STREAM_K
-// Stream-K (after Osama et al., PPoPP 2023) in its "data-parallel + stream-K" hybrid form,
-// deterministic: two kernels, no atomics, no block waiting on another. The work is T tiles x
-// IPT "iterations" (k-tiles) each, tile-major, with IPT = max(1, ceil(k / BK)) (an empty k
-// still visits every tile once, applying beta). The launcher starts G = min(SMs * STREAM_K,
-// T * IPT) blocks. The first DP tiles are data-parallel: T when G divides T, else
-// (floor(T / G) - 1) * G (0 when T < 2G); block b does tiles b, b + G, ... < DP whole. The
-// S = (T - DP) * IPT iterations left (of G + T mod G tiles, or all T when T < G) are
-// stream-K: block b then walks [begin(b), begin(b + 1)), begin(b) = DP * IPT + floor(b S / G),
-// a tile at a time, so each block has one to two tiles' worth (S >= G: never empty). A tile
-// wholly in one block's walk is finished there by the usual epilogue (the same fmas in the
-// same k order as the data-parallel kernel: the same bits). The blocks sharing a split tile
-// each store their raw partial sum in a workspace slot, and streamk_fixup adds a tile's
-// slots in k order and applies the epilogue. Block b owns slots 2b (the tile its range
-// starts in) and 2b + 1 (its last tile, where that is another): 2G slots of BM x BN floats,
-// column-major with leading dimension BM. tunedgemm/streamk.py mirrors this arithmetic (and
-// tests it).
+#include "streamk.cuh"
 static_assert(SPLIT_K == 1, "stream-K replaces split-K: SPLIT_K must be 1");
-#define FIXUP_THREADS 256   // per block of streamk_fixup (tunedgemm/streamk.py says the same)
-
-// The schedule's arithmetic, in int (the launcher keeps T * IPT and G * G below 2^31). The
-// launcher passes DP and S / G, S % G (streamk.Schedule.args; S = (T - DP) * IPT the
-// stream-K iterations), so that begin(b) = DP * IPT + b * (S / G) + b * (S % G) / G, which
-// is DP * IPT + floor(b S / G), needs no 64-bit division (a called subroutine, whose saved
-// registers spill) and a step only one int division by G.
-struct SkSchedule {
-    int ipt;      // iterations (k-tiles) per tile
-    int ctas;     // G
-    int dp;       // data-parallel tiles (streamk.dp_tiles)
-    int q, r;     // S / G and S % G
-    __device__ SkSchedule(int k, int ctas_, int dp_, int q_, int r_)
-        : ipt(max(1, (k + BK - 1) / BK)), ctas(ctas_), dp(dp_), q(q_), r(r_) {}
-    // First iteration of block b's stream-K range (b = G: the end of the last range).
-    __device__ int begin(int b) const { return dp * ipt + b * q + b * r / ctas; }
-    // First iteration of block b's walk: its first data-parallel tile's, if any.
-    __device__ int start(int b) const { return dp ? b * ipt : begin(b); }
-    // Workspace slot of block b's partial sum of tile t: 2b for b's first tile, 2b + 1 after.
-    __device__ int slot(int b, int t) const { return 2 * b + (begin(b) < t * ipt ? 1 : 0); }
-};
-
-// Block b's step from iteration `it` (a tile boundary or b's first stream-K iteration): tile
-// t, its k-tiles [kt_begin, kt_begin + nkt), where the next step starts and the walk ends,
-// whether the step is the whole tile, and b's slot for it otherwise (streamk.Schedule.step).
-struct SkStep {
-    int t, kt_begin, nkt, next, end, slot;
-    bool whole;
-    __device__ SkStep(const SkSchedule& sk, int b, int it)
-    {
-        // begin(b) and begin(b + 1) from one division: the remainder of b * r / G says
-        // whether (b + 1) * r / G is one more.
-        const int x = b * sk.r, xq = x / sk.ctas;
-        const int begin = sk.dp * sk.ipt + b * sk.q + xq;
-        end = begin + sk.q + (x - xq * sk.ctas + sk.r >= sk.ctas ? 1 : 0);
-        t = it / sk.ipt;
-        if (t < sk.dp) {   // data-parallel: the whole tile, then b's next one or its range
-            kt_begin = 0;
-            nkt = sk.ipt;
-            next = t + sk.ctas < sk.dp ? (t + sk.ctas) * sk.ipt : begin;
-        } else {
-            kt_begin = it - t * sk.ipt;
-            next = min(end, (t + 1) * sk.ipt);
-            nkt = next - it;
-        }
-        whole = kt_begin == 0 && nkt == sk.ipt;
-        slot = 2 * b + (begin < t * sk.ipt ? 1 : 0);   // SkSchedule::slot
-    }
-};
 
 // A split tile's raw partial sums into its slot, the whole BM x BN tile (rows and columns past
 // m and n hold zeros: the loads zero-fill them) with 16-byte stores; lane (lm, ln) of warp
@@ -547,9 +483,9 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // whole tile, finished here), [1] where the next step starts (-1: none). Thread 0 writes
     // it after the barrier that every thread passes only once done with the last step's.
     __shared__ int sk_after[2];
-    int it = SkSchedule(k, gridDim.x, sk_dp, sk_q, sk_r).start(blockIdx.x);
+    int it = SkSchedule(k, BK, gridDim.x, sk_dp, sk_q, sk_r).start(blockIdx.x);
     for (bool first = true;; first = false) {   // (a block's range is never empty)
-    const SkStep step(SkSchedule(k, gridDim.x, sk_dp, sk_q, sk_r), blockIdx.x, it);
+    const SkStep step(SkSchedule(k, BK, gridDim.x, sk_dp, sk_q, sk_r), blockIdx.x, it);
     if (!first) __syncthreads();   // every thread is done with the last tile's ring
     if (threadIdx.x == 0) {        // seen by all after the k loop's first barrier (nkt >= 1)
         sk_after[0] = step.whole ? -1 : step.slot;
@@ -877,61 +813,3 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     }   // the walk over tiles
 #endif
 }
-
-#if STREAM_K
-// Fixes up the split tiles of streamk_gemm's G = ctas blocks: a block per interior boundary
-// j = blockIdx.x + 1 between their stream-K ranges (the launcher starts none where all tiles
-// are data-parallel). Every split tile holds at least one boundary strictly inside; the
-// first such boundary's block sums the tile's slots, those of blocks j-1, j, ... in that
-// order (k order), and applies the epilogue; the others return at once. Never reads C when
-// beta == 0.
-extern "C" __global__ void __launch_bounds__(FIXUP_THREADS)
-streamk_fixup(int m, int n, int k, REAL alpha, const REAL* __restrict__ W, REAL beta,
-              REAL* __restrict__ C, int ldc, int ctas, int sk_dp, int sk_q, int sk_r)
-{
-    const int grid_m = (m + BM - 1) / BM, grid_n = (n + BN - 1) / BN;
-    const SkSchedule sk(k, ctas, sk_dp, sk_q, sk_r);
-    const int j = blockIdx.x + 1;
-    const int s = sk.begin(j), t = s / sk.ipt;
-    // Boundary j splits tile t; it is the first to if block j - 1's range starts at or
-    // before the tile (streamk.Schedule.fixed_tile).
-    if (s == t * sk.ipt || sk.begin(j - 1) > t * sk.ipt) return;
-    // The blocks j - 1 .. last share the tile: the ranges that start before its end.
-    const int first = j - 1;
-    int last = j;
-    while (last + 1 < sk.ctas && sk.begin(last + 1) < (t + 1) * sk.ipt) ++last;
-    // Block `first`'s slot is SkSchedule::slot's; every later block's range starts inside
-    // tile t, so its slot is 2b (no division per element).
-    const int first_slot = sk.slot(first, t);
-
-    // The tile's origin, group-M rasterised as in streamk_gemm.
-    const int pid = t;
-    const int per_group = GROUP_M * grid_n;
-    const int first_m = (pid / per_group) * GROUP_M;
-    const int group_rows = min(grid_m - first_m, GROUP_M);
-    const int row0 = (first_m + (pid % per_group) % group_rows) * BM;
-    const int col0 = ((pid % per_group) / group_rows) * BN;
-
-    // Four rows of a column per thread, 16-byte loads from the slots (16-byte aligned).
-    for (int e = threadIdx.x; e < BM * BN / 4; e += FIXUP_THREADS) {
-        const int i = (e % (BM / 4)) * 4, jj = e / (BM / 4);
-        const int gi = row0 + i, gj = col0 + jj;
-        if (gi >= m || gj >= n) continue;
-        const float* w = W + (size_t)i + (size_t)jj * BM;
-        float4 sum = *reinterpret_cast<const float4*>(w + (size_t)first_slot * (BM * BN));
-#pragma unroll 2   // (a split tile has 2 pieces when T >= G, at most ceil(G / T) + 1 when T < G)
-        for (int b = first + 1; b <= last; ++b) {
-            const float4 part = *reinterpret_cast<const float4*>(w + (size_t)(2 * b) * (BM * BN));
-            sum.x += part.x, sum.y += part.y, sum.z += part.z, sum.w += part.w;
-        }
-        REAL* c = C + (size_t)gi + (size_t)gj * ldc;
-#if ALIGNED
-        if (gi + 3 < m) {
-            store4(c, sum, alpha, beta);
-            continue;
-        }
-#endif
-        for (int r = 0; r < 4 && gi + r < m; ++r) c[r] = blas_epilogue(comp(sum, r), alpha, beta, c + r);
-    }
-}
-#endif  // STREAM_K

@@ -126,6 +126,10 @@ class KernelFamily:
     # `narrow_blocks_per_sm` blocks (tunedgemm/plans.py, with_narrow_tiles).
     narrow_tiles: tuple[Params, ...] = ()
     narrow_blocks_per_sm: float = 1.0
+    # Tilings that autotuning times, unsplit and at their whole-round k-splits, beside the first
+    # candidate at shapes where its tiles are fewer than its block slots (tunedgemm/plans.py,
+    # with_round_tiles): larger tiles that few-tile shapes need split to fill the SMs.
+    round_tiles: tuple[Params, ...] = ()
     # The changes that make a candidate's stream-K variant (STREAM_K itself is set to the
     # blocks an SM holds), which autotuning times where the candidate's data-parallel grid
     # leaves its last wave's SMs idle (tunedgemm/plans.py, with_stream_k); None: the family

@@ -346,7 +346,8 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     """What autotuning times of the table's candidates for the key: each, then for the first
     RELATIVES_OF own ones the wave-filling split of those that leave SMs idle, every one's
     twins, their stream-K variants where the last wave of tiles leaves SMs idle, and the
-    first one's narrow tiles at skinny shapes with long k and its whole-round splits."""
+    first one's narrow tiles at skinny shapes with long k, its whole-round splits and its
+    family's round tiles where its tiles are fewer than its block slots."""
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
     relatives, narrow, streamed, rounds = first, (), (), ()
     if any("SPLIT_K" in c.as_dict() for c in first):
@@ -355,6 +356,7 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         narrow = with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only; no twins)
         streamed = with_stream_k(first, key, sms)  # (their main loop is the twin's already)
         rounds = with_whole_round_splits(first[:1], key, sms)  # (as recorded: no twins)
+        rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
     relatives = with_twins(relatives, key.dtype, key)[len(first):] + narrow + streamed + rounds
     return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
 
@@ -453,6 +455,27 @@ def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey,
                         and not family.violations(config, key.dtype)):  # fmt: skip
                     found.append(config)
     return tuple(dict.fromkeys(found))
+
+
+def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
+    """For each own split-K candidate with fewer output tiles at this shape than the GPU has
+    block slots for it (as with_whole_round_splits asks), its family's `round_tiles` (dmma:
+    cuBLAS's 128 x 64 tilings) on its other settings, each at its whole-round k-splits and,
+    where its tiles fill at least half a round at one block per SM, unsplit."""
+    found = []
+    for c, family, params in _split_k_configs(candidates):
+        if not family.round_tiles:
+            continue
+        if _tiles(key, family.block_tile(params)) >= sms * model.resident_blocks(c, key.dtype):
+            continue
+        for tile in family.round_tiles:
+            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
+            if family.violations(tiled, key.dtype):
+                continue
+            if 2 * _tiles(key, family.block_tile(tiled.as_dict())) >= sms:
+                found.append(tiled)
+            found += with_whole_round_splits((tiled,), key, sms)
+    return tuple(dict.fromkeys(f for f in found if f not in candidates))
 
 
 # Where autotuning times a family's narrow tiles: min(m, n) at most NARROW_BELOW (four

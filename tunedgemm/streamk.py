@@ -1,6 +1,6 @@
-"""The stream-K schedule of the simt family: which block does which (tile, k-tile), on the host.
+"""The stream-K schedule of the simt and dmma kernels: which block does which (tile, k-tile).
 
-Mirrors kernels/sgemm_simt.cu (SkSchedule, SkStep, streamk_fixup) exactly, so that the
+Mirrors kernels/streamk.cuh (SkSchedule, SkStep, SkFixup) exactly, so that the
 launcher sizes the workspace and grids from the same arithmetic the kernels use, and the unit
 tests check that arithmetic on the CPU.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-FIXUP_THREADS = 256  # per block of streamk_fixup (its __launch_bounds__ in sgemm_simt.cu)
+FIXUP_THREADS = 256  # per block of streamk_fixup (kernels/streamk.cuh)
 MAX_ITERS = 2**31 - 1  # the kernels' schedule arithmetic is in int
 
 

@@ -54,6 +54,13 @@ def _split_configs() -> list[tuple[str, KernelConfig]]:
             wide = KernelConfig.make(name, {**family.default_config(dtype).as_dict(),
                                             "SPLIT_K": split})  # fmt: skip
             found += [(dtype, c) for c in plans.with_twins((wide,), dtype)]
+    # dmma's round tiles (plans.with_round_tiles: 128 x 64 blocks, cursors) at whole-round
+    # splits that are not powers of two.
+    dmma = FAMILIES["dmma"]
+    for tile in dmma.round_tiles:
+        for split in (3, ROUND_SPLIT):
+            params = {**dmma.default_config("float64").as_dict(), **tile, "SPLIT_K": split}
+            found.append(("float64", KernelConfig.make("dmma", params)))
     # The small family splits k across a block's thread groups, summed in a fixed order.
     small = FAMILIES["small"]
     for dtype in small.dtypes:
@@ -64,8 +71,8 @@ def _split_configs() -> list[tuple[str, KernelConfig]]:
 
 _ALL = _split_configs()
 CONFIGS = [c for c in _ALL if _power_of_two(c[1])]
-# Splits that are not powers of two (the table's, from autotuning's whole-round splits, and
-# ROUND_SPLIT's), in a test of their own: a short GPU session can run them alone.
+# Splits that are not powers of two (the table's, from autotuning's whole-round splits, the
+# round tiles' and ROUND_SPLIT's), in a test of their own: a short GPU session can run them alone.
 ROUND_CONFIGS = [c for c in _ALL if not _power_of_two(c[1])]
 
 

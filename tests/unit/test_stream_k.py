@@ -1,5 +1,5 @@
 """The simt family's stream-K schedule (issue 15, item 1) on the CPU: tunedgemm/streamk.py's
-arithmetic, which kernels/sgemm_simt.cu mirrors, runs whole waves data-parallel and the rest
+arithmetic, which kernels/streamk.cuh mirrors, runs whole waves data-parallel and the rest
 stream-K, covers every (tile, k-tile) once, gives split tiles contiguous workspace slots in k
 order and one fixup block each; the tunable stays out of
 the space until a GPU run verifies it; launches, workspaces and compiles are right."""

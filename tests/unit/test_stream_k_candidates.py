@@ -53,7 +53,7 @@ def test_short_k_stream_k_configs_and_other_families_get_none():
     assert plans.with_stream_k((small_simt(),), short, SMS) == ()
     already = small_simt(SPLIT_K=1, STREAM_K=1)
     assert plans.with_stream_k((already,), nn_key(1100, 1100, 1000), SMS) == ()
-    dmma = FAMILIES["dmma"].default_config("float64")
+    dmma = FAMILIES["dmma"].default_config("float64")  # (its stream-K lost: dmma.STREAM_K_ON)
     assert plans.with_stream_k((dmma,), nn_key(1100, 1100, 1000, "float64"), SMS) == ()
 
 

@@ -1,7 +1,8 @@
 """Autotuning's whole-round splits: at a shape of few output tiles, the first own split-K
 candidate is timed again with the k-splits whose blocks fill one or two rounds over the SMs
 (at one block per SM and at the blocks the config holds), which the powers of two leave
-part-empty (384x384x3072 float64: 36 tiles of 64 x 64, 8 slices are 288 blocks on 264)."""
+part-empty (384x384x3072 float64: 36 tiles of 64 x 64, 8 slices are 288 blocks on 264), and
+the family's round tiles (dmma: 128 x 64 blocks) at their own whole-round splits."""
 
 from __future__ import annotations
 
@@ -65,3 +66,49 @@ def test_own_candidates_time_them_for_the_first_own_candidate_only(monkeypatch):
     own = [c for c in timed if c != table.CUBLAS]
     assert not any(c.as_dict() == {**second.as_dict(), "SPLIT_K": s}
                    for c in own for s in (3, 7, 14))  # fmt: skip
+
+
+def _tiles_and_splits(configs) -> list[tuple[int, int, int]]:
+    return [(c["BM"], c["BN"], c["SPLIT_K"]) for c in configs]
+
+
+def test_round_tiles_come_at_their_own_whole_round_splits():
+    """dmma's round tiles (128 x 64 blocks) on the first candidate's other settings, where its
+    36 tiles of 64 x 64 are fewer than its 264 slots: 18 tiles of 128 x 64 fill one round of
+    132 slots 7 ways and two 14 ways (one block an SM), or 264 and 528 slots (two)."""
+    first = _dmma()
+    key = nn_key(384, 384, 3072, "float64")
+    found = plans.with_round_tiles((first,), key, SMS)
+    one, two = (model.resident_blocks(found[i], "float64") for i in (0, -1))
+    assert (one, two) == (1, 2)
+    assert _tiles_and_splits(found) == [(128, 64, 7), (128, 64, 14), (128, 64, 7),
+                                        (128, 64, 14), (128, 64, 29)]  # fmt: skip
+    for config, tile in zip((found[0], found[-1]), FAMILIES["dmma"].round_tiles, strict=True):
+        assert all(config[k] == v for k, v in tile.items()), config
+        assert config["GROUP_M"] == first["GROUP_M"] or "GROUP_M" in tile
+    assert not any(FAMILIES["dmma"].violations(c, "float64") for c in found)
+
+
+def test_round_tiles_come_unsplit_where_they_fill_half_a_round():
+    # 1024 x 1024: 128 tiles of 128 x 64 on 132 SMs (the first candidate's 256 tiles of 64 x
+    # 64 fill 264 slots 97%: fewer, so the round tiles are timed).
+    found = plans.with_round_tiles((_dmma(SPLIT_K=1),), nn_key(1024, 1024, 384, "float64"), SMS)
+    assert (128, 64, 1) in _tiles_and_splits(found)
+    few = plans.with_round_tiles((_dmma(SPLIT_K=1),), nn_key(384, 384, 3072, "float64"), SMS)
+    assert not any(c["SPLIT_K"] == 1 for c in few)  # 18 tiles: an unsplit grid idles 114 SMs
+
+
+def test_round_tiles_none_for_full_grids_stream_k_and_families_without_them():
+    assert plans.with_round_tiles((_dmma(),), nn_key(4096, 4096, 4096, "float64"), SMS) == ()
+    assert plans.with_round_tiles((small_simt(),), nn_key(384, 384, 3072), SMS) == ()
+    streamk = _dmma(SPLIT_K=1, STREAM_K=1, ADVANCE=1)
+    assert plans.with_round_tiles((streamk,), nn_key(384, 384, 3072, "float64"), SMS) == ()
+
+
+def test_own_candidates_time_the_round_tiles_of_the_first_candidate(monkeypatch):
+    monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    first, second = _dmma(), _dmma(GROUP_M=1)
+    key = nn_key(384, 384, 3072, "float64")
+    timed = plans.own_candidates((first, second), key)
+    expected = plans.with_round_tiles((first,), key, SMS)
+    assert expected and set(expected) <= set(timed)

@@ -99,6 +99,39 @@ NARROW_TILES = tuple(
 )  # fmt: skip
 NARROW_BLOCKS_PER_SM = 1.5
 
+# Stream-K (kernels/streamk.cuh, as simt's): compiled and launchable when a config names it
+# (one k-slice; tests/gpu/test_dmma_stream_k_gpu.py passed on the H100, 2026-11-27 17:50 UTC),
+# but neither in the search space nor among autotuning's variants (stream_k_changes stays
+# None): probe_skinny.py --stream-k and --tiles (H100, 17:40-18:00 UTC) timed it at 1-4
+# blocks an SM on the table's first own candidate and on five other tilings at 12 float64
+# shapes with few tiles, and it never came within 5% of the same tiling's best k-split
+# (600x508x2782: 0.65x cuBLAS at 2 blocks an SM, 0.83x split 6 ways). Nsight Compute there
+# (64 x 32 tiles): streamk_gemm's 264 blocks took 74 us at 11% achieved occupancy and the
+# fixup 7 us, where the table's 64 x 64 candidate split 6 ways took 60 us a call.
+STREAM_K_ON = (1, 2)
+STREAM_K_CHANGES = {"SPLIT_K": 1, "SPLITK_FUSED": 0, "ADVANCE": 1}
+
+# Tilings that autotuning times at their whole-round k-splits where the first candidate's
+# tiles are fewer than its block slots (tunedgemm/plans.py, with_round_tiles). Both need the
+# cursors (ADVANCE=1), and the first (BK 32, 24 copies a thread per k-tile) is outside the
+# space for the copy limit. `probe_skinny.py --tiles` (H100, 2026-11-27 18:00 UTC, padded;
+# cuBLAS ms / ours, beside the table's first own candidate at its best split):
+# cuBLAS's own tile at float64's small grids (128 x 64, eight 32 x 32 warp tiles, BK 32; it
+# runs m16n8k16, here MMA_K 8 was ahead of 16 at all 12 shapes) 0.93 at 962x302x1607 split 3
+# ways (0.81), 0.94 at 1024x1024x384 unsplit (0.84); the 128 x 64 half of the 128 x 128 default
+# at two blocks an SM (cuBLAS's tile at the squares: dmma.TWO_BLOCKS) 1.00 at 1387x230x8557
+# split 6 ways (0.79), 0.92 at 600x508x2782 split 6 ways (0.83), 0.97 at 512x4096x512 (0.81).
+# Their best splits were the whole-round ones (6 x 44 tiles = 264 blocks at 1387x230); a power
+# of two either side ran 10-30% slower.
+ROUND_TILES = (
+    {"BM": 128, "BN": 64, "WM": 32, "WN": 32, "MMA_K": 8, "BK": 32, "STAGES": 3,
+     "MIN_BLOCKS": 1, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
+     "EPILOGUE": 0},
+    {"BM": 128, "BN": 64, "WM": 64, "WN": 32, "MMA_K": 4, "BK": 16, "STAGES": 3,
+     "MIN_BLOCKS": 2, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
+     "EPILOGUE": 0},
+)  # fmt: skip
+
 _TWINS = (
     *({"SPLITK_FUSED": v} for v in SPLITK_FUSED_ON),
     *({"ADVANCE": a} for a in ADVANCE_ON),
@@ -138,6 +171,8 @@ FAMILY = KernelFamily(
         Tunable("ADVANCE", (0,), "k-tile copies walk cursors set up once (0: recomputed)", 0),
         # Recorded configs copied 16 bytes at a time where aligned: SMALL_COPIES=0, unchanged.
         Tunable("SMALL_COPIES", (0,), "8-byte copies through L1 where aligned (0: 16-byte)", 0),
+        # Recorded configs ran the data-parallel grid, which STREAM_K=0 compiles to unchanged.
+        Tunable("STREAM_K", (0,), "persistent stream-K blocks per SM (0: data-parallel)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -169,6 +204,12 @@ FAMILY = KernelFamily(
         ),
         Constraint("ADVANCE is 0 or 1", lambda p, s: p["ADVANCE"] in (0, 1)),
         Constraint("SMALL_COPIES is 0 or 1", lambda p, s: p["SMALL_COPIES"] in (0, 1)),
+        Constraint("STREAM_K is 0 to 8", lambda p, s: 0 <= p["STREAM_K"] <= 8),
+        Constraint(
+            "stream-K replaces split-K and stores from the fragments "
+            "(STREAM_K > 0 needs SPLIT_K = 1 and EPILOGUE 0)",
+            lambda p, s: p["STREAM_K"] == 0 or (p["SPLIT_K"] == 1 and p["EPILOGUE"] == 0),
+        ),
         Constraint("float64 only", lambda p, s: s == 8),
         Constraint("between 4 and 16 warps per block", lambda p, s: 128 <= _threads(p) <= 512),
         Constraint(
@@ -198,6 +239,7 @@ FAMILY = KernelFamily(
             "SPLITK_FUSED": 0,
             "ADVANCE": 0,
             "SMALL_COPIES": 0,
+            "STREAM_K": 0,
         },
     },
     threads=_threads,
@@ -205,4 +247,5 @@ FAMILY = KernelFamily(
     twins=_TWINS,
     narrow_tiles=NARROW_TILES,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
+    round_tiles=ROUND_TILES,
 )

@@ -1,0 +1,107 @@
+"""Stream-K in the dmma family (issue 15, item 1; kernels/streamk.cuh, as simt's): STREAM_K
+configs, named explicitly (out of the search space until measured), are accurate against
+float64 with C poisoned by NaN beforehand, for wave-quantisation shapes (pure stream-K,
+hybrid, all data-parallel) and odd edges, all four transposes, aligned and not, beta 0 and
+not, on the family's default tile and on the table's commonest (64 x 64, two blocks per SM,
+m16n8k8), with the cursors autotuning's variants run; bit-equal from run to run (the fixup
+adds a split tile's partial sums in k order); and a tile done whole gives the data-parallel
+kernel's bits:
+
+    TUNEDGEMM_TEST_PRECOMPILE=0 python -m pytest -q -m gpu tests/gpu/test_dmma_stream_k_gpu.py
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from helpers import run_twice
+
+from tunedgemm import checks, gpu_backend, launch
+from tunedgemm.families import FAMILIES, dmma
+from tunedgemm.params import KernelConfig
+
+pytestmark = pytest.mark.gpu
+
+# On 132 SMs, of 128 x 128 tiles: 3072x96x3072 24 (all stream-K), 777x3333x1555 189 (all
+# stream-K: T < 2G; at STREAM_K=2, T < G), 1536x1408x300 132 (STREAM_K=1: all data-parallel),
+# 17024x128x200 133 (T = G + 1); of 64 x 64 tiles at two blocks an SM: 600x508x2782 80 (all
+# stream-K), 3000x3000x600 2209 (hybrid: data-parallel waves, then the rest split).
+SHAPES = [(3072, 96, 3072), (777, 3333, 1555), (1, 1, 1), (5, 7, 3), (129, 129, 1000),
+          (128, 128, 5), (3000, 3000, 600), (1536, 1408, 300), (17024, 128, 200),
+          (600, 508, 2782)]  # fmt: skip
+
+TILES = {
+    "default": {},
+    "64x64": {"BM": 64, "BN": 64, "WM": 32, "WN": 16, "MMA_K": 8, "STAGES": 4, "MIN_BLOCKS": 2},
+}
+
+
+def _config(stream_k: int, tile: str = "default", **changes: int) -> KernelConfig:
+    base = FAMILIES["dmma"].default_config("float64").as_dict()
+    return KernelConfig.make("dmma", {**base, **TILES[tile], **dmma.STREAM_K_CHANGES,
+                                      **changes, "STREAM_K": stream_k})  # fmt: skip
+
+
+@pytest.mark.parametrize("tile", sorted(TILES))
+@pytest.mark.parametrize("stream_k", dmma.STREAM_K_ON)
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_stream_k_is_accurate_and_bit_equal_run_to_run(stream_k, m, n, k, tile):
+    from tunedgemm.tuning import problems
+
+    config = _config(stream_k, tile)
+    assert not FAMILIES["dmma"].violations(config, "float64")
+    rng = np.random.default_rng()
+    for (ta, tb), padded in itertools.product(itertools.product((False, True), repeat=2),
+                                              (False, True)):  # fmt: skip
+        problem = problems.make(m, n, k, np.float64, ta, tb, rng, padded=padded)
+        for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
+            c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n))
+            first, second = run_twice(problem, config, alpha, beta, c0)
+            where = f"{(m, n, k, ta, tb, padded, problem.form.aligned(), alpha, beta)}"
+            assert np.isfinite(first).all(), f"unwritten elements at {where}"
+            assert first.tobytes() == second.tobytes(), f"not bit-equal at {where}"
+            exact, scale = checks.float64_reference(alpha, problem.op_a, problem.op_b, beta, c0)
+            error = checks.scaled_error(first, exact, scale)
+            assert error <= checks.tolerance(max(k, 1), problem.dtype), f"error {error} at {where}"
+
+
+def test_stream_k_schedule_really_splits_tiles():
+    """The shapes above exercise split tiles and the fixup on this GPU (not only whole
+    tiles), and the workspace the launcher asks for matches the schedule."""
+    from tunedgemm import cuda
+    from tunedgemm.tuning import problems
+
+    p = launch.plan(_config(1), "float64", False, False, True)
+    sched = p.schedule(3072, 96, 3072, cuda.sm_count())
+    assert sched.split_tiles() and sched.ctas == cuda.sm_count()
+    problem = problems.make(3072, 96, 3072, np.float64, padded=True)
+    assert launch.workspace_bytes(_config(1), problem.dtype, problem.form) == \
+        2 * sched.ctas * 128 * 128 * 8  # fmt: skip
+    hybrid = launch.plan(_config(2, "64x64"), "float64", False, False, True).schedule(
+        3000, 3000, 600, cuda.sm_count()
+    )
+    assert 0 < hybrid.dp < hybrid.tiles and hybrid.split_tiles(), hybrid
+
+
+def test_whole_tiles_match_the_data_parallel_kernel_bit_for_bit():
+    """Where G divides the tile count the schedule is all data-parallel, and a whole tile runs
+    the data-parallel kernel's mma in its k order: the same bits as STREAM_K=0 with the same
+    cursors (1536 x 1408: 132 tiles of 128 x 128; G = SMs)."""
+    from tunedgemm import cuda
+    from tunedgemm.tuning import problems
+
+    m, n, k = 1536, 1408, 300
+    sched = launch.plan(_config(1), "float64", False, False, True).schedule(
+        m, n, k, cuda.sm_count()
+    )
+    if sched.dp != sched.tiles:
+        pytest.skip(f"{cuda.sm_count()} SMs: {sched.tiles} tiles are not whole waves")
+    problem = problems.make(m, n, k, np.float64, padded=True)
+    outs = []
+    for stream_k in (0, 1):
+        problem.poison_c()
+        gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, _config(stream_k))
+        outs.append(problem.c())
+    assert np.isfinite(outs[0]).all() and outs[0].tobytes() == outs[1].tobytes()
