@@ -26,7 +26,10 @@
 # and keeps at the DGEMM squares, probe_dgemm_squares.py), retune (the tuner regenerates the
 # table's IEEE entries, RETUNE_* settings; see the step), retune-small (retune on the table's
 # launch-bound entries), retune-rounds (retune on the entries that get whole-round k-splits:
-# round_split_entries.py),
+# round_split_entries.py), retune-stream-k (the same on the entries that get stream-K
+# variants), dmma-stream-k (probe_skinny --stream-k at float64's badly filled shapes), worst-float64
+# (bench_tuning on float64's worst random shapes), tiles-float64
+# (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
 # family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
@@ -58,6 +61,18 @@ simt_variant() {
     echo "$1 tests: exit $?"; tail -4 "$OUT/gpu-$1.txt"
     timeout "$4" python3 benchmarks/bench_kernels.py "--$1" --out "$OUT" > "$OUT/bench_$1.txt" 2>&1
     echo "bench_kernels --$1: exit $?"; tail -10 "$OUT/bench_$1.txt"
+}
+# The tuner on the entries of a TUNEDGEMM_LOG_SHAPES file: retune_log FILE; resumes from
+# retune/ckpt.jsonl as the retune step does.
+retune_log() {
+    [ -f retune/ckpt.jsonl ] && cp retune/ckpt.jsonl "$OUT/retune-ckpt.jsonl"
+    cp tunedgemm/tables/tuned.json "$OUT/tuned.json"
+    timeout $(( ${RETUNE_MINUTES:-8} * 60 + 60 )) python3 -m tunedgemm.tune \
+        --shapes-log "$1" --max-evals ${RETUNE_MAX_EVALS:-8} \
+        --time-budget ${RETUNE_MINUTES:-8} --checkpoint "$OUT/retune-ckpt.jsonl" \
+        --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
+    echo "retune on $1: exit $?"; tail -5 "$OUT/retune.txt"
+    [ "${RETUNE_INSTALL:-0}" = 1 ] && cp "$OUT/tuned.json" tunedgemm/tables/tuned.json
 }
 for step in $steps; do
     case $step in
@@ -214,7 +229,7 @@ for step in $steps; do
         # bench_kernels --around) and cuBLAS at NCU_SHAPE (default 4096^3): stall reasons per
         # kernel (ncu-simt-raw.csv) and per SASS instruction (ncu-simt-sass-N.csv), issue slots;
         # NCU_DTYPE=float64: the own dmma config a dgemm call runs there and cuBLAS's DGEMM
-        # instead (files ncu-dmma*)
+        # instead (files ncu-dmma*), and that config with each of NCU_DMMA_CHANGES
         export PATH=$PATH:/usr/local/cuda/bin
         name=ncu-simt; [ "${NCU_DTYPE:-float32}" = float64 ] && name=ncu-dmma
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
@@ -223,6 +238,7 @@ for step in $steps; do
             --section Occupancy --section MemoryWorkloadAnalysis --section SpeedOfLight \
             -o "$OUT/$name" python3 benchmarks/ncu_simt.py --shape ${NCU_SHAPE:-4096x4096x4096} \
             ${NCU_VARIANTS:+--variants $NCU_VARIANTS} ${NCU_DTYPE:+--dtype $NCU_DTYPE} \
+            ${NCU_DMMA_CHANGES:+--dmma-changes $NCU_DMMA_CHANGES} \
             > "$OUT/$name-run.txt" 2>&1
         echo "ncu: exit $?"; tail -12 "$OUT/$name-run.txt"
         ncu --import "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
@@ -306,14 +322,14 @@ PY
         python3 benchmarks/round_split_entries.py --dtypes ${ROUNDS_DTYPES:-float32 float64} \
             --out "$OUT/round-split-shapes.jsonl" > "$OUT/round-split-entries.txt" 2>&1
         cat "$OUT/round-split-entries.txt"
-        [ -f retune/ckpt.jsonl ] && cp retune/ckpt.jsonl "$OUT/retune-ckpt.jsonl"
-        cp tunedgemm/tables/tuned.json "$OUT/tuned.json"
-        timeout $(( ${RETUNE_MINUTES:-8} * 60 + 60 )) python3 -m tunedgemm.tune \
-            --shapes-log "$OUT/round-split-shapes.jsonl" --max-evals ${RETUNE_MAX_EVALS:-8} \
-            --time-budget ${RETUNE_MINUTES:-8} --checkpoint "$OUT/retune-ckpt.jsonl" \
-            --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
-        echo "retune-rounds: exit $?"; tail -5 "$OUT/retune.txt"
-        [ "${RETUNE_INSTALL:-0}" = 1 ] && cp "$OUT/tuned.json" tunedgemm/tables/tuned.json ;;
+        retune_log "$OUT/round-split-shapes.jsonl" ;;
+    retune-stream-k)  # the retune step on the entries where autotuning times stream-K
+        # variants (round_split_entries.py --variants stream-k; ROUNDS_DTYPES: default float64)
+        python3 benchmarks/round_split_entries.py --variants stream-k \
+            --dtypes ${ROUNDS_DTYPES:-float64} --out "$OUT/stream-k-shapes.jsonl" \
+            > "$OUT/stream-k-entries.txt" 2>&1
+        cat "$OUT/stream-k-entries.txt"
+        retune_log "$OUT/stream-k-shapes.jsonl" ;;
     retune-small)  # the retune step on the table's launch-bound entries (cuBLAS under
         # SMALL_BELOW ms, default 0.02; benchmarks/small_entries.py): NN's, then NT/TN/TT's,
         # both dtypes, each installed for what follows (retune-nn.txt, retune.txt; the
@@ -377,6 +393,42 @@ PY
             echo "bench_tuning $arm stream-K: exit $?"
             grep -v "^#" "$OUT/bench_tuning-worst-$arm-stream-k.txt" | grep -v "best single"
         done ;;
+    dmma-stream-k)  # dmma's stream-K (issue 15; its GPU test, with simt's, through the tests
+        # step: tests/gpu/test_dmma_stream_k_gpu.py): the table's first own candidate at
+        # float64 entries that lose where its tiles fill the SMs badly, and at the worst random
+        # shapes, at its splits around and as stream-K at 1-4 blocks an SM (probe_skinny.py
+        # --stream-k, padded)
+        probe=128x1024x1024,384x1024x384,256x256x256,128x3072x3072,384x1024x3072,384x3072x1024
+        probe=$probe,3072x384x1024,1387x230x8557,600x508x2782,962x302x1607
+        timeout ${SPLITS_LIMIT:-240} python3 benchmarks/probe_skinny.py --dtype float64 --padded \
+            --stream-k --shapes ${DMMA_SK_SHAPES:-$probe} --out "$OUT" \
+            > "$OUT/probe_stream_k-float64.txt" 2>&1
+        echo "probe_skinny --stream-k: exit $?"; cat "$OUT/probe_stream_k-float64.txt" ;;
+    tiles-float64)  # dmma tilings outside the tuner's space (cuBLAS's 128 x 64 blocks of eight
+        # 32 x 32 warp tiles at m16n8k16 and k-tiles of 32, which need the cursors) against the
+        # table's first own candidate, at float64's losing entries and worst random shapes, a
+        # few k-splits and stream-K each (probe_skinny.py --tiles, padded; TILES_SHAPES)
+        tiles="BM=128,BN=64,WM=32,WN=32,MMA_K=16,BK=32,STAGES=3,MIN_BLOCKS=1,ADVANCE=1"
+        tiles="$tiles BM=128,BN=64,WM=32,WN=32,MMA_K=8,BK=32,STAGES=3,MIN_BLOCKS=1,ADVANCE=1"
+        tiles="$tiles BM=64,BN=128,WM=32,WN=32,MMA_K=16,BK=32,STAGES=3,MIN_BLOCKS=1,ADVANCE=1"
+        tiles="$tiles BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1"
+        tiles="$tiles BM=64,BN=64,WM=32,WN=32,MMA_K=16,BK=32,STAGES=2,MIN_BLOCKS=2,ADVANCE=1"
+        shapes=600x508x2782,1387x230x8557,962x302x1607,128x3072x3072,384x1024x3072,384x3072x1024
+        shapes=$shapes,5742x893x364,664x2507x3458,1024x1024x384,2048x2048x2048,512x4096x512
+        shapes=$shapes,2220x7562x186
+        timeout ${TILES_LIMIT:-400} python3 benchmarks/probe_skinny.py --dtype float64 --padded \
+            --tiles $tiles --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
+            > "$OUT/probe_tiles-float64.txt" 2>&1
+        echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-float64.txt" ;;
+    worst-float64)  # bench_tuning on float64's worst random shapes of 2026-11-27 14:36 and
+        # 14:41 UTC (bench_tuning-worst-float64.txt)
+        worst=1387x230x8557,962x302x1607,600x508x2782,2404x152x1073,5742x893x364,664x2507x3458
+        worst=$worst,813x398x14465,6089x175x2306,4476x330x577,81x1267x2816
+        timeout ${WORST_LIMIT:-240} python3 benchmarks/bench_tuning.py --no-heatmap \
+            --dtype float64 --shape-list $worst --tag worst-float64 --out "$OUT" \
+            > "$OUT/bench_tuning-worst-float64.txt" 2>&1
+        echo "bench_tuning worst float64: exit $?"
+        grep -v "^#" "$OUT/bench_tuning-worst-float64.txt" | grep -v "best single" ;;
     small-family)  # the small family's whole space against cuBLAS and the table's own configs
         # at launch-bound shapes (probe_small_family.py)
         timeout ${SMALL_FAMILY_LIMIT:-360} python3 benchmarks/probe_small_family.py --out "$OUT" \

@@ -4,7 +4,7 @@ Usage (on the GPU machine; `gpu_session.sh ncu` runs it):
 
     ncu --clock-control none --profile-from-start off --section WarpStateStats ... \
         python benchmarks/ncu_simt.py [--shape 4096x4096x4096] [--variants advance0 advance1 ...]
-        [--dtype float64]
+        [--dtype float64 [--dmma-changes SPLIT_K=6 SPLIT_K=1,STREAM_K=2 ...]]
 
 The named variants of bench_kernels --around (the table's own-kernel simt config at the shape
 with ADVANCE 0 or 1, or a neighbour of it, as "STAGES=4,early") and cuBLAS run on the same
@@ -13,7 +13,8 @@ each inside it (cuProfilerStart / cuProfilerStop), in the order printed, so that
 report lists the kernels in that order. Without ncu it is a plain run of the same launches.
 With --dtype float64 the launches are instead the own config a dgemm call runs at the shape
 (TUNEDGEMM_CUBLAS=0: the table's choice refined by autotuning, as the public call) and cuBLAS's
-DGEMM, on float64 NN operands.
+DGEMM, on float64 NN operands; --dmma-changes adds that config with each set of changes
+(comma-separated NAME=VALUE), as a k-split against stream-K.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def main() -> int:
     parser.add_argument("--variants", nargs="+", help="labels of bench_kernels.around_variants",
                         default=["advance1", "early", "early,maxnreg=224",
                                  "STAGES=4,early,maxnreg=224"])  # fmt: skip
+    parser.add_argument("--dmma-changes", nargs="*", default=[],
+                        help="float64: dgemm's own config with these changes too")  # fmt: skip
     args = parser.parse_args()
     m, n, k = (int(d) for d in args.shape.split("x"))
 
@@ -64,7 +67,11 @@ def main() -> int:
     problem = problems.make(m, n, k, args.dtype, padded=True)
     configs = []
     if args.dtype == "float64":
-        configs.append(("dgemm's own", _own_choice(problem)))
+        own = _own_choice(problem)
+        configs.append(("dgemm's own", own))
+        for text in args.dmma_changes:
+            changes = {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
+            configs.append((text, KernelConfig.make("dmma", {**own.as_dict(), **changes})))
     else:
         base = table_simt_config((m, n, k))
         for label, changes in around_variants(base).items():

@@ -3,23 +3,26 @@
 Usage: python benchmarks/probe_skinny.py [--shapes 1473x140x7081,...] [--out DIR]
 
 The random shapes of bench_tuning where float32's own kernels lose most (seed 1795689347,
-2026-11-26: 0.56-0.71x cuBLAS) have few tiles of C and long k. For each shape this times,
-as autotuning does (tunedgemm.autotune.time_candidates: candidates in turn, three rounds,
-into scratch memory), cuBLAS against a grid of own configs: the table's first four own
-candidates for the shape and simt's default, each with SPLIT_K from 1 to 64 (each slice keeping two
-k-tiles), with its loop twin (ADVANCE=1, FMA_ORDER=1), and with stream-K (1 and 2 blocks
-per SM, MIN_BLOCKS=1). --narrow takes narrow tiles instead of the table's configs: 128 x 32
-and 32 x 128 blocks of 128 threads (8 x 4 per thread), BK 16 or 32, one or two blocks per
-SM, which simt's template builds but its tuning space does not hold; --large takes simt's
-large tiles (LARGE_TILES). Stream-K runs with per-k-tile addresses (MIN_BLOCKS=1) and with
-the loop twin (the config's MIN_BLOCKS). --dtype float64 takes
-dmma's configs (twins: ADVANCE=1, and SPLITK_FUSED=1 for splits; narrow: 64x32, 32x64,
-128x32 and 32x128 with MMA_K 8, two blocks per SM, SMALL_COPIES 0 and 1). --splits A-B
-takes the table's first own candidate alone, as recorded, at every SPLIT_K from A to B
-(each slice keeping two k-tiles), where the power-of-two splits leave the last wave of
-blocks nearly empty; --splits around, at half its split, its split and twice it, and beside
-each the most slices whose blocks fill whole rounds over the SMs. It prints, per shape,
-cuBLAS's time and the best few own configs; --out writes every time as JSON.
+2026-11-26: 0.56-0.71x cuBLAS) have few tiles of C and long k. For each shape this times, as
+autotuning does (tunedgemm.autotune.time_candidates: candidates in turn, three rounds, into
+scratch memory), cuBLAS against a grid of own configs: the table's first four own candidates
+for the shape and simt's default, each with SPLIT_K from 1 to 64 (each slice keeping two
+k-tiles), with its loop twin (ADVANCE=1, FMA_ORDER=1), and with stream-K (1 and 2 blocks per
+SM, MIN_BLOCKS=1). --narrow takes narrow tiles instead of the table's configs: 128 x 32 and
+32 x 128 blocks of 128 threads (8 x 4 per thread), BK 16 or 32, one or two blocks per SM,
+which simt's template builds but its tuning space does not hold; --large takes simt's large
+tiles (LARGE_TILES). Stream-K runs with per-k-tile addresses (MIN_BLOCKS=1) and with the
+loop twin (the config's MIN_BLOCKS). --dtype float64 takes dmma's configs (twins: ADVANCE=1,
+SPLITK_FUSED=1 for splits, stream-K at 1-4 blocks an SM; narrow: 64x32, 32x64, 128x32 and
+32x128 with MMA_K 8, two blocks per SM, SMALL_COPIES 0 and 1). --splits A-B takes the
+table's first own candidate alone, as recorded, at every SPLIT_K from A to B (each slice
+keeping two k-tiles), where the power-of-two splits leave the last wave of blocks nearly
+empty; --splits around, at half its split, its split and twice it, and beside each the most
+slices whose blocks fill whole rounds over the SMs; --stream-k, those splits and the
+candidate's stream-K variant at 1 to 4 blocks an SM; --tiles, the table's first own
+candidate beside each given tiling of the family's default at a few splits and as stream-K.
+It prints, per shape, cuBLAS's time and the best few own configs; --out writes every time as
+JSON.
 """
 
 from __future__ import annotations
@@ -38,9 +41,17 @@ SHAPES = "1473x140x7081,125x665x7720,319x2218x9857,65x1292x1285,88x894x8419,9947
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 
 
+def stream_k_changes(family: str) -> dict | None:
+    """The changes that make a config of the family its stream-K variant (None: it has none):
+    the family's own (autotuning's), or dmma's, whose autotuning does not time them."""
+    from tunedgemm.families import FAMILIES, dmma
+
+    return dmma.STREAM_K_CHANGES if family == "dmma" else FAMILIES[family].stream_k_changes
+
+
 def variants(base, k: int) -> list:
     """base's grid of splits and main-loop twins (simt: the loop twin and stream-K; dmma: the
-    cursors and the fused split-K) that its family allows."""
+    cursors, the fused split-K and stream-K at 1-4 blocks an SM) that its family allows."""
     from tunedgemm.families import FAMILIES
     from tunedgemm.families.simt import LOOP_TWIN
     from tunedgemm.params import KernelConfig
@@ -63,6 +74,9 @@ def variants(base, k: int) -> list:
             found.append({**params, "SPLIT_K": 1, "STREAM_K": per_sm, "MIN_BLOCKS": 1,
                           "ADVANCE": 0})  # fmt: skip
             found.append({**params, "SPLIT_K": 1, "STREAM_K": per_sm, **LOOP_TWIN})
+    elif base.family == "dmma":  # stream-K with the cursors
+        found += [{**params, **stream_k_changes("dmma"), "STREAM_K": per_sm}
+                  for per_sm in (1, 2, 3, 4)]  # fmt: skip
     configs = [KernelConfig.make(base.family, p) for p in found]
     return [c for c in configs if not family.violations(c, dtype)]
 
@@ -88,6 +102,45 @@ def split_range(base, m: int, n: int, k: int, text: str, sms: int) -> list:
         even = list(range(low, high + 1))
     configs = [KernelConfig.make(base.family, {**params, "SPLIT_K": s})
                for s in even if s == 1 or 2 * s <= k_tiles]  # fmt: skip
+    return [c for c in configs if not family.violations(c, family.dtypes[0])]
+
+
+def stream_k_range(base, split_text: str, m: int, n: int, k: int, sms: int) -> list:
+    """--stream-k: base as recorded and at the splits of --splits (default: around), then its
+    family's stream-K variant (stream_k_changes) at 1 to 4 blocks an SM."""
+    from tunedgemm.families import FAMILIES
+    from tunedgemm.params import KernelConfig
+
+    family, params = FAMILIES[base.family], base.as_dict()
+    streamed = [KernelConfig.make(base.family, {**params, **stream_k_changes(base.family),
+                                                "STREAM_K": per_sm})
+                for per_sm in (1, 2, 3, 4)]  # fmt: skip
+    return [*split_range(base, m, n, k, split_text, sms),
+            *(c for c in streamed if not family.violations(c, family.dtypes[0]))]
+
+
+# --tiles: the splits and stream-K blocks an SM each tile is timed at.
+TILE_SPLITS, TILE_STREAM_K = (1, 2, 3, 4, 6, 8), (1, 2)
+
+
+def tile_grid(default, texts: list[str], k: int) -> list:
+    """--tiles: the family's default with each change set (NAME=VALUE,...), at TILE_SPLITS
+    (each slice keeping two k-tiles) and as stream-K (TILE_STREAM_K, one k-slice), where the
+    family's constraints allow: tilings outside the tuner's space, held to the table's."""
+    from tunedgemm.families import FAMILIES
+    from tunedgemm.params import KernelConfig
+
+    family = FAMILIES[default.family]
+    found = []
+    for text in texts:
+        tile = {**default.as_dict(), **{k_: int(v) for k_, v in
+                                        (item.split("=") for item in text.split(","))}}  # fmt: skip
+        k_tiles = -(-k // family.k_tile(tile))
+        found += [{**tile, "SPLIT_K": s} for s in TILE_SPLITS if s == 1 or 2 * s <= k_tiles]
+        if stream_k_changes(default.family) is not None:
+            found += [{**tile, **stream_k_changes(default.family), "STREAM_K": per_sm}
+                      for per_sm in TILE_STREAM_K]  # fmt: skip
+    configs = [KernelConfig.make(default.family, p) for p in found]
     return [c for c in configs if not family.violations(c, family.dtypes[0])]
 
 
@@ -137,6 +190,12 @@ def main() -> int:
                         "16 bytes (the aligned kernels), as bench_tuning times")  # fmt: skip
     parser.add_argument("--splits", default=None, help="A-B or around: the table's first "
                         "own candidate at every split from A to B, or near its own")  # fmt: skip
+    parser.add_argument("--stream-k", action="store_true", help="the table's first own "
+                        "candidate at its splits (--splits, default around) and as stream-K "
+                        "at 1-4 blocks an SM")  # fmt: skip
+    parser.add_argument("--tiles", nargs="*", default=None, help="change sets (NAME=VALUE,...) "
+                        "of the family's default, each timed at a few splits and as stream-K, "
+                        "beside the table's first own candidate")  # fmt: skip
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
@@ -159,7 +218,11 @@ def main() -> int:
             bases = [KernelConfig.make("simt", {**default.as_dict(), **t}) for t in LARGE_TILES]
         bases = list(dict.fromkeys([*(narrow_bases(default) if args.narrow else bases[:4]),
                                     default]))  # fmt: skip
-        if args.splits:
+        if args.tiles:
+            grid = [bases[0], *tile_grid(default, args.tiles, k)]
+        elif args.stream_k:
+            grid = stream_k_range(bases[0], args.splits or "around", m, n, k, cuda.sm_count())
+        elif args.splits:
             grid = split_range(bases[0], m, n, k, args.splits, cuda.sm_count())
         else:
             grid = list(dict.fromkeys(v for b in bases for v in variants(b, k)))
@@ -168,7 +231,7 @@ def main() -> int:
         cublas = ms[0]
         ranked = sorted(zip(ms[1:], grid, strict=True), key=lambda x: x[0])
         print(f"{text}: cuBLAS {cublas:.4f} ms, {len(grid)} own configs", flush=True)
-        for t, c in ranked[: None if args.splits else 6]:
+        for t, c in ranked[: None if args.splits or args.stream_k else 12 if args.tiles else 6]:
             print(f"   {cublas / t:5.2f}  {t:.4f}  {c}", flush=True)
         results.append({"shape": [m, n, k], "cublas_ms": cublas,
                         "own": [{"config": str(c), "ms": t} for t, c in ranked]})  # fmt: skip
@@ -176,7 +239,9 @@ def main() -> int:
         name = (f"probe_skinny-{dtype.name}{'-narrow' if args.narrow else ''}"
                 f"{'-large' if args.large else ''}"
                 f"{'-padded' if args.padded else ''}"
-                f"{'-splits' if args.splits else ''}.json")  # fmt: skip
+                f"{'-splits' if args.splits else ''}"
+                f"{'-stream-k' if args.stream_k else ''}"
+                f"{'-tiles' if args.tiles else ''}.json")  # fmt: skip
         path = Path(args.out) / name
         path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))
     return 0
