@@ -102,12 +102,15 @@ NARROW_BLOCKS_PER_SM = 1.5
 # Stream-K (kernels/streamk.cuh, as simt's): compiled and launchable when a config names it
 # (one k-slice; tests/gpu/test_dmma_stream_k_gpu.py passed on the H100, 2026-11-27 17:50 UTC),
 # but neither in the search space nor among autotuning's variants (stream_k_changes stays
-# None): probe_skinny.py --stream-k and --tiles (H100, 17:40-18:00 UTC) timed it at 1-4
-# blocks an SM on the table's first own candidate and on five other tilings at 12 float64
-# shapes with few tiles, and it never came within 5% of the same tiling's best k-split
-# (600x508x2782: 0.65x cuBLAS at 2 blocks an SM, 0.83x split 6 ways). Nsight Compute there
-# (64 x 32 tiles): streamk_gemm's 264 blocks took 74 us at 11% achieved occupancy and the
-# fixup 7 us, where the table's 64 x 64 candidate split 6 ways took 60 us a call.
+# None). probe_skinny.py --stream-k (H100, 2026-11-27 17:52 UTC) timed the table's first own
+# candidate at 1-4 blocks an SM at 10 float64 shapes with few tiles: the best of them came
+# within 5% of the same config's best k-split at one (256x256x256: 1.02x cuBLAS against 1.05)
+# and ran 6-34% behind it at the other nine (600x508x2782: 0.65 against 0.83). --tiles (18:00)
+# timed it on five other tilings at 12 shapes: within 5% of the tiling's best split in 4 of 60
+# cases (ahead in one, 384x3072x1024 on 64 x 128: 0.72 against 0.70), and at every shape 8-43%
+# behind the best config timed there. Nsight Compute at 600x508x2782 (64 x 32
+# tiles): streamk_gemm's 264 blocks took 74 us at 11% achieved occupancy and the fixup 7 us,
+# where the table's 64 x 64 candidate split 6 ways took 60 us a call.
 STREAM_K_ON = (1, 2)
 STREAM_K_CHANGES = {"SPLIT_K": 1, "SPLITK_FUSED": 0, "ADVANCE": 1}
 
