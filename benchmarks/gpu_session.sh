@@ -30,6 +30,7 @@
 # variants), dmma-stream-k (probe_skinny --stream-k at float64's badly filled shapes), worst-float64
 # (bench_tuning on float64's worst random shapes), tiles-float64
 # (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
+# tiles-float32 (the same with simt tilings at float32's worst random shapes),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
 # family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
@@ -420,6 +421,21 @@ PY
             --tiles $tiles --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
             > "$OUT/probe_tiles-float64.txt" 2>&1
         echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-float64.txt" ;;
+    tiles-float32)  # simt tilings at whole-round splits against the table's first own candidate
+        # at float32's worst random shapes of 2026-11-27 (probe_skinny.py --tiles, padded; the
+        # loop twin's main loop on each; TILES_SHAPES)
+        twin="ADVANCE=1,FMA_ORDER=1"
+        tiles="BM=128,BN=128,BK=16,WM=64,WN=64,TM=16,TN=8,STAGES=2,MIN_BLOCKS=1,GROUP_M=8,$twin"
+        tiles="$tiles BM=256,BN=128,BK=16,WM=64,WN=64,TM=16,TN=8,STAGES=2,MIN_BLOCKS=1,GROUP_M=16,$twin"
+        tiles="$tiles BM=128,BN=64,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=2,GROUP_M=8,$twin"
+        tiles="$tiles BM=64,BN=128,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=1,GROUP_M=16,$twin"
+        tiles="$tiles BM=128,BN=128,BK=8,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=2,GROUP_M=16,$twin"
+        shapes=183x767x14563,85x14612x963,1920x774x1096,118x1391x3260,77x10737x4312,267x3099x502
+        shapes=$shapes,2756x503x193,2445x275x1106,813x398x14465,664x2507x3458
+        timeout ${TILES_LIMIT:-400} python3 benchmarks/probe_skinny.py --dtype float32 --padded \
+            --tiles $tiles --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
+            > "$OUT/probe_tiles-float32.txt" 2>&1
+        echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-float32.txt" ;;
     worst-float64)  # bench_tuning on float64's worst random shapes of 2026-11-27 14:36 and
         # 14:41 UTC (bench_tuning-worst-float64.txt)
         worst=1387x230x8557,962x302x1607,600x508x2782,2404x152x1073,5742x893x364,664x2507x3458
