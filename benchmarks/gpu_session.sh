@@ -63,6 +63,16 @@ simt_variant() {
     timeout "$4" python3 benchmarks/bench_kernels.py "--$1" --out "$OUT" > "$OUT/bench_$1.txt" 2>&1
     echo "bench_kernels --$1: exit $?"; tail -10 "$OUT/bench_$1.txt"
 }
+# probe_skinny.py --tiles (padded): probe_tiles DTYPE SHAPES TILE... (writes
+# probe_tiles-DTYPE.txt; TILES_SHAPES in place of SHAPES, TILES_LIMIT seconds)
+probe_tiles() {
+    local dtype=$1 shapes=$2
+    shift 2
+    timeout ${TILES_LIMIT:-400} python3 benchmarks/probe_skinny.py --dtype $dtype --padded \
+        --tiles "$@" --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
+        > "$OUT/probe_tiles-$dtype.txt" 2>&1
+    echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-$dtype.txt"
+}
 # The tuner on the entries of a TUNEDGEMM_LOG_SHAPES file: retune_log FILE; resumes from
 # retune/ckpt.jsonl as the retune step does.
 retune_log() {
@@ -417,10 +427,7 @@ PY
         shapes=600x508x2782,1387x230x8557,962x302x1607,128x3072x3072,384x1024x3072,384x3072x1024
         shapes=$shapes,5742x893x364,664x2507x3458,1024x1024x384,2048x2048x2048,512x4096x512
         shapes=$shapes,2220x7562x186
-        timeout ${TILES_LIMIT:-400} python3 benchmarks/probe_skinny.py --dtype float64 --padded \
-            --tiles $tiles --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
-            > "$OUT/probe_tiles-float64.txt" 2>&1
-        echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-float64.txt" ;;
+        probe_tiles float64 $shapes $tiles ;;
     tiles-float32)  # simt tilings at whole-round splits against the table's first own candidate
         # at float32's worst random shapes of 2026-11-27 (probe_skinny.py --tiles, padded; the
         # loop twin's main loop on each; TILES_SHAPES)
@@ -432,10 +439,7 @@ PY
         tiles="$tiles BM=128,BN=128,BK=8,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=2,GROUP_M=16,$twin"
         shapes=183x767x14563,85x14612x963,1920x774x1096,118x1391x3260,77x10737x4312,267x3099x502
         shapes=$shapes,2756x503x193,2445x275x1106,813x398x14465,664x2507x3458
-        timeout ${TILES_LIMIT:-400} python3 benchmarks/probe_skinny.py --dtype float32 --padded \
-            --tiles $tiles --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
-            > "$OUT/probe_tiles-float32.txt" 2>&1
-        echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-float32.txt" ;;
+        probe_tiles float32 $shapes $tiles ;;
     worst-float64)  # bench_tuning on float64's worst random shapes of 2026-11-27 14:36 and
         # 14:41 UTC (bench_tuning-worst-float64.txt)
         worst=1387x230x8557,962x302x1607,600x508x2782,2404x152x1073,5742x893x364,664x2507x3458

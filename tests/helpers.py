@@ -238,6 +238,31 @@ def assert_no_spills(report: str, label: str = "") -> None:
     assert all(v == ("0", "0", "0") for v in spills), f"{label}\n{report}"
 
 
+def compile_stream_k(config, dtype: str, variants, tmp_path: Path) -> list[Path]:
+    """A stream-K config's template for each (trans_a, trans_b, aligned) variant into its own
+    directory under tmp_path (kernel.cubin): asserts that it compiles streamk_gemm and
+    streamk_fixup, no data-parallel gemm, and that nothing spills. The directories."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tunedgemm.families import family_of
+    from tunedgemm.launch import _defines
+
+    jobs = []
+    for index, (ta, tb, aligned) in enumerate(variants):
+        (tmp_path / str(index)).mkdir(parents=True)
+        jobs.append((_defines(config, dtype, bool(ta), bool(tb), bool(aligned)),
+                     tmp_path / str(index)))  # fmt: skip
+    source = family_of(config).source
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reports = list(pool.map(lambda job: compile_report(source, *job), jobs))
+    for (defines, _), report in zip(jobs, reports, strict=True):
+        assert "Compiling entry function 'streamk_gemm'" in report, report
+        assert "Compiling entry function 'streamk_fixup'" in report, report
+        assert "Compiling entry function 'gemm'" not in report, report
+        assert_no_spills(report, f"{config} {defines}")
+    return [work for _, work in jobs]
+
+
 def run_twice(problem, config, alpha: float, beta: float, c0):
     """Two launches of `config` on a tuner fixture problem (tunedgemm.tuning.problems), C
     poisoned with NaN (beta == 0) or reset to c0 before each: the two results, for
@@ -253,6 +278,38 @@ def run_twice(problem, config, alpha: float, beta: float, c0):
         gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
         outs.append(problem.c())
     return outs
+
+
+def every_layout(m: int, n: int, k: int, dtype, rng):
+    """Tuner fixture problems (tunedgemm.tuning.problems) of m x n x k in every transpose pair,
+    with unpadded and with padded leading dimensions."""
+    import itertools
+
+    from tunedgemm.tuning import problems
+
+    for (ta, tb), padded in itertools.product(itertools.product((False, True), repeat=2),
+                                              (False, True)):  # fmt: skip
+        yield problems.make(m, n, k, dtype, ta, tb, rng, padded=padded)
+
+
+def assert_bit_equal_and_accurate(problem, config, rng, tolerance: float | None = None) -> None:
+    """Two launches of `config` on a tuner fixture problem for alpha, beta = (1, 0), C poisoned
+    with NaN, and (-0.75, 0.5), C drawn from rng: every element written, the two bit-equal,
+    and within `tolerance` of float64 (default checks.tolerance at the problem's k)."""
+    from tunedgemm import checks
+
+    form = problem.form
+    m, n, k = form.m, form.n, form.k
+    bound = checks.tolerance(max(k, 1), problem.dtype) if tolerance is None else tolerance
+    for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
+        c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(problem.dtype)
+        first, second = run_twice(problem, config, alpha, beta, c0)
+        where = f"{(m, n, k, form.trans_a, form.trans_b, form.aligned(), alpha, beta)}"
+        assert np.isfinite(first).all(), f"unwritten elements at {where}"
+        assert first.tobytes() == second.tobytes(), f"not bit-equal at {where}"
+        exact, scale = checks.float64_reference(alpha, problem.op_a, problem.op_b, beta, c0)
+        error = checks.scaled_error(first, exact, scale)
+        assert error <= bound, f"error {error} at {where}"
 
 
 def whole_c(problem) -> np.ndarray:

@@ -12,13 +12,11 @@ kernel's bits:
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
-from helpers import run_twice
+from helpers import assert_bit_equal_and_accurate, every_layout
 
-from tunedgemm import checks, gpu_backend, launch
+from tunedgemm import gpu_backend, launch
 from tunedgemm.families import FAMILIES, dmma
 from tunedgemm.params import KernelConfig
 
@@ -48,23 +46,11 @@ def _config(stream_k: int, tile: str = "default", **changes: int) -> KernelConfi
 @pytest.mark.parametrize("stream_k", dmma.STREAM_K_ON)
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_stream_k_is_accurate_and_bit_equal_run_to_run(stream_k, m, n, k, tile):
-    from tunedgemm.tuning import problems
-
     config = _config(stream_k, tile)
     assert not FAMILIES["dmma"].violations(config, "float64")
     rng = np.random.default_rng()
-    for (ta, tb), padded in itertools.product(itertools.product((False, True), repeat=2),
-                                              (False, True)):  # fmt: skip
-        problem = problems.make(m, n, k, np.float64, ta, tb, rng, padded=padded)
-        for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
-            c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n))
-            first, second = run_twice(problem, config, alpha, beta, c0)
-            where = f"{(m, n, k, ta, tb, padded, problem.form.aligned(), alpha, beta)}"
-            assert np.isfinite(first).all(), f"unwritten elements at {where}"
-            assert first.tobytes() == second.tobytes(), f"not bit-equal at {where}"
-            exact, scale = checks.float64_reference(alpha, problem.op_a, problem.op_b, beta, c0)
-            error = checks.scaled_error(first, exact, scale)
-            assert error <= checks.tolerance(max(k, 1), problem.dtype), f"error {error} at {where}"
+    for problem in every_layout(m, n, k, np.float64, rng):
+        assert_bit_equal_and_accurate(problem, config, rng)
 
 
 def test_stream_k_schedule_really_splits_tiles():

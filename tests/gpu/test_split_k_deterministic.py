@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import run_twice, table_configs
+from helpers import assert_bit_equal_and_accurate, table_configs
 
 from tunedgemm import checks, gpu_backend, plans
 from tunedgemm.families import FAMILIES
@@ -100,15 +100,7 @@ def _check_bit_equal_and_accurate(dtype: str, config: KernelConfig) -> None:
     for (m, n, k), (ta, tb), padded in itertools.product(SHAPES, [next(transposes)],
                                                          (False, True)):  # fmt: skip
         problem = problems.make(m, n, k, dtype, ta, tb, rng, padded=padded)
-        for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
-            c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(dtype)
-            first, second = run_twice(problem, config, alpha, beta, c0)
-            where = f"{(m, n, k, ta, tb, padded, alpha, beta)}"
-            assert np.isfinite(first).all(), f"unwritten elements at {where}"
-            assert first.tobytes() == second.tobytes(), f"not bit-equal at {where}"
-            exact, scale = checks.float64_reference(alpha, problem.op_a, problem.op_b, beta, c0)
-            error = checks.scaled_error(first, exact, scale)
-            assert error <= _tolerance(config, k, problem.dtype), f"error {error} at {where}"
+        assert_bit_equal_and_accurate(problem, config, rng, _tolerance(config, k, problem.dtype))
 
 
 @pytest.mark.parametrize("dtype,config", [CONFIGS[0], CONFIGS[-1],

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import itertools
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from helpers import assert_no_spills, compile_report, nn_key
+from helpers import compile_stream_k, nn_key
 
 from tunedgemm import launch, plans, table
 from tunedgemm.families import FAMILIES, dmma
@@ -60,19 +59,7 @@ def test_autotuning_does_not_time_it():
 
 def _compile(stream_k, variants, tmp_path, **changes):
     config = _with(**changes, **dmma.STREAM_K_CHANGES, STREAM_K=stream_k)
-    jobs = []
-    for index, (ta, tb, aligned) in enumerate(variants):
-        defines = {**FAMILY.defines(config, "float64"), "DTYPE": 1, "TRANS_A": ta,
-                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
-        (tmp_path / str(index)).mkdir(parents=True)
-        jobs.append((defines, tmp_path / str(index)))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        reports = list(pool.map(lambda job: compile_report(FAMILY.source, *job), jobs))
-    for (defines, _), report in zip(jobs, reports, strict=True):
-        assert "Compiling entry function 'streamk_gemm'" in report, report
-        assert "Compiling entry function 'streamk_fixup'" in report, report
-        assert "Compiling entry function 'gemm'" not in report, report
-        assert_no_spills(report, f"{config} {defines}")
+    compile_stream_k(config, "float64", variants, tmp_path)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

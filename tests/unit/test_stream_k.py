@@ -11,10 +11,9 @@ import itertools
 import random
 import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from helpers import assert_no_spills, compile_report
+from helpers import compile_stream_k
 
 from tunedgemm import launch, streamk, table
 from tunedgemm.families import FAMILIES, simt
@@ -186,23 +185,10 @@ def test_stream_k_is_declared_but_out_of_the_space():
 
 
 def _compile(stream_k, variants, tmp_path, **changes):
-    config = _with(STREAM_K=stream_k, **changes)
-    jobs = []
-    for index, (ta, tb, aligned) in enumerate(variants):
-        defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
-                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
-        (tmp_path / str(index)).mkdir()
-        jobs.append((defines, tmp_path / str(index)))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        reports = list(pool.map(lambda job: compile_report(FAMILY.source, *job), jobs))
-    for (defines, _), report in zip(jobs, reports, strict=True):
-        assert "Compiling entry function 'streamk_gemm'" in report, report
-        assert "Compiling entry function 'streamk_fixup'" in report, report
-        assert "Compiling entry function 'gemm'" not in report, report
-        assert_no_spills(report, f"{config} {defines}")
+    works = compile_stream_k(_with(STREAM_K=stream_k, **changes), "float32", variants, tmp_path)
     if shutil.which("cuobjdump") is None:
         return
-    for _, work in jobs:
+    for work in works:
         sass = subprocess.run(["cuobjdump", "-sass", str(work / "kernel.cubin")],
                               capture_output=True, text=True, check=True).stdout  # fmt: skip
         assert "RED." not in sass and "ATOM" not in sass  # deterministic: no atomics
