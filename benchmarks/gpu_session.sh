@@ -27,8 +27,8 @@
 # table's IEEE entries, RETUNE_* settings; see the step), retune-small (retune on the table's
 # launch-bound entries), retune-rounds (retune on the entries that get whole-round k-splits:
 # round_split_entries.py), retune-stream-k (the same on the entries that get stream-K
-# variants), dmma-stream-k (probe_skinny --stream-k at float64's badly filled shapes), worst-float64
-# (bench_tuning on float64's worst random shapes), tiles-float64
+# variants), dmma-stream-k (probe_skinny --stream-k at float64's badly filled shapes), worst-float64 and
+# worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
 # (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
 # tiles-float32 (the same with simt tilings at float32's worst random shapes),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -72,6 +72,14 @@ probe_tiles() {
         --tiles "$@" --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
         > "$OUT/probe_tiles-$dtype.txt" 2>&1
     echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-$dtype.txt"
+}
+# bench_tuning on a list of shapes, own kernels and auto: bench_worst DTYPE SHAPES (writes
+# bench_tuning-worst-DTYPE.txt; WORST_LIMIT seconds)
+bench_worst() {
+    timeout ${WORST_LIMIT:-240} python3 benchmarks/bench_tuning.py --no-heatmap \
+        --dtype $1 --shape-list $2 --tag worst-$1 --out "$OUT" > "$OUT/bench_tuning-worst-$1.txt" 2>&1
+    echo "bench_tuning worst $1: exit $?"
+    grep -v "^#" "$OUT/bench_tuning-worst-$1.txt" | grep -v "best single"
 }
 # The tuner on the entries of a TUNEDGEMM_LOG_SHAPES file: retune_log FILE; resumes from
 # retune/ckpt.jsonl as the retune step does.
@@ -444,11 +452,12 @@ PY
         # 14:41 UTC (bench_tuning-worst-float64.txt)
         worst=1387x230x8557,962x302x1607,600x508x2782,2404x152x1073,5742x893x364,664x2507x3458
         worst=$worst,813x398x14465,6089x175x2306,4476x330x577,81x1267x2816
-        timeout ${WORST_LIMIT:-240} python3 benchmarks/bench_tuning.py --no-heatmap \
-            --dtype float64 --shape-list $worst --tag worst-float64 --out "$OUT" \
-            > "$OUT/bench_tuning-worst-float64.txt" 2>&1
-        echo "bench_tuning worst float64: exit $?"
-        grep -v "^#" "$OUT/bench_tuning-worst-float64.txt" | grep -v "best single" ;;
+        bench_worst float64 $worst ;;
+    worst-float32)  # bench_tuning on float32's worst random shapes of 2026-11-27
+        # (bench_tuning-worst-float32.txt)
+        worst=183x767x14563,85x14612x963,1920x774x1096,118x1391x3260,77x10737x4312
+        worst=$worst,267x3099x502,2756x503x193,2445x275x1106,813x398x14465,664x2507x3458
+        bench_worst float32 $worst ;;
     small-family)  # the small family's whole space against cuBLAS and the table's own configs
         # at launch-bound shapes (probe_small_family.py)
         timeout ${SMALL_FAMILY_LIMIT:-360} python3 benchmarks/probe_small_family.py --out "$OUT" \

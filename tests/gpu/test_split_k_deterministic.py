@@ -54,13 +54,14 @@ def _split_configs() -> list[tuple[str, KernelConfig]]:
             wide = KernelConfig.make(name, {**family.default_config(dtype).as_dict(),
                                             "SPLIT_K": split})  # fmt: skip
             found += [(dtype, c) for c in plans.with_twins((wide,), dtype)]
-    # dmma's round tiles (plans.with_round_tiles: 128 x 64 blocks, cursors) at whole-round
-    # splits that are not powers of two.
-    dmma = FAMILIES["dmma"]
-    for tile in dmma.round_tiles:
-        for split in (3, ROUND_SPLIT):
-            params = {**dmma.default_config("float64").as_dict(), **tile, "SPLIT_K": split}
-            found.append(("float64", KernelConfig.make("dmma", params)))
+    # The round tiles (plans.with_round_tiles: dmma's and simt's 128 x 64 blocks) at
+    # whole-round splits that are not powers of two.
+    for name, dtype in (("dmma", "float64"), ("simt", "float32")):
+        family = FAMILIES[name]
+        for tile in family.round_tiles:
+            for split in (3, ROUND_SPLIT):
+                params = {**family.default_config(dtype).as_dict(), **tile, "SPLIT_K": split}
+                found.append((dtype, KernelConfig.make(name, params)))
     # The small family splits k across a block's thread groups, summed in a fixed order.
     small = FAMILIES["small"]
     for dtype in small.dtypes:

@@ -2,7 +2,8 @@
 candidate is timed again with the k-splits whose blocks fill one or two rounds over the SMs
 (at one block per SM and at the blocks the config holds), which the powers of two leave
 part-empty (384x384x3072 float64: 36 tiles of 64 x 64, 8 slices are 288 blocks on 264), and
-the family's round tiles (dmma: 128 x 64 blocks) at their own whole-round splits."""
+the family's round tiles (dmma's and simt's 128 x 64 blocks) at their own whole-round
+splits."""
 
 from __future__ import annotations
 
@@ -98,9 +99,18 @@ def test_round_tiles_come_unsplit_where_they_fill_half_a_round():
     assert not any(c["SPLIT_K"] == 1 for c in few)  # 18 tiles: an unsplit grid idles 114 SMs
 
 
+def test_simts_round_tile_comes_with_the_loop_twin():
+    found = plans.with_round_tiles((small_simt(SPLIT_K=4),), nn_key(384, 384, 3072), SMS)
+    # 18 tiles of 128 x 64 at two blocks an SM: 7, 14 and 29 slices, as dmma's second tile.
+    assert _tiles_and_splits(found) == [(128, 64, 7), (128, 64, 14), (128, 64, 29)]
+    assert all(c["ADVANCE"] == 1 and c["FMA_ORDER"] == 1 and c["TM"] == c["TN"] == 8
+               for c in found)  # fmt: skip
+
+
 def test_round_tiles_none_for_full_grids_stream_k_and_families_without_them():
     assert plans.with_round_tiles((_dmma(),), nn_key(4096, 4096, 4096, "float64"), SMS) == ()
-    assert plans.with_round_tiles((small_simt(),), nn_key(384, 384, 3072), SMS) == ()
+    tf32 = FAMILIES["tf32"].default_config("float32")  # (no round tiles)
+    assert plans.with_round_tiles((tf32,), nn_key(384, 384, 3072), SMS) == ()
     streamk = _dmma(SPLIT_K=1, STREAM_K=1, ADVANCE=1)
     assert plans.with_round_tiles((streamk,), nn_key(384, 384, 3072, "float64"), SMS) == ()
 

@@ -126,6 +126,20 @@ NARROW_TILES = tuple(
 )  # fmt: skip
 NARROW_BLOCKS_PER_SM = 4  # the k-split of a narrow tile gives at least this many blocks per SM
 
+# The tiling autotuning also times at its whole-round k-splits (and unsplit where it fills half
+# a round) where the first candidate's tiles are fewer than its block slots (tunedgemm/plans.py,
+# with_round_tiles): 128 x 64 blocks of 8 x 8 a thread, two an SM, the loop twin's main loop.
+# `probe_skinny.py --tiles` (H100, 2026-11-27 18:28 UTC, padded; step tiles-float32) timed five
+# simt tilings at 1-8 slices at float32's ten worst random shapes of the day, and this one was
+# best at seven: 1920x774x1096 0.96x cuBLAS at 2 slices (the public call had run 0.83),
+# 118x1391x3260 0.91 at 6 (0.86), 813x398x14465 0.95 at 8 (0.88). Its best splits were the
+# whole-round ones at two of the three (2 and 6); elsewhere they were not (813x398: 8 slices
+# 0.95, the one-round 5 untimed, 6 slices 0.73), so this catches part of what it offers.
+ROUND_TILES = (
+    {"BM": 128, "BN": 64, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "STAGES": 3,
+     "MIN_BLOCKS": 2, "GROUP_M": 8, "STREAM_K": 0, "REG_TRANSPOSE": 0, **LOOP_TWIN},
+)  # fmt: skip
+
 
 def _threads(p: Params) -> int:
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
@@ -305,6 +319,7 @@ FAMILY = KernelFamily(
     twins=(LOOP_TWIN,),
     layout_twins=LAYOUT_TWINS,
     narrow_tiles=NARROW_TILES,
+    round_tiles=ROUND_TILES,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
     stream_k_changes=STREAM_K_CHANGES,
     stream_k_tiles=STREAM_K_TILES,
