@@ -26,9 +26,8 @@
 # and keeps at the DGEMM squares, probe_dgemm_squares.py), retune (the tuner regenerates the
 # table's IEEE entries, RETUNE_* settings; see the step), retune-small (retune on the table's
 # launch-bound entries), retune-rounds (retune on the entries that get whole-round k-splits:
-# round_split_entries.py), retune-stream-k (the same on the entries that get stream-K
-# variants), dmma-stream-k (probe_skinny --stream-k at float64's badly filled shapes), worst-float64 and
-# worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
+# round_split_entries.py), dmma-stream-k (probe_skinny --stream-k at float64's badly
+# filled shapes), worst-float64 and worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
 # (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
 # tiles-float32 (the same with simt tilings at float32's worst random shapes),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -342,13 +341,6 @@ PY
             --out "$OUT/round-split-shapes.jsonl" > "$OUT/round-split-entries.txt" 2>&1
         cat "$OUT/round-split-entries.txt"
         retune_log "$OUT/round-split-shapes.jsonl" ;;
-    retune-stream-k)  # the retune step on the entries where autotuning times stream-K
-        # variants (round_split_entries.py --variants stream-k; ROUNDS_DTYPES: default float64)
-        python3 benchmarks/round_split_entries.py --variants stream-k \
-            --dtypes ${ROUNDS_DTYPES:-float64} --out "$OUT/stream-k-shapes.jsonl" \
-            > "$OUT/stream-k-entries.txt" 2>&1
-        cat "$OUT/stream-k-entries.txt"
-        retune_log "$OUT/stream-k-shapes.jsonl" ;;
     retune-small)  # the retune step on the table's launch-bound entries (cuBLAS under
         # SMALL_BELOW ms, default 0.02; benchmarks/small_entries.py): NN's, then NT/TN/TT's,
         # both dtypes, each installed for what follows (retune-nn.txt, retune.txt; the

@@ -1,16 +1,14 @@
-"""The shipped table's entries at which autotuning now times whole-round k-splits (or stream-K).
+"""The shipped table's entries at which autotuning now times whole-round k-splits.
 
-Usage: python benchmarks/round_split_entries.py [--dtypes float32 float64]
-                                                [--variants rounds|stream-k] [--out FILE]
+Usage: python benchmarks/round_split_entries.py [--dtypes float32 float64] [--out FILE]
 
 For every IEEE entry of the shipped table's first device (both dtypes, all transpose pairs),
 the first own candidate the lookup gives at its shape (as autotuning and the tuner's seeds
-take it) is asked for its whole-round splits (tunedgemm/plans.py, with_whole_round_splits),
-or with --variants stream-k the first RELATIVES_OF own candidates for their stream-K
-variants (with_stream_k); entries that get some are written as a TUNEDGEMM_LOG_SHAPES file
-(one JSON object a line), for `tunedgemm-tune --shapes-log`: gpu_session.sh's retune-rounds
-and retune-stream-k steps retune exactly them. Prints a count per key and how many of them
-cuBLAS holds.
+take it) is asked for its whole-round splits (tunedgemm/plans.py, with_whole_round_splits:
+where they apply, so do its family's round tiles, with_round_tiles); entries that get some
+are written as a TUNEDGEMM_LOG_SHAPES file (one JSON object a line), for `tunedgemm-tune
+--shapes-log`: gpu_session.sh's retune-rounds step retunes exactly them. Prints a count per
+key and how many of them cuBLAS holds.
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ def main() -> int:
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"],
                         choices=["float32", "float64"])  # fmt: skip
     parser.add_argument("--sms", type=int, default=132, help="the GPU's SMs (H100 SXM: 132)")
-    parser.add_argument("--variants", default="rounds", choices=["rounds", "stream-k"])
     args = parser.parse_args()
 
     from tunedgemm import plans, table
@@ -37,11 +34,6 @@ def main() -> int:
     from tunedgemm.params import IEEE
     from tunedgemm.tuning.driver import Task
     from tunedgemm.tuning.seeds import layout_key, table_candidates
-
-    def variants(own, key, sms):
-        if args.variants == "stream-k":
-            return plans.with_stream_k(own[: plans.RELATIVES_OF], key, sms)
-        return plans.with_whole_round_splits(own[:1], key, sms)
 
     device = table.load(table.shipped_path()).devices[0]
     records = []
@@ -54,7 +46,7 @@ def main() -> int:
                     m, n, k = entry.shape
                     task = Task(dtype, ta, tb, Shape(m, n, k), IEEE)
                     own = table_candidates(task, ta, tb, device.name, device.compute_capability)
-                    if own and variants(own, layout_key(task), args.sms):
+                    if own and plans.with_whole_round_splits(own[:1], layout_key(task), args.sms):
                         found += 1
                         held += entry.choice == table.CUBLAS
                         records.append({"dtype": dtype, "trans_a": ta, "trans_b": tb,

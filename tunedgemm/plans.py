@@ -459,9 +459,10 @@ def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey,
 
 def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
     """For each own split-K candidate with fewer output tiles at this shape than the GPU has
-    block slots for it (as with_whole_round_splits asks), its family's `round_tiles` (dmma:
-    cuBLAS's 128 x 64 tilings) on its other settings, each at its whole-round k-splits and,
-    where its tiles fill at least half a round at one block per SM, unsplit."""
+    block slots for it (as with_whole_round_splits asks), its family's `round_tiles` (dmma's
+    two 128 x 64 tilings, simt's 128 x 64 tile) on its other settings, each at its
+    whole-round k-splits and, where its tiles fill at least half a round at one block per
+    SM, unsplit."""
     found = []
     for c, family, params in _split_k_configs(candidates):
         if not family.round_tiles:
