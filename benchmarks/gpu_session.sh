@@ -29,6 +29,7 @@
 # round_split_entries.py), dmma-stream-k (probe_skinny --stream-k at float64's badly
 # filled shapes), worst-float64 and worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
 # (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
+# tiles-smallk (the same at float64's small-k entries of many tiles),
 # tiles-float32 (the same with simt tilings at float32's worst random shapes),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -63,12 +64,14 @@ simt_variant() {
     echo "bench_kernels --$1: exit $?"; tail -10 "$OUT/bench_$1.txt"
 }
 # probe_skinny.py --tiles (padded): probe_tiles DTYPE SHAPES TILE... (writes
-# probe_tiles-DTYPE.txt; TILES_SHAPES in place of SHAPES, TILES_LIMIT seconds)
+# probe_tiles-DTYPE.txt; TILES_SHAPES in place of SHAPES, TILES_LIMIT seconds, TILES_SPLITS
+# and TILES_STREAM_K the splits and stream-K blocks an SM each tile is timed at)
 probe_tiles() {
     local dtype=$1 shapes=$2
     shift 2
     timeout ${TILES_LIMIT:-400} python3 benchmarks/probe_skinny.py --dtype $dtype --padded \
         --tiles "$@" --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
+        --tile-splits=${TILES_SPLITS-1,2,3,4,6,8} --tile-stream-k=${TILES_STREAM_K-1,2} \
         > "$OUT/probe_tiles-$dtype.txt" 2>&1
     echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-$dtype.txt"
 }
@@ -428,6 +431,21 @@ PY
         shapes=$shapes,5742x893x364,664x2507x3458,1024x1024x384,2048x2048x2048,512x4096x512
         shapes=$shapes,2220x7562x186
         probe_tiles float64 $shapes $tiles ;;
+    tiles-smallk)  # dmma tilings with the cursors at float64's small-k entries of many tiles
+        # that cuBLAS holds (k 64-512, m x n from 3M to 268M; where C's stores and the L2
+        # reads of small tiles weigh), unsplit and at 2 slices, no stream-K
+        tiles="ADVANCE=1 BM=128,BN=128,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=1,ADVANCE=1"
+        tiles="$tiles BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1"
+        tiles="$tiles BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=2,ADVANCE=1"
+        tiles="$tiles BM=128,BN=64,WM=32,WN=32,MMA_K=8,BK=32,STAGES=3,MIN_BLOCKS=1,ADVANCE=1"
+        tiles="$tiles BM=64,BN=128,WM=32,WN=64,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1"
+        tiles="$tiles BM=64,BN=64,WM=32,WN=16,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1"
+        tiles="$tiles BM=64,BN=64,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=3,ADVANCE=1"
+        tiles="$tiles BM=64,BN=64,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=4,ADVANCE=1"
+        shapes=4096x4096x64,16384x4096x64,3072x3072x128,1024x8192x128,8192x8192x128
+        shapes=$shapes,4096x4096x256,8192x8192x384,4096x4096x512,16384x512x512,3072x8192x1024
+        TILES_SPLITS=${TILES_SPLITS-1,2} TILES_STREAM_K=${TILES_STREAM_K-} \
+            probe_tiles float64 $shapes $tiles ;;
     tiles-float32)  # simt tilings at whole-round splits against the table's first own candidate
         # at float32's worst random shapes of 2026-11-27 (probe_skinny.py --tiles, padded; the
         # loop twin's main loop on each; TILES_SHAPES)

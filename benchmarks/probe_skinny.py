@@ -123,10 +123,11 @@ def stream_k_range(base, split_text: str, m: int, n: int, k: int, sms: int) -> l
 TILE_SPLITS, TILE_STREAM_K = (1, 2, 3, 4, 6, 8), (1, 2)
 
 
-def tile_grid(default, texts: list[str], k: int) -> list:
-    """--tiles: the family's default with each change set (NAME=VALUE,...), at TILE_SPLITS
-    (each slice keeping two k-tiles) and as stream-K (TILE_STREAM_K, one k-slice), where the
-    family's constraints allow: tilings outside the tuner's space, held to the table's."""
+def tile_grid(default, texts: list[str], k: int, splits: tuple = TILE_SPLITS,
+              stream_k: tuple = TILE_STREAM_K) -> list:
+    """--tiles: the family's default with each change set (NAME=VALUE,...), at the splits
+    (each slice keeping two k-tiles) and as stream-K at the blocks an SM (one k-slice), where
+    the family's constraints allow: tilings outside the tuner's space, held to the table's."""
     from tunedgemm.families import FAMILIES
     from tunedgemm.params import KernelConfig
 
@@ -136,10 +137,10 @@ def tile_grid(default, texts: list[str], k: int) -> list:
         tile = {**default.as_dict(), **{k_: int(v) for k_, v in
                                         (item.split("=") for item in text.split(","))}}  # fmt: skip
         k_tiles = -(-k // family.k_tile(tile))
-        found += [{**tile, "SPLIT_K": s} for s in TILE_SPLITS if s == 1 or 2 * s <= k_tiles]
+        found += [{**tile, "SPLIT_K": s} for s in splits if s == 1 or 2 * s <= k_tiles]
         if stream_k_changes(default.family) is not None:
             found += [{**tile, **stream_k_changes(default.family), "STREAM_K": per_sm}
-                      for per_sm in TILE_STREAM_K]  # fmt: skip
+                      for per_sm in stream_k]  # fmt: skip
     configs = [KernelConfig.make(default.family, p) for p in found]
     return [c for c in configs if not family.violations(c, family.dtypes[0])]
 
@@ -196,8 +197,14 @@ def main() -> int:
     parser.add_argument("--tiles", nargs="*", default=None, help="change sets (NAME=VALUE,...) "
                         "of the family's default, each timed at a few splits and as stream-K, "
                         "beside the table's first own candidate")  # fmt: skip
+    parser.add_argument("--tile-splits", default=",".join(map(str, TILE_SPLITS)),
+                        help="--tiles: the splits each tiling is timed at (comma-separated)")
+    parser.add_argument("--tile-stream-k", default=",".join(map(str, TILE_STREAM_K)),
+                        help="--tiles: stream-K blocks an SM (comma-separated; empty: none)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    tile_splits = tuple(int(v) for v in args.tile_splits.split(",") if v)
+    tile_stream_k = tuple(int(v) for v in args.tile_stream_k.split(",") if v)
 
     from tunedgemm import autotune, cuda, selection, table
     from tunedgemm.params import KernelConfig
@@ -219,7 +226,7 @@ def main() -> int:
         bases = list(dict.fromkeys([*(narrow_bases(default) if args.narrow else bases[:4]),
                                     default]))  # fmt: skip
         if args.tiles:
-            grid = [bases[0], *tile_grid(default, args.tiles, k)]
+            grid = [bases[0], *tile_grid(default, args.tiles, k, tile_splits, tile_stream_k)]
         elif args.stream_k:
             grid = stream_k_range(bases[0], args.splits or "around", m, n, k, cuda.sm_count())
         elif args.splits:
