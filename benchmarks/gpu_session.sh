@@ -26,8 +26,8 @@
 # and keeps at the DGEMM squares, probe_dgemm_squares.py), retune (the tuner regenerates the
 # table's IEEE entries, RETUNE_* settings; see the step), retune-small (retune on the table's
 # launch-bound entries), retune-rounds (retune on the entries that get whole-round k-splits:
-# round_split_entries.py), dmma-stream-k (probe_skinny --stream-k at float64's badly
-# filled shapes), worst-float64 and worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
+# round_split_entries.py), retune-near (retune on cuBLAS's near ties), dmma-stream-k
+# (probe_skinny --stream-k at float64's badly filled shapes), worst-float64 and worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
 # (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
 # tiles-smallk (the same at float64's small-k entries of many tiles),
 # tiles-float32 (the same with simt tilings at float32's worst random shapes),
@@ -344,6 +344,14 @@ PY
             --out "$OUT/round-split-shapes.jsonl" > "$OUT/round-split-entries.txt" 2>&1
         cat "$OUT/round-split-entries.txt"
         retune_log "$OUT/round-split-shapes.jsonl" ;;
+    retune-near)  # the retune step on the entries that cuBLAS holds with the best own time
+        # under NEAR_RATIO (default 1.10) times cuBLAS's (round_split_entries.py --near;
+        # NEAR_DTYPES, default both), where a change of autotuning's candidates (the raster
+        # twins) may turn a near tie; resumes from retune/ckpt.jsonl as retune does
+        python3 benchmarks/round_split_entries.py --dtypes ${NEAR_DTYPES:-float32 float64} \
+            --near ${NEAR_RATIO:-1.10} --out "$OUT/near-shapes.jsonl" > "$OUT/near-entries.txt" 2>&1
+        cat "$OUT/near-entries.txt"
+        retune_log "$OUT/near-shapes.jsonl" ;;
     retune-small)  # the retune step on the table's launch-bound entries (cuBLAS under
         # SMALL_BELOW ms, default 0.02; benchmarks/small_entries.py): NN's, then NT/TN/TT's,
         # both dtypes, each installed for what follows (retune-nn.txt, retune.txt; the

@@ -1,6 +1,7 @@
 """The shipped table's entries at which autotuning now times whole-round k-splits.
 
 Usage: python benchmarks/round_split_entries.py [--dtypes float32 float64] [--out FILE]
+                                                [--near RATIO]
 
 For every IEEE entry of the shipped table's first device (both dtypes, all transpose pairs),
 the first own candidate the lookup gives at its shape (as autotuning and the tuner's seeds
@@ -8,7 +9,9 @@ take it) is asked for its whole-round splits (tunedgemm/plans.py, with_whole_rou
 where they apply, so do its family's round tiles, with_round_tiles); entries that get some
 are written as a TUNEDGEMM_LOG_SHAPES file (one JSON object a line), for `tunedgemm-tune
 --shapes-log`: gpu_session.sh's retune-rounds step retunes exactly them. Prints a count per
-key and how many of them cuBLAS holds.
+key and how many of them cuBLAS holds. --near RATIO lists instead the entries that cuBLAS
+holds with the best own config's recorded time under RATIO times cuBLAS's (the near ties
+that a change of autotuning's candidates, as the raster twins, may turn; step retune-near).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ def main() -> int:
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"],
                         choices=["float32", "float64"])  # fmt: skip
     parser.add_argument("--sms", type=int, default=132, help="the GPU's SMs (H100 SXM: 132)")
+    parser.add_argument("--near", type=float, default=None,
+                        help="cuBLAS's entries whose own time is under RATIO times cuBLAS's")
     args = parser.parse_args()
 
     from tunedgemm import plans, table
@@ -45,8 +50,15 @@ def main() -> int:
                 for entry in entries:
                     m, n, k = entry.shape
                     task = Task(dtype, ta, tb, Shape(m, n, k), IEEE)
-                    own = table_candidates(task, ta, tb, device.name, device.compute_capability)
-                    if own and plans.with_whole_round_splits(own[:1], layout_key(task), args.sms):
+                    if args.near is not None:
+                        near = (entry.choice == table.CUBLAS
+                                and entry.own_ms < args.near * entry.cublas_ms)
+                    else:
+                        own = table_candidates(task, ta, tb, device.name,
+                                               device.compute_capability)  # fmt: skip
+                        near = bool(own) and bool(plans.with_whole_round_splits(
+                            own[:1], layout_key(task), args.sms))  # fmt: skip
+                    if near:
                         found += 1
                         held += entry.choice == table.CUBLAS
                         records.append({"dtype": dtype, "trans_a": ta, "trans_b": tb,

@@ -121,6 +121,11 @@ class KernelFamily:
     # whose kernel differs there alone (elsewhere they would be one more compile of the same
     # code), and that may cost registers other layouts' twins need not spend.
     layout_twins: Mapping[tuple[bool, bool], tuple[Params, ...]] = field(default_factory=dict)
+    # Twins of the first candidate's data-parallel grid (stream_k(params) == 0; plans.py,
+    # with_raster_twins): its main-loop twin with the blocks taking C's tiles in another
+    # order (GROUP_M), which leaves every tile's sums as they were; a stream-K schedule splits
+    # tiles at points that follow that order, so there it would change the bits.
+    raster_twins: tuple[Params, ...] = ()
     # Narrow tiles (changes to a candidate's tiling) that autotuning times at skinny shapes
     # with long k, each with the least power-of-two k-split that gives every SM
     # `narrow_blocks_per_sm` blocks (tunedgemm/plans.py, with_narrow_tiles).

@@ -340,14 +340,18 @@ def _with_lt_algorithms(key: GemmKey, candidates: tuple[Any, ...]) -> tuple[Any,
 # (about 4 s each on the H100 machine's CPU, cached on disk after): at 64^3 float32 all seven
 # of the table's candidates with theirs made 29 timings (bench_host, 2026-11-26 11:19 UTC).
 RELATIVES_OF = 3
+# Own candidates (the first) that autotuning also times as their raster twins: one more
+# compile (dmma) or two (simt) on a shape's first call.
+RASTERS_OF = 1
 
 
 def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]:
     """What autotuning times of the table's candidates for the key: each, then for the first
     RELATIVES_OF own ones the wave-filling split of those that leave SMs idle, every one's
-    twins, their stream-K variants where the last wave of tiles leaves SMs idle, and the
-    first one's narrow tiles at skinny shapes with long k, its whole-round splits and its
-    family's round tiles where its tiles are fewer than its block slots."""
+    twins, their stream-K variants where the last wave of tiles leaves SMs idle, the first
+    RASTERS_OF ones' raster twins, and the first one's narrow tiles at skinny shapes with
+    long k, its whole-round splits and its family's round tiles where its tiles are fewer
+    than its block slots."""
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
     relatives, narrow, streamed, rounds = first, (), (), ()
     if any("SPLIT_K" in c.as_dict() for c in first):
@@ -357,7 +361,9 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         streamed = with_stream_k(first, key, sms)  # (their main loop is the twin's already)
         rounds = with_whole_round_splits(first[:1], key, sms)  # (as recorded: no twins)
         rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
-    relatives = with_twins(relatives, key.dtype, key)[len(first):] + narrow + streamed + rounds
+    rasters = with_raster_twins(first[:RASTERS_OF], key.dtype)[len(first[:RASTERS_OF]):]
+    relatives = with_twins(relatives, key.dtype, key)[len(first):] + rasters + narrow + streamed
+    relatives += rounds
     return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
 
 
@@ -585,6 +591,25 @@ def with_twins(candidates: tuple[Any, ...], dtype: str,
             every = (family.twins if key is None
                      else family.twins_for(key.trans_a, key.trans_b, key.aligned))  # fmt: skip
             for changes in every:
+                twin = KernelConfig.make(c.family, {**c.as_dict(), **changes})
+                if twin not in candidates and not family.violations(twin, dtype):
+                    twins.append(twin)
+    return candidates + tuple(dict.fromkeys(twins))
+
+
+def with_raster_twins(candidates: tuple[Any, ...], dtype: str) -> tuple[Any, ...]:
+    """The candidates and, after them, each data-parallel own config's `raster_twins` (its
+    family's main-loop twin with the blocks taking C's tiles in another order: the same
+    bits), where the family's constraints allow them."""
+    from .families import FAMILIES
+
+    twins = []
+    for c in candidates:
+        if isinstance(c, KernelConfig):
+            family = FAMILIES[c.family]
+            if family.stream_k(c.as_dict()):
+                continue  # (a stream-K schedule splits tiles where the order puts them)
+            for changes in family.raster_twins:
                 twin = KernelConfig.make(c.family, {**c.as_dict(), **changes})
                 if twin not in candidates and not family.violations(twin, dtype):
                     twins.append(twin)

@@ -1,7 +1,8 @@
 """Every family's twins compute the same bits as the config they are timed beside (issue 15):
-autotuning may swap a table config for its twin (tunedgemm/plans.py, with_twins) only because
-nothing changes but speed. For each family's default, a split-K config and simt's large tile,
-each twin (TN's layout twins too) against its config on shapes with m, n and k edges, all four
+autotuning may swap a table config for its twin (tunedgemm/plans.py, with_twins and
+with_raster_twins) only because nothing changes but speed. For each family's default, a
+split-K config and simt's large tile, each twin (TN's layout twins and the raster twins too)
+against its config on shapes with m, n and k edges, all four
 transposes, aligned and not, beta 0 and not, with C poisoned by NaN before each run
 (helpers.assert_configs_agree):
 
@@ -38,6 +39,9 @@ def _pairs() -> list[tuple[str, KernelConfig, KernelConfig]]:
             config = KernelConfig.make(name, base)
             # With a TN key, the layout twins as well (they run in every transpose below).
             twins = plans.with_twins((config,), dtype, _tn_key(dtype))[1:]
+            # ... and the raster twins (the loop twin with the blocks in another order).
+            twins += tuple(t for t in plans.with_raster_twins((config,), dtype)[1:]
+                           if t not in twins)  # fmt: skip
             found += [(dtype, config, twin) for twin in twins]
     return found
 

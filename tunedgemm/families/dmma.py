@@ -135,6 +135,15 @@ ROUND_TILES = (
      "EPILOGUE": 0},
 )  # fmt: skip
 
+# The cursors' main loop with the blocks taking C's tiles in plain grid order (GROUP_M=1: down
+# C's columns, so that the blocks in flight store one run of memory) and in groups of 8 block
+# rows (L2 reuse of the operands): where C's stores weigh, the order matters. At 8192x8192x128
+# the table's 64 x 64 tile ran 0.89x cuBLAS in grid order and 0.73x with GROUP_M=8
+# (probe_skinny.py --tiles, H100, 2026-11-27 21:05 UTC), and of the 134 float64 entries that
+# cuBLAS held within 10%, 128 kept no runner-up (of the four a table entry keeps) that was
+# their own config at the other order.
+RASTER_TWINS = tuple({"ADVANCE": a, "GROUP_M": g} for a in ADVANCE_ON for g in (1, 8))
+
 _TWINS = (
     *({"SPLITK_FUSED": v} for v in SPLITK_FUSED_ON),
     *({"ADVANCE": a} for a in ADVANCE_ON),
@@ -248,6 +257,7 @@ FAMILY = KernelFamily(
     threads=_threads,
     smem_bytes=_smem_bytes,
     twins=_TWINS,
+    raster_twins=RASTER_TWINS,
     narrow_tiles=NARROW_TILES,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
     round_tiles=ROUND_TILES,
