@@ -26,7 +26,8 @@
 # and keeps at the DGEMM squares, probe_dgemm_squares.py), retune (the tuner regenerates the
 # table's IEEE entries, RETUNE_* settings; see the step), retune-small (retune on the table's
 # launch-bound entries), retune-rounds (retune on the entries that get whole-round k-splits:
-# round_split_entries.py), retune-near (retune on cuBLAS's near ties), dmma-stream-k
+# round_split_entries.py), retune-near (retune on cuBLAS's near ties), retune-shapes (retune
+# on RETUNE_LOG's entries), dmma-stream-k
 # (probe_skinny --stream-k at float64's badly filled shapes), worst-float64 and worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
 # (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
 # tiles-smallk (the same at float64's small-k entries of many tiles),
@@ -352,6 +353,9 @@ PY
             --near ${NEAR_RATIO:-1.10} --out "$OUT/near-shapes.jsonl" > "$OUT/near-entries.txt" 2>&1
         cat "$OUT/near-entries.txt"
         retune_log "$OUT/near-shapes.jsonl" ;;
+    retune-shapes)  # the retune step on the entries of RETUNE_LOG (a TUNEDGEMM_LOG_SHAPES
+        # file in the tree, as round_split_entries.py writes)
+        retune_log "$RETUNE_LOG" ;;
     retune-small)  # the retune step on the table's launch-bound entries (cuBLAS under
         # SMALL_BELOW ms, default 0.02; benchmarks/small_entries.py): NN's, then NT/TN/TT's,
         # both dtypes, each installed for what follows (retune-nn.txt, retune.txt; the

@@ -1,7 +1,7 @@
 """The shipped table's entries at which autotuning now times whole-round k-splits.
 
 Usage: python benchmarks/round_split_entries.py [--dtypes float32 float64] [--out FILE]
-                                                [--near RATIO]
+                                                [--near RATIO [--side cublas|own]]
 
 For every IEEE entry of the shipped table's first device (both dtypes, all transpose pairs),
 the first own candidate the lookup gives at its shape (as autotuning and the tuner's seeds
@@ -11,7 +11,9 @@ are written as a TUNEDGEMM_LOG_SHAPES file (one JSON object a line), for `tunedg
 --shapes-log`: gpu_session.sh's retune-rounds step retunes exactly them. Prints a count per
 key and how many of them cuBLAS holds. --near RATIO lists instead the entries that cuBLAS
 holds with the best own config's recorded time under RATIO times cuBLAS's (the near ties
-that a change of autotuning's candidates, as the raster twins, may turn; step retune-near).
+that a change of autotuning's candidates, as the raster twins, may turn; step retune-near),
+and with --side own those the own config holds with cuBLAS's time under RATIO times its own:
+retuning only one side of the ties would let timing noise move entries one way only.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def main() -> int:
     parser.add_argument("--sms", type=int, default=132, help="the GPU's SMs (H100 SXM: 132)")
     parser.add_argument("--near", type=float, default=None,
                         help="cuBLAS's entries whose own time is under RATIO times cuBLAS's")
+    parser.add_argument("--side", choices=["cublas", "own"], default="cublas",
+                        help="--near: the ties cuBLAS holds, or those the own config holds")
     args = parser.parse_args()
 
     from tunedgemm import plans, table
@@ -51,8 +55,10 @@ def main() -> int:
                     m, n, k = entry.shape
                     task = Task(dtype, ta, tb, Shape(m, n, k), IEEE)
                     if args.near is not None:
-                        near = (entry.choice == table.CUBLAS
-                                and entry.own_ms < args.near * entry.cublas_ms)
+                        held_by_cublas = entry.choice == table.CUBLAS
+                        near = (held_by_cublas and entry.own_ms < args.near * entry.cublas_ms
+                                if args.side == "cublas" else not held_by_cublas
+                                and entry.cublas_ms < args.near * entry.own_ms)  # fmt: skip
                     else:
                         own = table_candidates(task, ta, tb, device.name,
                                                device.compute_capability)  # fmt: skip
