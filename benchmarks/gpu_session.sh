@@ -448,7 +448,7 @@ PY
         # reads of small tiles weigh), unsplit, no stream-K; plain grid order
         # (GROUP_M=1: blocks walk down C's columns, so the blocks in flight store one run of
         # memory; at 8192x8192x128 the table's 64 x 64 tile ran 0.89x cuBLAS with it, 0.73 with
-        # GROUP_M=8, 2026-11-27 21:05 UTC)
+        # GROUP_M=8, 2026-11-27 20:36 UTC)
         tiles="ADVANCE=1,GROUP_M=1 BM=128,BN=128,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=1,ADVANCE=1,GROUP_M=1"
         tiles="$tiles BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1,GROUP_M=1"
         tiles="$tiles BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=2,ADVANCE=1,GROUP_M=1"

@@ -139,7 +139,7 @@ ROUND_TILES = (
 # C's columns, so that the blocks in flight store one run of memory) and in groups of 8 block
 # rows (L2 reuse of the operands): where C's stores weigh, the order matters. At 8192x8192x128
 # the table's 64 x 64 tile ran 0.89x cuBLAS in grid order and 0.73x with GROUP_M=8
-# (probe_skinny.py --tiles, H100, 2026-11-27 21:05 UTC), and of the 134 float64 entries that
+# (probe_skinny.py --tiles, H100, 2026-11-27 20:36 UTC), and of the 134 float64 entries that
 # cuBLAS held within 10%, 128 kept no runner-up (of the four a table entry keeps) that was
 # their own config at the other order.
 RASTER_TWINS = tuple({"ADVANCE": a, "GROUP_M": g} for a in ADVANCE_ON for g in (1, 8))
