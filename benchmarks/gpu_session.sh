@@ -66,13 +66,15 @@ simt_variant() {
 }
 # probe_skinny.py --tiles (padded): probe_tiles DTYPE SHAPES TILE... (writes
 # probe_tiles-DTYPE.txt; TILES_SHAPES in place of SHAPES, TILES_LIMIT seconds, TILES_SPLITS
-# and TILES_STREAM_K the splits and stream-K blocks an SM each tile is timed at)
+# and TILES_STREAM_K the splits and stream-K blocks an SM each tile is timed at,
+# TILES_TRUST_PTXAS=1 keeps tiles that only the family's register estimate rules out)
 probe_tiles() {
     local dtype=$1 shapes=$2
     shift 2
     timeout ${TILES_LIMIT:-400} python3 benchmarks/probe_skinny.py --dtype $dtype --padded \
         --tiles "$@" --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
         --tile-splits=${TILES_SPLITS-1,2,3,4,6,8} --tile-stream-k=${TILES_STREAM_K-1,2} \
+        ${TILES_TRUST_PTXAS:+--trust-ptxas} \
         > "$OUT/probe_tiles-$dtype.txt" 2>&1
     echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-$dtype.txt"
 }
@@ -85,11 +87,13 @@ bench_worst() {
     grep -v "^#" "$OUT/bench_tuning-worst-$1.txt" | grep -v "best single"
 }
 # The tuner on the entries of a TUNEDGEMM_LOG_SHAPES file: retune_log FILE; resumes from
-# retune/ckpt.jsonl as the retune step does.
+# retune/ckpt.jsonl as the retune step does. Both stop RETUNE_SLACK_S seconds (default 60)
+# after RETUNE_MINUTES: the tuner compiles its configs before its budget starts, which on a
+# fresh machine took most of a 6-minute call at 145 float32 NN entries (2026-11-27 21:00 UTC).
 retune_log() {
     [ -f retune/ckpt.jsonl ] && cp retune/ckpt.jsonl "$OUT/retune-ckpt.jsonl"
     cp tunedgemm/tables/tuned.json "$OUT/tuned.json"
-    timeout $(( ${RETUNE_MINUTES:-8} * 60 + 60 )) python3 -m tunedgemm.tune \
+    timeout $(( ${RETUNE_MINUTES:-8} * 60 + ${RETUNE_SLACK_S:-60} )) python3 -m tunedgemm.tune \
         --shapes-log "$1" --max-evals ${RETUNE_MAX_EVALS:-8} \
         --time-budget ${RETUNE_MINUTES:-8} --checkpoint "$OUT/retune-ckpt.jsonl" \
         --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
@@ -331,7 +335,7 @@ PY
         # RETUNE_INSTALL=1 installs the result for the steps after it
         [ -f retune/ckpt.jsonl ] && cp retune/ckpt.jsonl "$OUT/retune-ckpt.jsonl"
         cp tunedgemm/tables/tuned.json "$OUT/tuned.json"
-        timeout $(( ${RETUNE_MINUTES:-8} * 60 + 60 )) python3 -m tunedgemm.tune \
+        timeout $(( ${RETUNE_MINUTES:-8} * 60 + ${RETUNE_SLACK_S:-60} )) python3 -m tunedgemm.tune \
             --dtype ${RETUNE_DTYPES:-float32 float64} --trans ${RETUNE_TRANS:-NN} \
             --shapes ${RETUNE_SHAPES:-default+benchmark+mid} --max-evals ${RETUNE_MAX_EVALS:-8} \
             --time-budget ${RETUNE_MINUTES:-8} --checkpoint "$OUT/retune-ckpt.jsonl" \
@@ -457,9 +461,13 @@ PY
         tiles="$tiles BM=64,BN=64,WM=32,WN=16,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1,GROUP_M=1"
         tiles="$tiles BM=64,BN=64,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=3,ADVANCE=1,GROUP_M=1"
         tiles="$tiles BM=64,BN=64,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=4,ADVANCE=1,GROUP_M=1"
+        # cuBLAS's own kernel at these shapes (Nsight Compute at 8192x8192x128, 2026-11-27
+        # 20:35 UTC: 64 x 128 x 16, 3 stages, 2 x 2 warps, m16n8k8, 248 registers, 2 blocks an
+        # SM); ptxas gives ours 248 registers and no spills, dmma's estimate 256 (hence trust)
+        tiles="$tiles BM=64,BN=128,WM=32,WN=64,MMA_K=8,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1,GROUP_M=1"
         shapes=4096x4096x64,16384x4096x64,3072x3072x128,1024x8192x128,8192x8192x128
         shapes=$shapes,4096x4096x256,8192x8192x384,4096x4096x512,16384x512x512,3072x8192x1024
-        TILES_SPLITS=${TILES_SPLITS-1} TILES_STREAM_K=${TILES_STREAM_K-} \
+        TILES_SPLITS=${TILES_SPLITS-1} TILES_STREAM_K=${TILES_STREAM_K-} TILES_TRUST_PTXAS=1 \
             probe_tiles float64 $shapes $tiles ;;
     tiles-float32)  # simt tilings at whole-round splits against the table's first own candidate
         # at float32's worst random shapes of 2026-11-27 (probe_skinny.py --tiles, padded; the

@@ -124,10 +124,12 @@ TILE_SPLITS, TILE_STREAM_K = (1, 2, 3, 4, 6, 8), (1, 2)
 
 
 def tile_grid(default, texts: list[str], k: int, splits: tuple = TILE_SPLITS,
-              stream_k: tuple = TILE_STREAM_K) -> list:
+              stream_k: tuple = TILE_STREAM_K, trust_ptxas: bool = False) -> list:
     """--tiles: the family's default with each change set (NAME=VALUE,...), at the splits
     (each slice keeping two k-tiles) and as stream-K at the blocks an SM (one k-slice), where
-    the family's constraints allow: tilings outside the tuner's space, held to the table's."""
+    the family's constraints allow (with trust_ptxas, all but its register estimate, which
+    ptxas's allocation may undercut: launch bounds keep any tile launchable, at worst with
+    spills): tilings outside the tuner's space, held to the table's."""
     from tunedgemm.families import FAMILIES
     from tunedgemm.params import KernelConfig
 
@@ -142,7 +144,8 @@ def tile_grid(default, texts: list[str], k: int, splits: tuple = TILE_SPLITS,
             found += [{**tile, **stream_k_changes(default.family), "STREAM_K": per_sm}
                       for per_sm in stream_k]  # fmt: skip
     configs = [KernelConfig.make(default.family, p) for p in found]
-    return [c for c in configs if not family.violations(c, family.dtypes[0])]
+    return [c for c in configs if not [v for v in family.violations(c, family.dtypes[0])
+                                       if not (trust_ptxas and "registers" in v)]]  # fmt: skip
 
 
 def narrow_bases(default) -> list:
@@ -201,6 +204,9 @@ def main() -> int:
                         help="--tiles: the splits each tiling is timed at (comma-separated)")
     parser.add_argument("--tile-stream-k", default=",".join(map(str, TILE_STREAM_K)),
                         help="--tiles: stream-K blocks an SM (comma-separated; empty: none)")
+    parser.add_argument("--trust-ptxas", action="store_true",
+                        help="--tiles: keep tilings that only the family's register estimate "
+                        "rules out")  # fmt: skip
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     tile_splits = tuple(int(v) for v in args.tile_splits.split(",") if v)
@@ -226,7 +232,8 @@ def main() -> int:
         bases = list(dict.fromkeys([*(narrow_bases(default) if args.narrow else bases[:4]),
                                     default]))  # fmt: skip
         if args.tiles:
-            grid = [bases[0], *tile_grid(default, args.tiles, k, tile_splits, tile_stream_k)]
+            grid = [bases[0], *tile_grid(default, args.tiles, k, tile_splits, tile_stream_k,
+                                         args.trust_ptxas)]
         elif args.stream_k:
             grid = stream_k_range(bases[0], args.splits or "around", m, n, k, cuda.sm_count())
         elif args.splits:
