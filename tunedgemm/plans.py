@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ import numpy as np
 from . import cuda, model, recycle, settings
 from ._layout import BlasForm
 from .device_arrays import _kinds, kind_of
-from .params import KernelConfig
+from .params import KernelConfig, Params
 from .precision import IEEE, OZAKI, base_mode, get_precision, moduli_count, ozaki_summary
 
 MAX_PLANS = 1024  # per cache; the least recently used go first
@@ -582,38 +583,36 @@ def with_twins(candidates: tuple[Any, ...], dtype: str,
     same bits by a kernel the table's configs predate, as dmma's one-launch split-K or
     simt's faster main loop; and, given the key, its `layout_twins` for the key's transpose
     pair where the operands are aligned), where the family's constraints allow them."""
-    from .families import FAMILIES
-
-    twins = []
-    for c in candidates:
-        if isinstance(c, KernelConfig):
-            family = FAMILIES[c.family]
-            every = (family.twins if key is None
-                     else family.twins_for(key.trans_a, key.trans_b, key.aligned))  # fmt: skip
-            for changes in every:
-                twin = KernelConfig.make(c.family, {**c.as_dict(), **changes})
-                if twin not in candidates and not family.violations(twin, dtype):
-                    twins.append(twin)
-    return candidates + tuple(dict.fromkeys(twins))
+    return _with_changes(candidates, dtype, lambda family, params: (
+        family.twins if key is None
+        else family.twins_for(key.trans_a, key.trans_b, key.aligned)))  # fmt: skip
 
 
 def with_raster_twins(candidates: tuple[Any, ...], dtype: str) -> tuple[Any, ...]:
     """The candidates and, after them, each data-parallel own config's `raster_twins` (its
     family's main-loop twin with the blocks taking C's tiles in another order: the same
-    bits), where the family's constraints allow them."""
+    bits), where the family's constraints allow them. (A stream-K schedule splits tiles where
+    the order puts them: none there.)"""
+    return _with_changes(candidates, dtype, lambda family, params: (
+        () if family.stream_k(params) else family.raster_twins))  # fmt: skip
+
+
+def _with_changes(candidates: tuple[Any, ...], dtype: str,
+                  changes_of: Callable[[Any, Params], tuple[Params, ...]]) -> tuple[Any, ...]:
+    """The candidates and, after them, each own config with each of changes_of(its family,
+    its parameters) applied, where the family's constraints allow it and it is not a
+    candidate already."""
     from .families import FAMILIES
 
-    twins = []
+    changed = []
     for c in candidates:
         if isinstance(c, KernelConfig):
             family = FAMILIES[c.family]
-            if family.stream_k(c.as_dict()):
-                continue  # (a stream-K schedule splits tiles where the order puts them)
-            for changes in family.raster_twins:
+            for changes in changes_of(family, c.as_dict()):
                 twin = KernelConfig.make(c.family, {**c.as_dict(), **changes})
                 if twin not in candidates and not family.violations(twin, dtype):
-                    twins.append(twin)
-    return candidates + tuple(dict.fromkeys(twins))
+                    changed.append(twin)
+    return candidates + tuple(dict.fromkeys(changed))
 
 
 def _composed(key: GemmKey) -> tuple[Any, ...]:
