@@ -453,18 +453,19 @@ PY
         # (GROUP_M=1: blocks walk down C's columns, so the blocks in flight store one run of
         # memory; at 8192x8192x128 the table's 64 x 64 tile ran 0.89x cuBLAS with it, 0.73 with
         # GROUP_M=8, 2026-11-27 20:36 UTC)
-        tiles="ADVANCE=1,GROUP_M=1 BM=128,BN=128,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=1,ADVANCE=1,GROUP_M=1"
-        tiles="$tiles BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1,GROUP_M=1"
-        tiles="$tiles BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=2,ADVANCE=1,GROUP_M=1"
-        tiles="$tiles BM=128,BN=64,WM=32,WN=32,MMA_K=8,BK=32,STAGES=3,MIN_BLOCKS=1,ADVANCE=1,GROUP_M=1"
-        tiles="$tiles BM=64,BN=128,WM=32,WN=64,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1,GROUP_M=1"
-        tiles="$tiles BM=64,BN=64,WM=32,WN=16,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1,GROUP_M=1"
-        tiles="$tiles BM=64,BN=64,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=3,ADVANCE=1,GROUP_M=1"
-        tiles="$tiles BM=64,BN=64,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=4,ADVANCE=1,GROUP_M=1"
+        order="ADVANCE=1,GROUP_M=1"
+        tiles="$order BM=128,BN=128,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=1,$order"
+        tiles="$tiles BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,$order"
+        tiles="$tiles BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=2,$order"
+        tiles="$tiles BM=128,BN=64,WM=32,WN=32,MMA_K=8,BK=32,STAGES=3,MIN_BLOCKS=1,$order"
+        tiles="$tiles BM=64,BN=128,WM=32,WN=64,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,$order"
+        tiles="$tiles BM=64,BN=64,WM=32,WN=16,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2,$order"
+        tiles="$tiles BM=64,BN=64,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=3,$order"
+        tiles="$tiles BM=64,BN=64,WM=32,WN=32,MMA_K=4,BK=16,STAGES=2,MIN_BLOCKS=4,$order"
         # cuBLAS's own kernel at these shapes (Nsight Compute at 8192x8192x128, 2026-11-27
         # 20:35 UTC: 64 x 128 x 16, 3 stages, 2 x 2 warps, m16n8k8, 248 registers, 2 blocks an
         # SM); ptxas gives ours 248 registers and no spills, dmma's estimate 256 (hence trust)
-        tiles="$tiles BM=64,BN=128,WM=32,WN=64,MMA_K=8,BK=16,STAGES=3,MIN_BLOCKS=2,ADVANCE=1,GROUP_M=1"
+        tiles="$tiles BM=64,BN=128,WM=32,WN=64,MMA_K=8,BK=16,STAGES=3,MIN_BLOCKS=2,$order"
         shapes=4096x4096x64,16384x4096x64,3072x3072x128,1024x8192x128,8192x8192x128
         shapes=$shapes,4096x4096x256,8192x8192x384,4096x4096x512,16384x512x512,3072x8192x1024
         TILES_SPLITS=${TILES_SPLITS-1} TILES_STREAM_K=${TILES_STREAM_K-} TILES_TRUST_PTXAS=1 \
