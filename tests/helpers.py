@@ -292,6 +292,25 @@ def every_layout(m: int, n: int, k: int, dtype, rng):
         yield problems.make(m, n, k, dtype, ta, tb, rng, padded=padded)
 
 
+def assert_stream_k_schedules(pure, hybrid, dtype: str) -> None:
+    """The stream-K GPU tests' shapes exercise split tiles and the fixup on this GPU, not only
+    whole tiles: `pure` (one block an SM) splits 3072x96x3072's tiles over every SM and the
+    launcher asks for the workspace its schedule needs (two slots of a block tile each);
+    `hybrid` runs data-parallel waves at 3000x3000x600, then splits the rest."""
+    from tunedgemm import cuda, launch
+    from tunedgemm.tuning import problems
+
+    sms = cuda.sm_count()
+    sched = launch.plan(pure, dtype, False, False, True).schedule(3072, 96, 3072, sms)
+    assert sched.split_tiles() and sched.ctas == sms
+    problem = problems.make(3072, 96, 3072, dtype, padded=True)
+    tile = pure.as_dict()["BM"] * pure.as_dict()["BN"]
+    assert launch.workspace_bytes(pure, problem.dtype, problem.form) == \
+        2 * sched.ctas * tile * np.dtype(dtype).itemsize  # fmt: skip
+    mixed = launch.plan(hybrid, dtype, False, False, True).schedule(3000, 3000, 600, sms)
+    assert 0 < mixed.dp < mixed.tiles and mixed.split_tiles(), mixed
+
+
 def assert_bit_equal_and_accurate(problem, config, rng, tolerance: float | None = None) -> None:
     """Two launches of `config` on a tuner fixture problem for alpha, beta = (1, 0), C poisoned
     with NaN, and (-0.75, 0.5), C drawn from rng: every element written, the two bit-equal,

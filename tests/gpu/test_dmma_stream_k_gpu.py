@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_bit_equal_and_accurate, every_layout
+from helpers import assert_bit_equal_and_accurate, assert_stream_k_schedules, every_layout
 
 from tunedgemm import gpu_backend, launch
 from tunedgemm.families import FAMILIES, dmma
@@ -54,21 +54,7 @@ def test_stream_k_is_accurate_and_bit_equal_run_to_run(stream_k, m, n, k, tile):
 
 
 def test_stream_k_schedule_really_splits_tiles():
-    """The shapes above exercise split tiles and the fixup on this GPU (not only whole
-    tiles), and the workspace the launcher asks for matches the schedule."""
-    from tunedgemm import cuda
-    from tunedgemm.tuning import problems
-
-    p = launch.plan(_config(1), "float64", False, False, True)
-    sched = p.schedule(3072, 96, 3072, cuda.sm_count())
-    assert sched.split_tiles() and sched.ctas == cuda.sm_count()
-    problem = problems.make(3072, 96, 3072, np.float64, padded=True)
-    assert launch.workspace_bytes(_config(1), problem.dtype, problem.form) == \
-        2 * sched.ctas * 128 * 128 * 8  # fmt: skip
-    hybrid = launch.plan(_config(2, "64x64"), "float64", False, False, True).schedule(
-        3000, 3000, 600, cuda.sm_count()
-    )
-    assert 0 < hybrid.dp < hybrid.tiles and hybrid.split_tiles(), hybrid
+    assert_stream_k_schedules(_config(1), _config(2, "64x64"), "float64")
 
 
 def test_whole_tiles_match_the_data_parallel_kernel_bit_for_bit():

@@ -16,7 +16,7 @@ import itertools
 
 import numpy as np
 import pytest
-from helpers import assert_bit_equal_and_accurate, every_layout
+from helpers import assert_bit_equal_and_accurate, assert_stream_k_schedules, every_layout
 
 from tunedgemm import gpu_backend, launch
 from tunedgemm.families import FAMILIES, simt
@@ -52,19 +52,7 @@ def test_stream_k_is_accurate_and_bit_equal_run_to_run(stream_k, m, n, k, loop):
 
 
 def test_stream_k_schedule_really_splits_tiles():
-    """The shapes above exercise split tiles and the fixup on this GPU (not only whole
-    tiles), and the workspace the launcher asks for matches the schedule."""
-    from tunedgemm import cuda
-    from tunedgemm.tuning import problems
-
-    p = launch.plan(_config(1), "float32", False, False, True)
-    sched = p.schedule(3072, 96, 3072, cuda.sm_count())
-    assert sched.split_tiles() and sched.ctas == cuda.sm_count()
-    problem = problems.make(3072, 96, 3072, np.float32, padded=True)
-    assert launch.workspace_bytes(_config(1), problem.dtype, problem.form) == \
-        2 * sched.ctas * 128 * 128 * 4  # fmt: skip
-    hybrid = p.schedule(3000, 3000, 600, cuda.sm_count())  # data-parallel waves, then split
-    assert 0 < hybrid.dp < hybrid.tiles and hybrid.split_tiles(), hybrid
+    assert_stream_k_schedules(_config(1), _config(1), "float32")
 
 
 def test_whole_tiles_match_the_data_parallel_kernel_bit_for_bit():
