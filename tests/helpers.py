@@ -311,6 +311,30 @@ def assert_stream_k_schedules(pure, hybrid, dtype: str) -> None:
     assert 0 < mixed.dp < mixed.tiles and mixed.split_tiles(), mixed
 
 
+def assert_whole_tiles_match_data_parallel(config_of, dtype: str) -> None:
+    """Where the stream-K blocks divide the tile count the schedule is all data-parallel, and a
+    whole tile runs the data-parallel kernel's arithmetic in its k order: config_of(1) gives
+    config_of(0)'s bits (1536 x 1408: 132 tiles of 128 x 128; skipped unless that is whole
+    waves on this GPU)."""
+    import pytest
+
+    from tunedgemm import cuda, gpu_backend, launch
+    from tunedgemm.tuning import problems
+
+    m, n, k = 1536, 1408, 300
+    sched = launch.plan(config_of(1), dtype, False, False, True).schedule(m, n, k,
+                                                                        cuda.sm_count())
+    if sched.dp != sched.tiles:
+        pytest.skip(f"{cuda.sm_count()} SMs: {sched.tiles} tiles are not whole waves")
+    problem = problems.make(m, n, k, dtype, padded=True)
+    outs = []
+    for stream_k in (0, 1):
+        problem.poison_c()
+        gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, config_of(stream_k))
+        outs.append(problem.c())
+    assert np.isfinite(outs[0]).all() and outs[0].tobytes() == outs[1].tobytes()
+
+
 def assert_bit_equal_and_accurate(problem, config, rng, tolerance: float | None = None) -> None:
     """Two launches of `config` on a tuner fixture problem for alpha, beta = (1, 0), C poisoned
     with NaN, and (-0.75, 0.5), C drawn from rng: every element written, the two bit-equal,

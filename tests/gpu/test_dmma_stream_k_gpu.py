@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_bit_equal_and_accurate, assert_stream_k_schedules, every_layout
+from helpers import (
+    assert_bit_equal_and_accurate,
+    assert_stream_k_schedules,
+    assert_whole_tiles_match_data_parallel,
+    every_layout,
+)
 
-from tunedgemm import gpu_backend, launch
 from tunedgemm.families import FAMILIES, dmma
 from tunedgemm.params import KernelConfig
 
@@ -58,22 +62,6 @@ def test_stream_k_schedule_really_splits_tiles():
 
 
 def test_whole_tiles_match_the_data_parallel_kernel_bit_for_bit():
-    """Where G divides the tile count the schedule is all data-parallel, and a whole tile runs
-    the data-parallel kernel's mma in its k order: the same bits as STREAM_K=0 with the same
-    cursors (1536 x 1408: 132 tiles of 128 x 128; G = SMs)."""
-    from tunedgemm import cuda
-    from tunedgemm.tuning import problems
-
-    m, n, k = 1536, 1408, 300
-    sched = launch.plan(_config(1), "float64", False, False, True).schedule(
-        m, n, k, cuda.sm_count()
-    )
-    if sched.dp != sched.tiles:
-        pytest.skip(f"{cuda.sm_count()} SMs: {sched.tiles} tiles are not whole waves")
-    problem = problems.make(m, n, k, np.float64, padded=True)
-    outs = []
-    for stream_k in (0, 1):
-        problem.poison_c()
-        gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, _config(stream_k))
-        outs.append(problem.c())
-    assert np.isfinite(outs[0]).all() and outs[0].tobytes() == outs[1].tobytes()
+    """A whole tile runs the data-parallel kernel's mma in its k order: the same bits as
+    STREAM_K=0 with the same cursors."""
+    assert_whole_tiles_match_data_parallel(_config, "float64")
