@@ -135,6 +135,10 @@ class KernelFamily:
     # candidate at shapes where its tiles are fewer than its block slots (tunedgemm/plans.py,
     # with_round_tiles): larger tiles that few-tile shapes need split to fill the SMs.
     round_tiles: tuple[Params, ...] = ()
+    # Tilings that autotuning times, unsplit, beside the first candidate at shapes with short k
+    # whose tiles fill at least a round of its block slots (tunedgemm/plans.py,
+    # with_small_k_tiles): where a block's work is mostly its tile's set-up and C's stores.
+    small_k_tiles: tuple[Params, ...] = ()
     # The changes that make a candidate's stream-K variant (STREAM_K itself is set to the
     # blocks an SM holds), which autotuning times where the candidate's data-parallel grid
     # leaves its last wave's SMs idle (tunedgemm/plans.py, with_stream_k); None: the family

@@ -352,7 +352,7 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     twins, their stream-K variants where the last wave of tiles leaves SMs idle, the first
     RASTERS_OF ones' raster twins, and the first one's narrow tiles at skinny shapes with
     long k, its whole-round splits and its family's round tiles where its tiles are fewer
-    than its block slots."""
+    than its block slots, and its family's small-k tiles at short k over many tiles."""
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
     relatives, narrow, streamed, rounds = first, (), (), ()
     if any("SPLIT_K" in c.as_dict() for c in first):
@@ -362,6 +362,7 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         streamed = with_stream_k(first, key, sms)  # (their main loop is the twin's already)
         rounds = with_whole_round_splits(first[:1], key, sms)  # (as recorded: no twins)
         rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
+        rounds += with_small_k_tiles(first[:1], key, sms)  # (the same)
     rasters = with_raster_twins(first[:RASTERS_OF], key.dtype)[len(first[:RASTERS_OF]):]
     relatives = with_twins(relatives, key.dtype, key)[len(first):] + rasters + narrow + streamed
     relatives += rounds
@@ -483,6 +484,28 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
             if 2 * _tiles(key, family.block_tile(tiled.as_dict())) >= sms:
                 found.append(tiled)
             found += with_whole_round_splits((tiled,), key, sms)
+    return tuple(dict.fromkeys(f for f in found if f not in candidates))
+
+
+# Where autotuning times a family's small-k tiles: k at most SMALL_K_UPTO (at 3072x8192x1024
+# dmma's ran level with the best of 11 tilings, 0.95x cuBLAS; H100, 2026-11-28 00:16 UTC).
+SMALL_K_UPTO = 1024
+
+
+def with_small_k_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
+    """For each own split-K candidate at a shape with k at most SMALL_K_UPTO, its family's
+    `small_k_tiles` on its other settings, unsplit, where that tiling's tiles fill at least
+    one round of its block slots (fewer: with_round_tiles' shapes)."""
+    if key.k > SMALL_K_UPTO:
+        return ()
+    found = []
+    for c, family, params in _split_k_configs(candidates):
+        for tile in family.small_k_tiles:
+            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
+            slots = sms * model.resident_blocks(tiled, key.dtype)
+            if (_tiles(key, family.block_tile(tiled.as_dict())) >= slots
+                    and not family.violations(tiled, key.dtype)):  # fmt: skip
+                found.append(tiled)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
 
 

@@ -135,6 +135,14 @@ ROUND_TILES = (
      "EPILOGUE": 0},
 )  # fmt: skip
 
+# Timed unsplit at short k over many tiles (tunedgemm/plans.py, with_small_k_tiles): the 128 x
+# 64 half of the default at two blocks an SM, in plain grid order. With the epilogue's interior
+# path (kernels/dgemm_mma.cu), `probe_skinny.py --tiles` (step tiles-smallk, H100, 2026-11-28
+# 00:16 UTC, padded NN) timed it the best of 11 tilings at 6 of 10 such shapes (0.97x cuBLAS
+# at 8192x8192x128, where the table's 64 x 64 candidate ran 0.91) and within 3% of the best
+# at two more; it lost where n holds few of its columns (16384x512x512: 0.84 against 0.91).
+SMALL_K_TILES = ({**ROUND_TILES[1], "GROUP_M": 1},)
+
 # The cursors' main loop with the blocks taking C's tiles in plain grid order (GROUP_M=1: down
 # C's columns, so that the blocks in flight store one run of memory) and in groups of 8 block
 # rows (L2 reuse of the operands): where C's stores weigh, the order matters. At 8192x8192x128
@@ -261,4 +269,5 @@ FAMILY = KernelFamily(
     narrow_tiles=NARROW_TILES,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
     round_tiles=ROUND_TILES,
+    small_k_tiles=SMALL_K_TILES,
 )

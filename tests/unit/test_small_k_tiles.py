@@ -1,0 +1,54 @@
+"""Autotuning's small-k tiles: at short k over many output tiles, the first own split-K
+candidate's family's small-k tilings (dmma's 128 x 64 block at two an SM, in plain grid
+order) on its other settings, unsplit; nothing at long k, at few tiles, or for a family
+without them."""
+
+from __future__ import annotations
+
+from helpers import nn_key, small_simt
+
+from tunedgemm import cuda, model, plans, table
+from tunedgemm.families import FAMILIES
+
+SMS = 132
+
+
+def _dmma(**changes: int):
+    base = FAMILIES["dmma"].default_config("float64").as_dict()
+    tile = {"BM": 64, "BN": 64, "WM": 32, "WN": 16, "MIN_BLOCKS": 2, "SPLIT_K": 1}
+    return FAMILIES["dmma"].recorded({**base, **tile, **changes})
+
+
+def test_the_small_k_tile_comes_unsplit_on_the_candidates_other_settings():
+    first = _dmma(SPLIT_K=2, STAGES=4)
+    (found,) = plans.with_small_k_tiles((first,), nn_key(8192, 8192, 128, "float64"), SMS)
+    (tile,) = FAMILIES["dmma"].small_k_tiles
+    assert found.as_dict() == {**first.as_dict(), **tile, "SPLIT_K": 1}
+    assert (found["BM"], found["BN"], found["GROUP_M"]) == (128, 64, 1)
+    assert model.resident_blocks(found, "float64") == 2
+    assert not FAMILIES["dmma"].violations(found, "float64")
+
+
+def test_up_to_small_k_upto_and_from_a_round_of_tiles():
+    first = _dmma()
+    at = plans.SMALL_K_UPTO
+    assert plans.with_small_k_tiles((first,), nn_key(4096, 4096, at, "float64"), SMS)
+    assert not plans.with_small_k_tiles((first,), nn_key(4096, 4096, at + 1, "float64"), SMS)
+    # 2048 x 2048: 512 tiles of 128 x 64 against 264 slots; 1024 x 1024: 128, fewer.
+    assert plans.with_small_k_tiles((first,), nn_key(2048, 2048, 128, "float64"), SMS)
+    assert not plans.with_small_k_tiles((first,), nn_key(1024, 1024, 128, "float64"), SMS)
+
+
+def test_none_for_a_candidate_that_is_the_tile_already_or_a_family_without_them():
+    (tile,) = FAMILIES["dmma"].small_k_tiles
+    key = nn_key(8192, 8192, 128, "float64")
+    assert not plans.with_small_k_tiles((_dmma(**tile),), key, SMS)
+    assert not plans.with_small_k_tiles((small_simt(),), nn_key(8192, 8192, 128), SMS)
+
+
+def test_autotuning_times_it_beside_the_first_candidate(monkeypatch):
+    monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    first, key = _dmma(), nn_key(8192, 8192, 128, "float64")
+    (tiled,) = plans.with_small_k_tiles((first,), key, SMS)
+    assert tiled in plans.own_candidates((table.CUBLAS, first), key)
+    assert plans.own_candidates((table.CUBLAS,), key) == (table.CUBLAS,)
