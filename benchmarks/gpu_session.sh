@@ -272,7 +272,12 @@ for step in $steps; do
         for id in 0 1 2 3 4 5; do
             ncu --import "$OUT/$name.ncu-rep" --page source --csv --print-source sass \
                 --launch-skip $id --launch-count 1 > "$OUT/$name-sass-$id.csv" 2>&1
+            [ -s "$OUT/$name-sass-$id.csv" ] || rm -f "$OUT/$name-sass-$id.csv"
         done
+        # Each kernel's opcode mix and its instructions per warp by how often each ran (the k
+        # loop's against the once-a-tile set-up and epilogue).
+        python3 benchmarks/ncu_sass_mix.py "$OUT"/$name-sass-*.csv > "$OUT/$name-sass-mix.txt" 2>&1
+        tail -8 "$OUT/$name-sass-mix.txt"
         grep -E "^  [a-zA-Z_0-9]|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Duration|\
 L2 Cache Throughput|DRAM Throughput|Compute \(SM\) Throughput|Cluster Size|Registers Per|\
 Block Size|Grid Size|L1/TEX Hit|L2 Hit" "$OUT/$name.txt" | head -90
