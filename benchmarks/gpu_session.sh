@@ -30,7 +30,8 @@
 # on RETUNE_LOG's entries), dmma-stream-k
 # (probe_skinny --stream-k at float64's badly filled shapes), worst-float64 and worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
 # (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
-# tiles-smallk (the same at float64's small-k entries of many tiles),
+# tiles-smallk (the same at float64's small-k entries of many tiles), swap (dmma SWAP_AB's
+# GPU test, then tiles-smallk's best tilings with and without it),
 # tiles-float32 (the same with simt tilings at float32's worst random shapes),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -471,6 +472,23 @@ PY
         # 20:35 UTC: 64 x 128 x 16, 3 stages, 2 x 2 warps, m16n8k8, 248 registers, 2 blocks an
         # SM); ptxas gives ours 248 registers and no spills, dmma's estimate 256 (hence trust)
         tiles="$tiles BM=64,BN=128,WM=32,WN=64,MMA_K=8,BK=16,STAGES=3,MIN_BLOCKS=2,$order"
+        shapes=4096x4096x64,16384x4096x64,3072x3072x128,1024x8192x128,8192x8192x128
+        shapes=$shapes,4096x4096x256,8192x8192x384,4096x4096x512,16384x512x512,3072x8192x1024
+        TILES_SPLITS=${TILES_SPLITS-1} TILES_STREAM_K=${TILES_STREAM_K-} TILES_TRUST_PTXAS=1 \
+            probe_tiles float64 $shapes $tiles ;;
+    swap)  # dmma SWAP_AB (issue 15, item 4: 16-byte C stores; written 2026-11-28 without a
+        # GPU): its GPU test, then tiles-smallk's best five tilings each with and without it
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${SWAP_TEST_LIMIT:-240} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_dmma_swap_gpu.py > "$OUT/gpu-swap.txt" 2>&1
+        echo "swap tests: exit $?"; tail -4 "$OUT/gpu-swap.txt"
+        order="ADVANCE=1,GROUP_M=1" tiles=""
+        for tile in BM=64,BN=128,WM=32,WN=64,MMA_K=8,BK=16,STAGES=3,MIN_BLOCKS=2 \
+                    BM=64,BN=64,WM=32,WN=16,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2 \
+                    BM=64,BN=64,WM=32,WN=16,MMA_K=8,BK=16,STAGES=4,MIN_BLOCKS=2 \
+                    BM=128,BN=64,WM=64,WN=32,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=2 \
+                    BM=128,BN=128,WM=64,WN=32,MMA_K=4,BK=16,STAGES=3,MIN_BLOCKS=1; do
+            tiles="$tiles $tile,$order $tile,$order,SWAP_AB=1"
+        done
         shapes=4096x4096x64,16384x4096x64,3072x3072x128,1024x8192x128,8192x8192x128
         shapes=$shapes,4096x4096x256,8192x8192x384,4096x4096x512,16384x512x512,3072x8192x1024
         TILES_SPLITS=${TILES_SPLITS-1} TILES_STREAM_K=${TILES_STREAM_K-} TILES_TRUST_PTXAS=1 \

@@ -96,13 +96,31 @@
 #ifndef STREAM_K
 #define STREAM_K 0     // persistent stream-K blocks per SM (0: one block per tile, data-parallel)
 #endif
+#ifndef SWAP_AB
+#define SWAP_AB 0      // 1: the mma computes C's transpose (B's tile in its A role): 16-byte C stores
+#endif
 // Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #endif
 #define WARPS_M (BM / WM)          // warps along m
-#define MT (WM / 16)               // mma tiles per warp along m
-#define NT (WN / 8)                // mma tiles per warp along n
+#if SWAP_AB
+#define MT (WN / 16)               // mma tiles per warp along the mma's rows (n)
+#define NT (WM / 8)                // mma tiles per warp along the mma's columns (m)
+#else
+#define MT (WM / 16)               // mma tiles per warp along the mma's rows (m)
+#define NT (WN / 8)                // mma tiles per warp along the mma's columns (n)
+#endif
+// Where accumulator c[2h + e] of mma tile (i, j) lies in the warp's tile (g = lane/4, t = lane%4):
+// the mma's row 16i + 8h + g and column 8j + 2t + e, C's row and column or, with SWAP_AB, its
+// column and row, so that a lane's pair e = 0, 1 runs down one of C's columns.
+#if SWAP_AB
+#define ACC_ROW(i, j, h, e) (8 * (j) + 2 * t + (e))
+#define ACC_COL(i, j, h, e) (16 * (i) + 8 * (h) + g)
+#else
+#define ACC_ROW(i, j, h, e) (16 * (i) + 8 * (h) + g)
+#define ACC_COL(i, j, h, e) (8 * (j) + 2 * t + (e))
+#endif
 #define KSTEPS (BK / MMA_K)        // mma k-steps per k-tile
 #define A_FRAG (MMA_K / 2)         // doubles of A per thread per mma
 #define B_FRAG (MMA_K / 4)         // doubles of B per thread per mma
@@ -136,6 +154,9 @@
 #if SPLITK_FUSED && (SPLIT_K == 1 || EPILOGUE != 0)
 #error "SPLITK_FUSED needs SPLIT_K > 1 and EPILOGUE 0"
 #endif
+#if SWAP_AB && EPILOGUE != 0
+#error "SWAP_AB stores from the fragments: EPILOGUE 0"
+#endif
 #if STREAM_K
 #if SPLIT_K != 1 || EPILOGUE != 0
 #error "STREAM_K replaces split-K and stores from the fragments: SPLIT_K 1 and EPILOGUE 0"
@@ -156,7 +177,7 @@ __device__ __forceinline__ void store_partial(double* slot, const double (&acc)[
             for (int h = 0; h < 2; ++h)
 #pragma unroll
                 for (int e = 0; e < 2; ++e)
-                    slot[(wm0 + 16 * i + 8 * h + g) + (size_t)(wn0 + 8 * j + 2 * t + e) * BM] =
+                    slot[(wm0 + ACC_ROW(i, j, h, e)) + (size_t)(wn0 + ACC_COL(i, j, h, e)) * BM] =
                         acc[i][j][2 * h + e];
 }
 #endif
@@ -389,6 +410,32 @@ struct TileCursor {
 };
 #endif
 
+#if SWAP_AB
+// Rows r and r + 1 of one column of C (c at row r, r even), as store_c stores each: with
+// ALIGNED (C and ldc 16-byte aligned, or the split-K workspace) one 16-byte access.
+__device__ __forceinline__ void store_c_pair(double* c, double acc0, double acc1, double alpha,
+                                             double beta)
+{
+#if ALIGNED
+#if SPLIT_K > 1
+    *reinterpret_cast<double2*>(c) = make_double2(acc0, acc1);
+#else
+    double2 out;
+    if (beta == 0.0) {
+        out = make_double2(fma(alpha, acc0, 0.0), fma(alpha, acc1, 0.0));
+    } else {
+        const double2 old = *reinterpret_cast<const double2*>(c);
+        out = make_double2(fma(beta, old.x, alpha * acc0), fma(beta, old.y, alpha * acc1));
+    }
+    *reinterpret_cast<double2*>(c) = out;
+#endif
+#else
+    store_c(c, acc0, alpha, beta);
+    store_c(c + 1, acc1, alpha, beta);
+#endif
+}
+#endif
+
 __device__ __forceinline__ void mma_f64(double (&d)[4], const double (&a)[A_FRAG], const double (&b)[B_FRAG])
 {
 #if MMA_K == 4
@@ -575,7 +622,28 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #endif
 #endif
 
-    // Load the A and B fragments of k-step ks of the stage at a_s / b_s.
+    // Element (x, k) = (w0 + 8q + g, kofs + t) of A's (B's) stage s, x along m (n) from the
+    // warp's origin w0: rows g and g + 8 of the mma's 16 for q = 2i and 2i + 1, its column g
+    // for q = j (the layouts in the header comment).
+#if A_KCONTIG
+#define SA_AT(s, q, kofs) (s)[aoff + 8 * (q) * LDK + (kofs)]
+#else
+#define SA_AT(s, q, kofs) (s)[((q) & 1 ? aoff1 : aoff0) + 16 * ((q) >> 1) + (kofs) * LDA_MN]
+#endif
+#if B_KCONTIG
+#define SB_AT(s, q, kofs) (s)[boff + 8 * (q) * LDK + (kofs)]
+#else
+#define SB_AT(s, q, kofs) (s)[((q) & 1 ? boff1 : boff0) + 16 * ((q) >> 1) + (kofs) * LDB_MN]
+#endif
+#if SWAP_AB   // the mma's A role (its rows) from B's tile, its B role from A's
+#define ROWS_AT(a_s, b_s, q, kofs) SB_AT(b_s, q, kofs)
+#define COLS_AT(a_s, b_s, q, kofs) SA_AT(a_s, q, kofs)
+#else
+#define ROWS_AT(a_s, b_s, q, kofs) SA_AT(a_s, q, kofs)
+#define COLS_AT(a_s, b_s, q, kofs) SB_AT(b_s, q, kofs)
+#endif
+
+    // Load the mma's A and B fragments of k-step ks of the stage at a_s / b_s.
     auto load_frags = [&](double (&af_)[MT][A_FRAG], double (&bf_)[NT][B_FRAG],
                           const double* a_s_, const double* b_s_, int ks) {
 #pragma unroll
@@ -583,24 +651,15 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #pragma unroll
             for (int v1 = 0; v1 < MMA_K / 4; ++v1) {
                 const int kofs = ks * MMA_K + 4 * v1;
-#if A_KCONTIG
-                af_[i][2 * v1 + 0] = a_s_[aoff + (16 * i + 0) * LDK + kofs];
-                af_[i][2 * v1 + 1] = a_s_[aoff + (16 * i + 8) * LDK + kofs];
-#else
-                af_[i][2 * v1 + 0] = a_s_[aoff0 + 16 * i + kofs * LDA_MN];
-                af_[i][2 * v1 + 1] = a_s_[aoff1 + 16 * i + kofs * LDA_MN];
-#endif
+                af_[i][2 * v1 + 0] = ROWS_AT(a_s_, b_s_, 2 * i + 0, kofs);
+                af_[i][2 * v1 + 1] = ROWS_AT(a_s_, b_s_, 2 * i + 1, kofs);
             }
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
             for (int v = 0; v < B_FRAG; ++v) {
                 const int kofs = ks * MMA_K + 4 * v;
-#if B_KCONTIG
-                bf_[j][v] = b_s_[boff + 8 * j * LDK + kofs];
-#else
-                bf_[j][v] = b_s_[((j & 1) ? boff1 : boff0) + 16 * (j >> 1) + kofs * LDB_MN];
-#endif
+                bf_[j][v] = COLS_AT(a_s_, b_s_, j, kofs);
             }
     };
 
@@ -714,8 +773,23 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     } else {   // a whole tile: the epilogue below
 #endif
 #if EPILOGUE == 0
-    // Epilogue: c[2h + e] = C(g + 8h, 2t + e) of each 16 x 8 tile.
+    // Epilogue: c[2h + e] of mma tile (i, j) is C(ACC_ROW, ACC_COL) of the warp's tile.
     if (row0 + BM <= m && col0 + BN <= n) {
+#if SWAP_AB
+        // A tile wholly inside C, a lane's pairs down C's columns: rows 8j + 2t, + 1 of column
+        // 16i + 8h + g, one 16-byte store each when ALIGNED (cuBLAS's DGEMM stores 16 bytes a
+        // lane; 8-byte stores took twice the instructions and addresses).
+        REAL* const cw = C + (size_t)(row0 + wm0 + 2 * t) + (size_t)(col0 + wn0 + g) * ldc;
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                REAL* const col = cw + (size_t)(16 * i + 8 * h) * ldc;
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+                    store_c_pair(col + 8 * j, acc[i][j][2 * h], acc[i][j][2 * h + 1], alpha, beta);
+            }
+#else
         // A tile wholly inside C (block-uniform): no edge tests, and one address a column,
         // its rows at constant offsets. The edge path below spent about 19 instructions an
         // element on a 64-bit address, the tests and a branch around each store: at
@@ -733,6 +807,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                     for (int h = 0; h < 2; ++h)
                         store_c(col + 16 * i + 8 * h, acc[i][j][2 * h + e], alpha, beta);
             }
+#endif
     } else {   // a tile on C's edge
 #pragma unroll
         for (int i = 0; i < MT; ++i)
@@ -742,8 +817,8 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                 for (int h = 0; h < 2; ++h)
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
-                        const int gi = row0 + wm0 + 16 * i + 8 * h + g;
-                        const int gj = col0 + wn0 + 8 * j + 2 * t + e;
+                        const int gi = row0 + wm0 + ACC_ROW(i, j, h, e);
+                        const int gj = col0 + wn0 + ACC_COL(i, j, h, e);
                         if (gi < m && gj < n)
                             store_c(C + (size_t)gi + (size_t)gj * ldc, acc[i][j][2 * h + e],
                                     alpha, beta);

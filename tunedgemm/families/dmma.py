@@ -143,6 +143,16 @@ ROUND_TILES = (
 # at two more; it lost where n holds few of its columns (16384x512x512: 0.84 against 0.91).
 SMALL_K_TILES = ({**ROUND_TILES[1], "GROUP_M": 1},)
 
+# SWAP_AB=1 (kernels/dgemm_mma.cu): the mma computes C's transpose, B's tile in its A role, so
+# that each lane's accumulator pairs run down C's columns: the epilogue stores 16 bytes a lane
+# (ALIGNED), as cuBLAS's DGEMM does, with half the stores and addresses. At 8192x8192x128 C's
+# stores are 512 MB against 16 MB of operands, and after the interior path the epilogue was
+# still about a third of the kernel's once-a-tile instructions. The same products summed in
+# the same k order: the same bits (tests/gpu/test_dmma_swap_gpu.py). SWAP_AB=0 compiles to the
+# PTX it did before the tunable (nvcc 13.0, 44 of the table's configs and variants). Out of
+# the search space until the H100 measures it.
+SWAP_AB_ON = (1,)
+
 # The cursors' main loop with the blocks taking C's tiles in plain grid order (GROUP_M=1: down
 # C's columns, so that the blocks in flight store one run of memory) and in groups of 8 block
 # rows (L2 reuse of the operands): where C's stores weigh, the order matters. At 8192x8192x128
@@ -193,6 +203,8 @@ FAMILY = KernelFamily(
         Tunable("SMALL_COPIES", (0,), "8-byte copies through L1 where aligned (0: 16-byte)", 0),
         # Recorded configs ran the data-parallel grid, which STREAM_K=0 compiles to unchanged.
         Tunable("STREAM_K", (0,), "persistent stream-K blocks per SM (0: data-parallel)", 0),
+        # Recorded configs ran the mma on A's tile in its A role, which SWAP_AB=0 compiles to.
+        Tunable("SWAP_AB", (0,), "the mma computes C's transpose: 16-byte C stores", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -224,6 +236,11 @@ FAMILY = KernelFamily(
         ),
         Constraint("ADVANCE is 0 or 1", lambda p, s: p["ADVANCE"] in (0, 1)),
         Constraint("SMALL_COPIES is 0 or 1", lambda p, s: p["SMALL_COPIES"] in (0, 1)),
+        Constraint("SWAP_AB is 0 or 1", lambda p, s: p["SWAP_AB"] in (0, 1)),
+        Constraint(
+            "SWAP_AB=1 stores from the fragments (EPILOGUE 0)",
+            lambda p, s: p["SWAP_AB"] == 0 or p["EPILOGUE"] == 0,
+        ),
         Constraint("STREAM_K is 0 to 8", lambda p, s: 0 <= p["STREAM_K"] <= 8),
         Constraint(
             "stream-K replaces split-K and stores from the fragments "
@@ -260,6 +277,7 @@ FAMILY = KernelFamily(
             "ADVANCE": 0,
             "SMALL_COPIES": 0,
             "STREAM_K": 0,
+            "SWAP_AB": 0,
         },
     },
     threads=_threads,

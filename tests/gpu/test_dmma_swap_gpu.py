@@ -1,0 +1,60 @@
+"""dmma SWAP_AB=1: the mma computes C's transpose (B's tile in the mma's A role, A's in its B
+role), so that a lane's accumulator pairs run down C's columns and store 16 bytes at a time.
+Named explicitly (dmma.SWAP_AB_ON: out of the search space until measured). Against float64
+with C poisoned by NaN beforehand, on the family default, the small-k tile, cuBLAS's
+small-k arrangement (64 x 128, m16n8k8), a 64 x 64 tile whose warps hold one mma row
+(WN = 16), split-K 2 and 4 (with SPLITK_FUSED) and stream-K; all four transposes, aligned
+and not, beta 0 and not, shapes with m, n and k edges; and bit-equal to SWAP_AB=0 (each
+element is the same sum of the same products in the same k order):
+
+    TUNEDGEMM_TEST_PRECOMPILE=0 python -m pytest -q -m gpu tests/gpu/test_dmma_swap_gpu.py
+"""
+
+from __future__ import annotations
+
+import pytest
+from dmma_variants import assert_variants_agree, precompile
+
+from tunedgemm.families import FAMILIES, dmma
+from tunedgemm.params import KernelConfig
+
+pytestmark = pytest.mark.gpu
+
+FAMILY = FAMILIES["dmma"]
+DEFAULT = FAMILY.default_config("float64").as_dict()
+BASES = {
+    "default": DEFAULT,
+    "small-k": {**DEFAULT, **dmma.SMALL_K_TILES[0]},
+    "cublas-small-k": {**DEFAULT, "BM": 64, "BN": 128, "WM": 32, "WN": 64, "MMA_K": 8,
+                       "MIN_BLOCKS": 2, "GROUP_M": 1, "ADVANCE": 1},
+    "64x64-wn16": {**DEFAULT, "BM": 64, "BN": 64, "WM": 32, "WN": 16, "MMA_K": 8, "STAGES": 4,
+                   "MIN_BLOCKS": 2},
+    "split2": {**DEFAULT, "SPLIT_K": 2},
+    "split4-fused": {**DEFAULT, "BM": 64, "BN": 128, "WM": 32, "WN": 32, "SPLIT_K": 4,
+                     "SPLITK_FUSED": 1},
+    "stream-k": {**DEFAULT, **dmma.STREAM_K_CHANGES, "STREAM_K": 1},
+}  # fmt: skip
+# Odd m, n and k, k below BK, a partial last k-tile, k-slices without a k-tile (k = 20 in 4),
+# whole tiles; 1000 x 1000 has interior and edge tiles, 512 x 384 only interior ones.
+SHAPES = [(1, 1, 1), (7, 33, 5), (33, 7, 15), (257, 1000, 7), (1000, 257, 33), (33, 257, 1000),
+          (257, 33, 20), (1000, 1000, 257), (512, 384, 1024)]  # fmt: skip
+
+
+def config(base: str, swap: int) -> KernelConfig:
+    return KernelConfig.make("dmma", {**BASES[base], "SWAP_AB": swap})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled() -> None:
+    precompile(config(base, s) for base in BASES for s in (0, *dmma.SWAP_AB_ON))
+
+
+@pytest.mark.parametrize("swap", dmma.SWAP_AB_ON)
+@pytest.mark.parametrize("base", sorted(BASES))
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_swap_is_accurate_and_bit_equal_to_the_plain_mma(swap, base, m, n, k):
+    # SWAP_AB=1 breaks no rule SWAP_AB=0 keeps (the register estimate counts the same
+    # fragments: the mma's rows of one operand, its columns of the other).
+    assert set(FAMILY.violations(config(base, swap), "float64")) <= set(
+        FAMILY.violations(config(base, 0), "float64"))  # fmt: skip
+    assert_variants_agree([config(base, 0), config(base, swap)], m, n, k)
