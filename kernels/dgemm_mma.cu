@@ -48,6 +48,10 @@
 //     a lane, so a warp access covers whole 128-byte lines (of C, or of the workspace under
 //     split-K) with half the store (and, for beta != 0, load) instructions; without, 8 bytes a
 //     lane, 256 contiguous bytes. Both apply the same fma to the same sums: bit-equal results.
+//   * SWAP_AB=1: the mma computes C's transpose (B's tile in its A role, A's in its B role, read
+//     by the same accessors), so c[2*h + e] = C(2*t + e, g + 8*h): a lane's pair runs down one
+//     of C's columns and the interior epilogue stores it as 16 bytes where ALIGNED. Each
+//     element is the same sum of the same products in the same k order: bit-equal results.
 #include "common.cuh"
 
 #if DTYPE != 1
