@@ -132,7 +132,7 @@ ROUND_TILES = (
      "EPILOGUE": 0},
     {"BM": 128, "BN": 64, "WM": 64, "WN": 32, "MMA_K": 4, "BK": 16, "STAGES": 3,
      "MIN_BLOCKS": 2, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
-     "EPILOGUE": 0, "SWAP_AB": 0},
+     "EPILOGUE": 0, "SWAP_AB": 0},   # (m16n8k4 may not swap: a swapped candidate's would not)
 )  # fmt: skip
 
 # Timed unsplit at short k over many tiles (tunedgemm/plans.py, with_small_k_tiles): the 128 x
@@ -155,7 +155,7 @@ SMALL_K_TILES = (
 # Tilings whose registers ptxas (nvcc 13.0, sm_90a) allotted without spills within the cap in
 # all eight transpose and alignment variants, with SWAP_AB 0 and 1 (246-254 of 255), where
 # _regs_estimate's 256 rules them out: the register constraint admits them unsplit
-# (tests/unit/test_ptxas_checked.py compiles them again).
+# (tests/unit/test_dmma_swap.py compiles them again).
 PTXAS_CHECKED = (
     {"BM": 64, "BN": 128, "WM": 32, "WN": 64, "MMA_K": 8, "BK": 16, "STAGES": 3,
      "MIN_BLOCKS": 2, "GROUP_M": 1, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
@@ -168,6 +168,7 @@ def _fits_registers(p: Params) -> bool:
     checked = any(all(p.get(name) == value for name, value in tile.items())
                   for tile in PTXAS_CHECKED)  # fmt: skip
     return _regs_estimate(p) <= cap or checked
+
 
 # SWAP_AB=1 (kernels/dgemm_mma.cu): the mma computes C's transpose, B's tile in its A role, so
 # that each lane's accumulator pairs run down C's columns: the epilogue stores 16 bytes a lane
