@@ -26,7 +26,8 @@
 # and keeps at the DGEMM squares, probe_dgemm_squares.py), retune (the tuner regenerates the
 # table's IEEE entries, RETUNE_* settings; see the step), retune-small (retune on the table's
 # launch-bound entries), retune-rounds (retune on the entries that get whole-round k-splits:
-# round_split_entries.py), retune-near (retune on cuBLAS's near ties), retune-shapes (retune
+# round_split_entries.py), retune-near (retune on cuBLAS's near ties), retune-wide-splits
+# (retune where autotuning's splits go above 64 slices), retune-shapes (retune
 # on RETUNE_LOG's entries), dmma-stream-k
 # (probe_skinny --stream-k at float64's badly filled shapes), worst-float64 and worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
 # (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
@@ -363,6 +364,13 @@ PY
             --near ${NEAR_RATIO:-1.10} --out "$OUT/near-shapes.jsonl" > "$OUT/near-entries.txt" 2>&1
         cat "$OUT/near-entries.txt"
         retune_log "$OUT/near-shapes.jsonl" ;;
+    retune-wide-splits)  # the retune step on the entries, whoever holds them, where
+        # autotuning's wave-filling splits go above 64 slices (plans.MAX_SPLIT_K 64 -> 128,
+        # 2026-11-28; round_split_entries.py --split-above 64)
+        python3 benchmarks/round_split_entries.py --split-above 64 \
+            --out "$OUT/wide-split-shapes.jsonl" > "$OUT/wide-split-entries.txt" 2>&1
+        cat "$OUT/wide-split-entries.txt"
+        retune_log "$OUT/wide-split-shapes.jsonl" ;;
     retune-shapes)  # the retune step on the entries of RETUNE_LOG (a TUNEDGEMM_LOG_SHAPES
         # file in the tree, as round_split_entries.py writes)
         retune_log "$RETUNE_LOG" ;;

@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/round_split_entries.py [--dtypes float32 float64] [--out FILE]
                                                 [--near RATIO [--side cublas|own]]
+                                                [--split-above N]
 
 For every IEEE entry of the shipped table's first device (both dtypes, all transpose pairs),
 the first own candidate the lookup gives at its shape (as autotuning and the tuner's seeds
@@ -14,6 +15,9 @@ holds with the best own config's recorded time under RATIO times cuBLAS's (the n
 that a change of autotuning's candidates, as the raster twins, may turn; step retune-near),
 and with --side own those the own config holds with cuBLAS's time under RATIO times its own:
 retuning only one side of the ties would let timing noise move entries one way only.
+--split-above N lists the entries, whoever holds them, at which autotuning's wave-filling
+splits (plans.with_wave_filling_splits of the first plans.RELATIVES_OF own candidates) time
+a split above N: what a raised plans.MAX_SPLIT_K reaches (step retune-wide-splits).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ def main() -> int:
                         help="cuBLAS's entries whose own time is under RATIO times cuBLAS's")
     parser.add_argument("--side", choices=["cublas", "own"], default="cublas",
                         help="--near: the ties cuBLAS holds, or those the own config holds")
+    parser.add_argument("--split-above", type=int, default=None,
+                        help="entries where autotuning times a wave-filling split above N")
     args = parser.parse_args()
 
     from tunedgemm import plans, table
@@ -62,8 +68,15 @@ def main() -> int:
                     else:
                         own = table_candidates(task, ta, tb, device.name,
                                                device.compute_capability)  # fmt: skip
-                        near = bool(own) and bool(plans.with_whole_round_splits(
-                            own[:1], layout_key(task), args.sms))  # fmt: skip
+                        if args.split_above is not None:
+                            first = tuple(own[:plans.RELATIVES_OF])
+                            timed = plans.with_wave_filling_splits(first, layout_key(task),
+                                                                   args.sms)  # fmt: skip
+                            wider = timed[len(first):]
+                            near = any(c.as_dict()["SPLIT_K"] > args.split_above for c in wider)
+                        else:
+                            near = bool(own) and bool(plans.with_whole_round_splits(
+                                own[:1], layout_key(task), args.sms))  # fmt: skip
                     if near:
                         found += 1
                         held += entry.choice == table.CUBLAS

@@ -371,8 +371,13 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
 
 # The widest k-split autotuning tries (each slice keeps >= 2 k-tiles). 64, not 32: at
 # 77x33x11843 float32 (H100, 2026-11-26 20:09 UTC, probe_skinny.py --narrow --padded) 64
-# slices of simt's 128 x 32 tile ran 0.88x cuBLAS, 32 of them 0.71x.
-MAX_SPLIT_K = 64
+# slices of simt's 128 x 32 tile ran 0.88x cuBLAS, 32 of them 0.71x. 128, not 64: where C
+# is one tile, 64 slices leave half the 132 SMs idle; at 64x64x16384 float32 (H100,
+# 2026-11-28, probe_skinny.py --splits around --padded) 128 slices of 64 x 64 ran 0.92x
+# cuBLAS, 64 of them 0.84x, 132 0.90x. More blocks than that lost to splitk_reduce, whose
+# threads sum every slice: 256 blocks (2 tiles x 128) at 77x33x11843 0.75x against 0.91x at
+# 2 x 64, so the wave-filling powers of two stop at 128 for one tile.
+MAX_SPLIT_K = 128
 
 
 def _widest_split(key: GemmKey, k_tile: int) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from helpers import assert_configs_agree
 
+from tunedgemm import plans
 from tunedgemm.families import FAMILIES, simt
 from tunedgemm.params import KernelConfig
 
@@ -33,7 +34,7 @@ def _configs(name: str, split: int) -> list[KernelConfig]:
 
 
 @pytest.mark.parametrize("name", ["simt", "dmma"])
-@pytest.mark.parametrize("split", [1, 8, 64])  # 64: plans.MAX_SPLIT_K, empty slices at k=15
+@pytest.mark.parametrize("split", [1, 8, plans.MAX_SPLIT_K])  # empty slices at k=15
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_narrow_tiles_give_the_square_tiles_bits(name, split, m, n, k):
     configs = _configs(name, split)

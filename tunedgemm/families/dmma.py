@@ -262,7 +262,7 @@ FAMILY = KernelFamily(
         ),
         # splitk_finish holds 4 x SPLIT_K partial sums a thread in registers: ptxas (nvcc
         # 13.0, sm_90a, the default config with ADVANCE=1) spilled 288 bytes at 32 slices and
-        # 2340 at 64 (plans.MAX_SPLIT_K), none at 16.
+        # 2340 at 64, none at 16.
         Constraint(
             "SPLITK_FUSED=1 needs SPLIT_K <= 16 (its sums are held in registers)",
             lambda p, s: p["SPLITK_FUSED"] == 0 or p["SPLIT_K"] <= 16,
