@@ -29,7 +29,9 @@ outside the family's space, with each mma shape, into bench_dmma_tiles.json; --d
 times the best of those with ADVANCE 0 and 1 (dmma's k-tile copies from cursors set up once
 per block), into bench_dmma_advance.json; --dmma-large the dmma default and cuBLAS's
 arrangement with ADVANCE=1 and their neighbours at 8192^3 and 4096^3, into
-bench_dmma_large.json.
+bench_dmma_large.json; --dmma-tail the dmma default, a 128 x 64 MMA_K=8 tile and cuBLAS's
+arrangement with and without stream-K at 8192^3, 4096^3 and 3000^3 (the last wave of
+tiles), into bench_dmma_tail.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -289,6 +291,25 @@ def dmma_large_variants() -> dict[str, dict[str, int]]:
             "two,s4": {**two, "STAGES": 4}, "two,bk32": {**two, "BK": 32}}  # fmt: skip
 
 
+# The DGEMM squares' last wave (issue 15's 0.95 floor at 8192^3): 128 x 128 tiles are 4096
+# blocks at 8192^3, 31 waves of 132 and 4 blocks more (1024 at 4096^3: 7.76 waves), so the
+# last wave idles most SMs. dmma's stream-K (data-parallel waves, then the last wave and a
+# half shared out by k-tiles) against the same tiles unsplit; the default tile, the
+# 128 x 64 MMA_K=8 one autotuning times there, and cuBLAS's arrangement, all with ADVANCE=1.
+DMMA_TAIL_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (3000, 3000, 3000)]
+
+
+def dmma_tail_variants() -> dict[str, dict[str, int]]:
+    """Those tiles with and without stream-K at the blocks an SM each holds."""
+    from tunedgemm.families import dmma
+
+    mid = {"BN": 64, "WM": 32, "WN": 32, "MMA_K": 8}
+    two = dmma.TWO_BLOCKS
+    sk = {**dmma.STREAM_K_CHANGES, "STREAM_K": 1}
+    return {"d": {}, "d,sk": sk, "k8": mid, "k8,sk": {**mid, **sk}, "two": two,
+            "two,sk": {**two, **sk, "STREAM_K": 2}}  # fmt: skip
+
+
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int],
                      trans: tuple[bool, bool] = (False, False)) -> dict[str, int]:  # fmt: skip
     """The config of `family` the table picks for own kernels at this shape (NN unless
@@ -399,6 +420,8 @@ def main() -> int:
                         help="the table's simt config and its neighbours vs cuBLAS")  # fmt: skip
     parser.add_argument("--dmma-large", action="store_true",
                         help="dmma with ADVANCE=1 and neighbours at 8192^3 and 4096^3")  # fmt: skip
+    parser.add_argument("--dmma-tail", action="store_true",
+                        help="dmma at large squares with and without stream-K")  # fmt: skip
     parser.add_argument("--dmma-advance", action="store_true",
                         help="those dmma configs with ADVANCE 0 and 1")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
@@ -429,6 +452,14 @@ def main() -> int:
     if args.dmma_large:
         variants_main(Path(args.out), dmma_large_variants(), DMMA_LARGE_SHAPES,
                       table_dmma_config, "bench_dmma_large.json", "dmma", "float64",
+                      outside=True)  # fmt: skip
+        return 0
+    if args.dmma_tail:
+        from tunedgemm.families import FAMILIES
+
+        base = {**FAMILIES["dmma"].default_config("float64").as_dict(), "ADVANCE": 1}
+        variants_main(Path(args.out), dmma_tail_variants(), DMMA_TAIL_SHAPES,
+                      lambda shape: base, "bench_dmma_tail.json", "dmma", "float64",
                       outside=True)  # fmt: skip
         return 0
     if args.dmma_advance:

@@ -315,6 +315,11 @@ PY
         timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma-large --out "$OUT" \
             > "$OUT/bench_dmma_large.txt" 2>&1
         echo "bench_kernels --dmma-large: exit $?"; tail -6 "$OUT/bench_dmma_large.txt" ;;
+    dmma-tail)  # dmma stream-K against the last wave of tiles at the DGEMM squares (issue 15's
+        # 0.95 at 8192^3; bench_kernels --dmma-tail)
+        timeout ${TAIL_LIMIT:-240} python3 benchmarks/bench_kernels.py --dmma-tail --out "$OUT" \
+            > "$OUT/bench_dmma_tail.txt" 2>&1
+        echo "bench_kernels --dmma-tail: exit $?"; cat "$OUT/bench_dmma_tail.txt" ;;
     dgemm-probe)  # issue 15's DGEMM squares: what autotuning times and keeps, 3 passes a
         # shape, each pick against cuBLAS, with nvidia-smi's clocks (probe_dgemm_squares.py)
         TUNEDGEMM_CUBLAS=0 timeout ${DGEMM_PROBE_LIMIT:-300} python3 benchmarks/probe_dgemm_squares.py \
