@@ -110,7 +110,11 @@ NARROW_BLOCKS_PER_SM = 1.5
 # cases (ahead in one, 384x3072x1024 on 64 x 128: 0.72 against 0.70), and at every shape 8-43%
 # behind the best config timed there. Nsight Compute at 600x508x2782 (64 x 32
 # tiles): streamk_gemm's 264 blocks took 74 us at 11% achieved occupancy and the fixup 7 us,
-# where the table's 64 x 64 candidate split 6 ways took 60 us a call.
+# where the table's 64 x 64 candidate split 6 ways took 60 us a call. At the large squares,
+# whose last wave of tiles is nearly empty (8192^3: 31 waves of 132 and 4 blocks), it lost
+# too (bench_kernels.py --dmma-tail, 2026-11-28 05:24 UTC): the 128 x 128 tile 0.89x cuBLAS
+# against 0.98x unsplit at 8192^3, 0.94x against 1.10x at 4096^3; Nsight Compute (05:31) found
+# the persistent blocks' data-parallel tiles stalled on the memory-instruction queue.
 STREAM_K_ON = (1, 2)
 STREAM_K_CHANGES = {"SPLIT_K": 1, "SPLITK_FUSED": 0, "ADVANCE": 1}
 
