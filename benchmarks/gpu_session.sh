@@ -26,7 +26,8 @@
 # and keeps at the DGEMM squares, probe_dgemm_squares.py), retune (the tuner regenerates the
 # table's IEEE entries, RETUNE_* settings; see the step), retune-small (retune on the table's
 # launch-bound entries), retune-rounds (retune on the entries that get whole-round k-splits:
-# round_split_entries.py), retune-near (retune on cuBLAS's near ties), retune-wide-splits
+# round_split_entries.py), wave-split (probe_wave_split.py), retune-near (retune on cuBLAS's
+# near ties), retune-wide-splits
 # (retune where autotuning's splits go above 64 slices), retune-shapes (retune
 # on RETUNE_LOG's entries), dmma-stream-k
 # (probe_skinny --stream-k at float64's badly filled shapes), worst-float64 and worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
@@ -320,6 +321,11 @@ PY
         timeout ${TAIL_LIMIT:-240} python3 benchmarks/bench_kernels.py --dmma-tail --out "$OUT" \
             > "$OUT/bench_dmma_tail.txt" 2>&1
         echo "bench_kernels --dmma-tail: exit $?"; cat "$OUT/bench_dmma_tail.txt" ;;
+    wave-split)  # the DGEMM squares' last wave as its own split-K launch on a second stream
+        # beside the rest of C (probe_wave_split.py; issue 15's 0.95 at 8192^3)
+        timeout ${WAVE_LIMIT:-200} python3 benchmarks/probe_wave_split.py --out "$OUT" \
+            > "$OUT/probe_wave_split.txt" 2>&1
+        echo "probe_wave_split: exit $?"; cat "$OUT/probe_wave_split.txt" ;;
     dgemm-probe)  # issue 15's DGEMM squares: what autotuning times and keeps, 3 passes a
         # shape, each pick against cuBLAS, with nvidia-smi's clocks (probe_dgemm_squares.py)
         TUNEDGEMM_CUBLAS=0 timeout ${DGEMM_PROBE_LIMIT:-300} python3 benchmarks/probe_dgemm_squares.py \
