@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cuda, model, recycle, settings
+from . import cuda, model, recycle, settings, tail_split
 from ._layout import BlasForm
 from .device_arrays import _kinds, kind_of
 from .params import KernelConfig, Params
@@ -714,6 +714,10 @@ def launcher(key: GemmKey, config: Any) -> Any:
         return _OwnLaunches(own, key)
     if own.reduce is not None or own.fused:
         return _SplitK(own, key)
+    shape = BlasForm(ta, tb, m, n, k, 0, lda, 0, ldb, 0, ldc, dtype.itemsize)
+    parts = tail_split.runner(config, key.dtype, shape, own, key.aligned)
+    if parts is not None:  # the last, nearly empty wave as a launch of its own
+        return _TailSplitRun(parts, shape)
     # One launch of one kernel: the grid worked out once, the arguments packed per call.
     grid, launch_gemm = own.plan.grid(m, n), own.gemm.launch
 
@@ -790,6 +794,21 @@ class _SplitK:
                               workspace, ldw))  # fmt: skip
         launch_reduce, reduce_grid = self.reduce
         launch_reduce(reduce_grid, s, (key.m, key.n, alpha, workspace, ldw, beta, c, key.ldc))
+
+
+class _TailSplitRun:
+    """run(a, b, c, alpha, beta, stream) of one product in three launches (tail_split)."""
+
+    __slots__ = ("parts", "shape")
+
+    def __init__(self, parts: Any, shape: BlasForm) -> None:
+        self.parts, self.shape = parts, shape
+
+    def reserve(self, stream: int) -> None:
+        self.parts.reserve(stream)
+
+    def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, s: int) -> None:
+        self.parts.run(dataclasses.replace(self.shape, a=a, b=b, c=c), alpha, beta, s)
 
 
 class _OwnLaunches:
