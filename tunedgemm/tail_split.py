@@ -3,7 +3,7 @@
 At 8192^3 float64 dmma's 128 x 128 tile makes 4096 blocks, 31 waves over the H100's 132 SMs
 and 4 blocks more: the last wave idles 128 SMs for a whole tile's time, about 3% of the
 product (dmma's stream-K, meant for this, ran 9-15% slower there: bench_kernels.py
---dmma-tail, 2026-11-28). Such a product runs as three launches instead:
+--dmma-tail, 2026-11-28). Such a product can run as three launches instead:
 
 - R1: C but its last block column, on the caller's stream;
 - R2: that block column but its last q tiles (q: the blocks over whole waves), on a side stream;
@@ -13,8 +13,9 @@ so that R1's part-filled last wave and R2 fill one wave, and T's short blocks on
 benchmarks/probe_wave_split.py (H100, 2026-11-28 05:42 UTC, the dmma default with the
 cursors): 0.973x -> 0.993x cuBLAS at 8192^3, 0.978x -> 0.998x in a long run of calls. Each
 element of C is one launch's sum in a fixed order, so the bits are the same from run to run
-(T's are split-K sums: other bits than the one launch's). dmma only, as measured; the side
-streams are the calling thread's own, so that no two threads share a workspace.
+(T's are split-K sums: other bits than the one launch's). For dmma, as measured; the side
+streams are the calling thread's own, so that no two threads share a workspace. Off until
+measured through the public call (FAMILIES, below).
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ from ._layout import BlasForm
 # against the extra launches), a last wave at most 1 / MAX_TAIL_SHARE full, k of at least
 # MIN_K (measured at 4096 and 8192), and the tail within the last block column.
 MIN_WAVES, MAX_TAIL_SHARE, MIN_K = 4, 8, 4096
-FAMILIES = ("dmma",)
+# The families whose planned products take the split: none yet. The GPU test passed with
+# dmma's (tests/gpu/test_tail_split_gpu.py, H100, 2026-11-28 05:45 UTC), and launches timed
+# in turn gained 1-2% (probe_wave_split.py, 05:42: 0.973x -> 0.993x cuBLAS at 8192^3,
+# 0.987x -> 0.998x at 8192x8192x4096), but through the public call in bench_device's long
+# runs of calls, where the power cap sets the pace, 8192^3 ran 0.930 / 0.932x cuBLAS with it
+# (05:47) against 0.941 / 0.937x without (05:21), and one long run at 8192x8192x4096 ran 7%
+# slower with it. ("dmma",) turns it on once a run shows the gain through the public call.
+FAMILIES: tuple[str, ...] = ()
 
 
 def parts(form: BlasForm, tile: tuple[int, int], slots: int) -> list[tuple[BlasForm, int]] | None:
