@@ -263,10 +263,10 @@ def compile_stream_k(config, dtype: str, variants, tmp_path: Path) -> list[Path]
     return [work for _, work in jobs]
 
 
-def run_twice(problem, config, alpha: float, beta: float, c0):
-    """Two launches of `config` on a tuner fixture problem (tunedgemm.tuning.problems), C
-    poisoned with NaN (beta == 0) or reset to c0 before each: the two results, for
-    run-to-run bit-equality."""
+def run_twice(problem, config, alpha: float, beta: float, c0, launch=None):
+    """Two launches of `config` on a tuner fixture problem (tunedgemm.tuning.problems), or two
+    calls of launch(alpha, beta) where given, C poisoned with NaN (beta == 0) or reset to c0
+    before each: the two results, for run-to-run bit-equality."""
     from tunedgemm import gpu_backend
 
     outs = []
@@ -275,7 +275,10 @@ def run_twice(problem, config, alpha: float, beta: float, c0):
             problem.poison_c()
         else:
             problem.set_c(c0)
-        gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
+        if launch is None:
+            gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
+        else:
+            launch(alpha, beta)
         outs.append(problem.c())
     return outs
 
