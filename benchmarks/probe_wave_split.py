@@ -8,7 +8,8 @@ should take it back, lost 9-15% there (bench_kernels.py --dmma-tail, H100, 2026-
 times, beside one launch of the config over all of C, the same config over three parts of C
 on three streams: C but its last block column (R1), that column but its last q tiles (R2, q =
 the blocks over whole waves), and those q tiles split in k, SMs // q slices (T, with its
-reduction). R1's part-filled last wave and R2 then fill a wave, and T's short blocks one more.
+reduction; tunedgemm/tail_split.py's parts). R1's part-filled last wave and R2 then fill a
+wave, and T's short blocks one more.
 Each element of C is one kernel's sum, the same from run to run (T's are split-K sums: other
 bits than the whole tile's). NN, padded operands, the dmma default with the cursors (the
 config a call ran at 8192^3 on 2026-11-28); timed as bench_kernels times (CUDA-event medians,
@@ -19,7 +20,6 @@ backwards), beside cuBLAS.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import sys
@@ -32,24 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SHAPES = "8192x8192x8192,8192x8192x4096"
 LONG_RUN = 40  # calls in the long run of each
-
-
-def parts(form: Any, tile: tuple[int, int], slots: int) -> list[tuple[Any, int]] | None:
-    """[(part's form, its k-split)] of R1, R2 and T (None: no tail to split this way)."""
-    bm, bn = tile
-    tiles_m, tiles_n = -(-form.m // bm), -(-form.n // bn)
-    tail = tiles_m * tiles_n % slots
-    if tail == 0 or tail > tiles_m or tiles_n < 2:
-        return None
-    size, col = form.itemsize, (tiles_n - 1) * bn
-    rows = (tiles_m - tail) * bm  # R2's rows; T takes the rest of the last block column
-    last_b = form.b + col * form.ldb * size
-    r1 = dataclasses.replace(form, n=col)
-    r2 = dataclasses.replace(form, m=rows, n=form.n - col, b=last_b,
-                             c=form.c + col * form.ldc * size)  # fmt: skip
-    t = dataclasses.replace(form, m=form.m - rows, n=form.n - col, a=form.a + rows * size,
-                            b=last_b, c=form.c + (col * form.ldc + rows) * size)  # fmt: skip
-    return [(r1, 1), (r2, 1), (t, slots // tail)]
 
 
 def long_run_ms(work: Any, stream: Any, calls: int = LONG_RUN) -> float:
@@ -69,7 +51,7 @@ def long_run_ms(work: Any, stream: Any, calls: int = LONG_RUN) -> float:
 def probe(shape: tuple[int, int, int]) -> dict[str, Any]:
     import pycuda.driver as drv
 
-    from tunedgemm import cuda, gpu_backend, launch, reference
+    from tunedgemm import cuda, gpu_backend, launch, reference, tail_split
     from tunedgemm.families import FAMILIES
     from tunedgemm.params import KernelConfig
     from tunedgemm.timing import gpu_median_ms
@@ -80,10 +62,10 @@ def probe(shape: tuple[int, int, int]) -> dict[str, Any]:
     family = FAMILIES["dmma"]
     params = {**family.default_config("float64").as_dict(), "ADVANCE": 1}
     whole = KernelConfig.make("dmma", params)
-    split = parts(problem.form, family.block_tile(params), cuda.sm_count())
+    split = tail_split.parts(problem.form, family.block_tile(params), cuda.sm_count())
     row: dict[str, Any] = {"m": m, "n": n, "k": k, "config": str(whole)}
     if split is None:
-        row["skipped"] = "no tail of whole block rows in the last block column"
+        row["skipped"] = "tail_split.parts does not apply here"
         return row
     streams = [drv.Stream() for _ in split]
     launches, held = [], []
