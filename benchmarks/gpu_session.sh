@@ -34,7 +34,9 @@
 # (probe_skinny --tiles: dmma tilings outside the tuner's space at float64's losing shapes),
 # tiles-smallk (the same at float64's small-k entries of many tiles), swap (dmma SWAP_AB's
 # GPU test, then tiles-smallk's best tilings with and without it),
-# tiles-float32 (the same with simt tilings at float32's worst random shapes),
+# tiles-float32 (the same with simt tilings at float32's worst random shapes), tiles-two-warp
+# (simt's 64-thread tiles: their GPU test, then the same at those shapes), narrow-two-warp
+# (simt's narrow tiles as two warps, at skinny shapes),
 # register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
 # family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
@@ -70,14 +72,15 @@ simt_variant() {
 # probe_skinny.py --tiles (padded): probe_tiles DTYPE SHAPES TILE... (writes
 # probe_tiles-DTYPE.txt; TILES_SHAPES in place of SHAPES, TILES_LIMIT seconds, TILES_SPLITS
 # and TILES_STREAM_K the splits and stream-K blocks an SM each tile is timed at,
-# TILES_TRUST_PTXAS=1 keeps tiles that only the family's register estimate rules out)
+# TILES_TRUST_PTXAS=1 keeps tiles that only the family's register estimate rules out,
+# TILES_IGNORE=TEXT|TEXT those that only constraints holding one of them rule out)
 probe_tiles() {
     local dtype=$1 shapes=$2
     shift 2
     timeout ${TILES_LIMIT:-400} python3 benchmarks/probe_skinny.py --dtype $dtype --padded \
         --tiles "$@" --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
         --tile-splits=${TILES_SPLITS-1,2,3,4,6,8} --tile-stream-k=${TILES_STREAM_K-1,2} \
-        ${TILES_TRUST_PTXAS:+--trust-ptxas} \
+        ${TILES_TRUST_PTXAS:+--trust-ptxas} ${TILES_IGNORE:+--ignore-constraint "$TILES_IGNORE"} \
         > "$OUT/probe_tiles-$dtype.txt" 2>&1
     echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-$dtype.txt"
 }
@@ -526,6 +529,42 @@ PY
         shapes=183x767x14563,85x14612x963,1920x774x1096,118x1391x3260,77x10737x4312,267x3099x502
         shapes=$shapes,2756x503x193,2445x275x1106,813x398x14465,664x2507x3458
         probe_tiles float32 $shapes $tiles ;;
+    tiles-two-warp)  # simt's two-warp tiles (64 threads, 8 x 8 a thread): their GPU test, then
+        # probe_skinny.py --tiles at float32's worst random shapes of 2026-11-27/28 beside the
+        # narrow tiles, the round tile and the 128-thread 64 x 64 (padded; TILES_SHAPES)
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${TWO_WARP_TEST_LIMIT:-150} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_two_warp_tiles_gpu.py > "$OUT/gpu-two-warp.txt" 2>&1
+        echo "two-warp tests: exit $?"; tail -3 "$OUT/gpu-two-warp.txt"
+        twin="ADVANCE=1,FMA_ORDER=1,BK=16,STAGES=3,GROUP_M=8"
+        tiles=""
+        for tile in BM=64,BN=64,WM=32,WN=64,TM=8,TN=8,MIN_BLOCKS=4 \
+                    BM=128,BN=32,WM=64,WN=32,TM=8,TN=8,MIN_BLOCKS=4 \
+                    BM=32,BN=128,WM=32,WN=64,TM=8,TN=8,MIN_BLOCKS=4 \
+                    BM=64,BN=64,WM=32,WN=32,TM=8,TN=4,MIN_BLOCKS=2 \
+                    BM=128,BN=32,WM=32,WN=32,TM=8,TN=4,MIN_BLOCKS=2 \
+                    BM=32,BN=128,WM=32,WN=32,TM=8,TN=4,MIN_BLOCKS=2 \
+                    BM=128,BN=64,WM=32,WN=64,TM=8,TN=8,MIN_BLOCKS=2; do
+            tiles="$tiles $tile,$twin"
+        done
+        shapes=183x767x14563,85x14612x963,1920x774x1096,118x1391x3260,77x10737x4312,267x3099x502
+        shapes=$shapes,2756x503x193,2445x275x1106,813x398x14465,664x2507x3458,60x13147x390,440x3563x183
+        TILES_STREAM_K=${TILES_STREAM_K-} TILES_IGNORE="threads per block|element copies" \
+            probe_tiles float32 $shapes $tiles ;;
+    narrow-two-warp)  # simt's narrow tiles (128 x 32, 32 x 128) as two warps of 8 x 8 at BK 16
+        # and 8, beside the four-warp narrow tiles, at skinny float32 shapes that lost
+        # (probe_skinny.py --tiles, padded; TILES_SHAPES)
+        twin="ADVANCE=1,FMA_ORDER=1,STAGES=3,GROUP_M=8"
+        tiles=""
+        for tile in BM=32,BN=128,WM=32,WN=64,TM=8,TN=8,MIN_BLOCKS=4 \
+                    BM=128,BN=32,WM=64,WN=32,TM=8,TN=8,MIN_BLOCKS=4 \
+                    BM=32,BN=128,WM=32,WN=32,TM=8,TN=4,MIN_BLOCKS=2 \
+                    BM=128,BN=32,WM=32,WN=32,TM=8,TN=4,MIN_BLOCKS=2; do
+            tiles="$tiles $tile,BK=16,$twin $tile,BK=8,$twin"
+        done
+        shapes=85x14612x963,1920x774x1096,77x10737x4312,60x13147x390,33x7560x6071
+        shapes=$shapes,10662x56x12626,85x11039x494,2445x275x1106
+        TILES_SPLITS=${TILES_SPLITS-1,2,4,8,16} TILES_STREAM_K=${TILES_STREAM_K-} \
+            TILES_IGNORE="threads per block|element copies" probe_tiles float32 $shapes $tiles ;;
     worst-float64)  # bench_tuning on float64's worst random shapes of 2026-11-27 14:36 and
         # 14:41 UTC (bench_tuning-worst-float64.txt)
         worst=1387x230x8557,962x302x1607,600x508x2782,2404x152x1073,5742x893x364,664x2507x3458

@@ -124,12 +124,14 @@ TILE_SPLITS, TILE_STREAM_K = (1, 2, 3, 4, 6, 8), (1, 2)
 
 
 def tile_grid(default, texts: list[str], k: int, splits: tuple = TILE_SPLITS,
-              stream_k: tuple = TILE_STREAM_K, trust_ptxas: bool = False) -> list:
+              stream_k: tuple = TILE_STREAM_K, trust_ptxas: bool = False,
+              ignore: tuple[str, ...] = ()) -> list:
     """--tiles: the family's default with each change set (NAME=VALUE,...), at the splits
     (each slice keeping two k-tiles) and as stream-K at the blocks an SM (one k-slice), where
     the family's constraints allow (with trust_ptxas, all but its register estimate, which
     ptxas's allocation may undercut: launch bounds keep any tile launchable, at worst with
-    spills): tilings outside the tuner's space, held to the table's."""
+    spills; with ignore, any constraint whose text holds one of its strings): tilings outside
+    the tuner's space, held to the table's."""
     from tunedgemm.families import FAMILIES
     from tunedgemm.params import KernelConfig
 
@@ -144,8 +146,9 @@ def tile_grid(default, texts: list[str], k: int, splits: tuple = TILE_SPLITS,
             found += [{**tile, **stream_k_changes(default.family), "STREAM_K": per_sm}
                       for per_sm in stream_k]  # fmt: skip
     configs = [KernelConfig.make(default.family, p) for p in found]
+    ignored = (*ignore, *(("registers",) if trust_ptxas else ()))
     return [c for c in configs if not [v for v in family.violations(c, family.dtypes[0])
-                                       if not (trust_ptxas and "registers" in v)]]  # fmt: skip
+                                       if not any(text in v for text in ignored)]]  # fmt: skip
 
 
 def narrow_bases(default) -> list:
@@ -207,10 +210,15 @@ def main() -> int:
     parser.add_argument("--trust-ptxas", action="store_true",
                         help="--tiles: keep tilings that only the family's register estimate "
                         "rules out")  # fmt: skip
+    parser.add_argument("--ignore-constraint", action="append", default=[], metavar="TEXT",
+                        help="--tiles: keep tilings that only constraints holding TEXT rule "
+                        "out (repeatable, or TEXT|TEXT; 'threads per block' lets in 64-thread "
+                        "blocks)")  # fmt: skip
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     tile_splits = tuple(int(v) for v in args.tile_splits.split(",") if v)
     tile_stream_k = tuple(int(v) for v in args.tile_stream_k.split(",") if v)
+    ignore = tuple(part for arg in args.ignore_constraint for part in arg.split("|"))
 
     from tunedgemm import autotune, cuda, selection, table
     from tunedgemm.params import KernelConfig
@@ -233,7 +241,7 @@ def main() -> int:
                                     default]))  # fmt: skip
         if args.tiles:
             grid = [bases[0], *tile_grid(default, args.tiles, k, tile_splits, tile_stream_k,
-                                         args.trust_ptxas)]
+                                         args.trust_ptxas, ignore)]
         elif args.stream_k:
             grid = stream_k_range(bases[0], args.splits or "around", m, n, k, cuda.sm_count())
         elif args.splits:
