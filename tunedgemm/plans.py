@@ -473,9 +473,9 @@ def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey,
 def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
     """For each own split-K candidate with fewer output tiles at this shape than the GPU has
     block slots for it (as with_whole_round_splits asks), its family's `round_tiles` (dmma's
-    two 128 x 64 tilings, simt's 128 x 64 tile) on its other settings, each at its
-    whole-round k-splits and, where its tiles fill at least half a round at one block per
-    SM, unsplit."""
+    two 128 x 64 tilings, simt's 128 x 64 tile and two-warp 64 x 64) on its other settings,
+    each at its whole-round k-splits and, where its tiles fill at least half a round at one
+    block per SM, unsplit."""
     found = []
     for c, family, params in _split_k_configs(candidates):
         if not family.round_tiles:

@@ -54,8 +54,8 @@ def _split_configs() -> list[tuple[str, KernelConfig]]:
             wide = KernelConfig.make(name, {**family.default_config(dtype).as_dict(),
                                             "SPLIT_K": split})  # fmt: skip
             found += [(dtype, c) for c in plans.with_twins((wide,), dtype)]
-    # The round tiles (plans.with_round_tiles: dmma's and simt's 128 x 64 blocks) at
-    # whole-round splits that are not powers of two.
+    # The round tiles (plans.with_round_tiles: dmma's and simt's 128 x 64 blocks, simt's
+    # two-warp 64 x 64) at whole-round splits that are not powers of two.
     for name, dtype in (("dmma", "float64"), ("simt", "float32")):
         family = FAMILIES[name]
         for tile in family.round_tiles:

@@ -99,12 +99,16 @@ def test_round_tiles_come_unsplit_where_they_fill_half_a_round():
     assert not any(c["SPLIT_K"] == 1 for c in few)  # 18 tiles: an unsplit grid idles 114 SMs
 
 
-def test_simts_round_tile_comes_with_the_loop_twin():
+def test_simts_round_tiles_come_with_the_loop_twin():
     found = plans.with_round_tiles((small_simt(SPLIT_K=4),), nn_key(384, 384, 3072), SMS)
-    # 18 tiles of 128 x 64 at two blocks an SM: 7, 14 and 29 slices, as dmma's second tile.
-    assert _tiles_and_splits(found) == [(128, 64, 7), (128, 64, 14), (128, 64, 29)]
+    # 18 tiles of 128 x 64 at two blocks an SM: 7, 14 and 29 slices, as dmma's second tile;
+    # 36 two-warp tiles of 64 x 64 at four an SM: 3 and 7 slices (one block an SM), 14 and 29.
+    assert _tiles_and_splits(found) == [(128, 64, 7), (128, 64, 14), (128, 64, 29),
+                                        (64, 64, 3), (64, 64, 7), (64, 64, 14), (64, 64, 29)]
+    assert [model.resident_blocks(c, "float32") for c in (found[0], found[-1])] == [2, 4]
     assert all(c["ADVANCE"] == 1 and c["FMA_ORDER"] == 1 and c["TM"] == c["TN"] == 8
                for c in found)  # fmt: skip
+    assert not any(FAMILIES["simt"].violations(c, "float32") for c in found)
 
 
 def test_round_tiles_none_for_full_grids_stream_k_and_families_without_them():

@@ -116,21 +116,41 @@ STREAM_K_TILES = tuple(
     for bm, per_sm in ((256, 1), (128, 2))
 )  # fmt: skip
 
-# Narrow tiles: 128 x 32 and 32 x 128 blocks of 128 threads, 8 x 4 per thread, BK 16, with the
-# loop twin. The template builds them without spills (nvcc 13.0, sm_90a, every transpose and
-# alignment), but the tuning space's BM and BN start at 64. Where m x n holds few tiles and k
-# is long they beat every config of the table's kind: over the float32 random shapes of
-# bench_tuning (seed 1795689347) that lost most, `benchmarks/probe_skinny.py` (H100,
-# 2026-11-26 17:00 and 17:02 UTC) timed the best of the table's first four configs and the
-# default, each with k-splits 1-64, its loop twin and stream-K, at 0.63-0.82x cuBLAS, and a
-# narrow tile at 0.72-0.87x (1473x140x7081: 0.63 to 0.81; 9947x78x1422: 0.73 to 0.87), best
-# with k-splits that give 4 blocks per SM or more; at 319x2218x9857 the table's kind won.
-# Autotuning times them at such shapes (tunedgemm/plans.py, with_narrow_tiles: two more
-# compiles on a shape's first call, so only where a dimension is narrow and k long).
+# The 64 x 64 block as two warps of 8 x 8 a thread (64 threads, four blocks an SM or more for
+# latency) where the space's 64 x 64 blocks hold four warps of 8 x 4: a k-step loads 16 values
+# for 64 fmas instead of 12 for 32. Each element's sum takes the same k-steps in the same
+# order, so it is a twin of those configs (tests/gpu/test_two_warp_tiles_gpu.py). On the H200
+# (probe_skinny.py --tiles, step tiles-two-warp, 2026-11-28, padded NN), at float32's worst
+# random shapes of the day, it ran ahead of the four-warp 64 x 64 at the best split of each:
+# 2445x275x1106 0.95x cuBLAS against 0.82, 60x13147x390 0.85 against 0.76, 267x3099x502 0.85
+# against 0.79. Among the twins, the narrow tiles and the round tiles (below). The
+# constraints let the twin in at BK 8 and 16 of the 64 x 64 tiles and at BK 8 of
+# the 128 x 64 and 64 x 128 ones (there: their 8 x 8 tiles as four 32 x 64 warps at four
+# blocks an SM, 123-128 registers, no spills); at BK 32 a thread's copies, at larger tiles its
+# registers, rule it out.
+TWO_WARP = {"WM": 32, "WN": 64, "TM": 8, "TN": 8, "MIN_BLOCKS": 4}
+
+# Narrow tiles: 128 x 32 and 32 x 128 blocks, BK 16, with the loop twin. The tuning space's BM
+# and BN start at 64. Where m x n holds few tiles and k is long they beat every config of the
+# table's kind: over the float32 random shapes of bench_tuning (seed 1795689347) that lost
+# most, `benchmarks/probe_skinny.py` (H100, 2026-11-26 17:00 and 17:02 UTC) timed the best of
+# the table's first four configs and the default, each with k-splits 1-64, its loop twin and
+# stream-K, at 0.63-0.82x cuBLAS, and a narrow tile (then four warps of 8 x 4) at 0.72-0.87x
+# (1473x140x7081: 0.63 to 0.81; 9947x78x1422: 0.73 to 0.87), best with k-splits that give 4
+# blocks per SM or more; at 319x2218x9857 the table's kind won. They are two warps of 8 x 8
+# now (TWO_WARP's arrangement: a 128 x 32 of two 64 x 32 warp tiles, a 32 x 128 of two
+# 32 x 64): at eight skinny float32 shapes that lost (`gpu_session.sh narrow-two-warp`, H200,
+# 2026-11-28, padded NN, each tile's best split) they ran 3-10% ahead of the four-warp tiles of
+# the same shape at every one: 1920x774x1096 0.92x cuBLAS against 0.84, 77x10737x4312 0.91
+# against 0.84, 2445x275x1106 0.93 against 0.87, 10662x56x12626 0.84 against 0.79. Their 40
+# element copies a thread at ALIGNED=0 build without spills (nvcc 13.0, sm_90a: 123-176
+# registers at every transpose and alignment). Autotuning times them at such shapes
+# (tunedgemm/plans.py, with_narrow_tiles: two more compiles on a shape's first call, so only
+# where a dimension is narrow and k long).
 NARROW_TILES = tuple(
-    {"BM": bm, "BN": bn, "BK": 16, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
-     "MIN_BLOCKS": 2, "STREAM_K": 0, **LOOP_TWIN}
-    for bm, bn in ((128, 32), (32, 128))
+    {"BM": bm, "BN": bn, "BK": 16, **TWO_WARP, "WM": wm, "WN": wn, "STAGES": 3,
+     "STREAM_K": 0, **LOOP_TWIN}
+    for bm, bn, wm, wn in ((128, 32, 64, 32), (32, 128, 32, 64))
 )  # fmt: skip
 NARROW_BLOCKS_PER_SM = 4  # the k-split of a narrow tile gives at least this many blocks per SM
 
@@ -143,9 +163,13 @@ NARROW_BLOCKS_PER_SM = 4  # the k-split of a narrow tile gives at least this man
 # 118x1391x3260 0.91 at 6 (0.86), 813x398x14465 0.95 at 8 (0.88). Its best splits were the
 # whole-round ones at two of the three (2 and 6); elsewhere they were not (813x398: 8 slices
 # 0.95, the one-round 5 untimed, 6 slices 0.73), so this catches part of what it offers.
+# Beside it the two-warp 64 x 64 (TWO_WARP), at four blocks an SM: in the same probe on the
+# H200 it ran those three shapes at 0.94, 0.86 and 0.93, and led the rest at 2445x275x1106.
 ROUND_TILES = (
     {"BM": 128, "BN": 64, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "STAGES": 3,
      "MIN_BLOCKS": 2, "GROUP_M": 8, "STREAM_K": 0, "REG_TRANSPOSE": 0, **LOOP_TWIN},
+    {"BM": 64, "BN": 64, "BK": 16, "STAGES": 3, "GROUP_M": 8, "STREAM_K": 0,
+     "REG_TRANSPOSE": 0, **TWO_WARP, **LOOP_TWIN},
 )  # fmt: skip
 
 
@@ -156,6 +180,11 @@ def _threads(p: Params) -> int:
 def _smem_bytes(p: Params, itemsize: int) -> int:
     # STAGES ring slots of As[BK][BM + PAD] and Bs[BK][BN + PAD].
     return itemsize * p["STAGES"] * p["BK"] * (p["BM"] + PAD + p["BN"] + PAD)
+
+
+def _copies(p: Params) -> int:
+    # Element copies a thread makes per k-tile of both operands (ALIGNED=0's 4-byte cp.async).
+    return p["BK"] * (p["BM"] + p["BN"]) // _threads(p)
 
 
 def _pow2(x: int) -> bool:
@@ -249,11 +278,18 @@ FAMILY = KernelFamily(
             "BM, BN, BK, THREADS are powers of two",
             lambda p, s: all(_pow2(v) for v in (p["BM"], p["BN"], p["BK"], _threads(p))),
         ),
-        Constraint("128 to 512 threads per block", lambda p, s: 128 <= _threads(p) <= 512),
-        Constraint("whole 16-byte vectors of each k-tile per thread", lambda p, s: _loads_whole(p)),
+        # (64 with four blocks an SM or more: TWO_WARP, outside the space's MIN_BLOCKS)
         Constraint(
-            "at most 32 element copies per thread per k-tile (ALIGNED=0 uses 4-byte cp.async)",
-            lambda p, s: p["BK"] * (p["BM"] + p["BN"]) // _threads(p) <= 32,
+            "128 to 512 threads per block (64 at four blocks an SM or more)",
+            lambda p, s: 128 <= _threads(p) <= 512 or (_threads(p) == 64 and p["MIN_BLOCKS"] >= 4),
+        ),
+        Constraint("whole 16-byte vectors of each k-tile per thread", lambda p, s: _loads_whole(p)),
+        # (40 in the two-warp blocks, whose four blocks an SM leave each thread 255 registers:
+        # their 128 x 32 and 32 x 128 narrow tiles build without spills)
+        Constraint(
+            "at most 32 element copies per thread per k-tile (ALIGNED=0 uses 4-byte cp.async;"
+            " 40 in 64-thread blocks)",
+            lambda p, s: _copies(p) <= 32 or (_threads(p) == 64 and _copies(p) <= 40),
         ),
         Constraint("STAGES >= 2", lambda p, s: p["STAGES"] >= 2),
         Constraint("STREAM_K is 0 to 8", lambda p, s: 0 <= p["STREAM_K"] <= 8),
@@ -324,7 +360,7 @@ FAMILY = KernelFamily(
     },
     threads=_threads,
     smem_bytes=_smem_bytes,
-    twins=(LOOP_TWIN,),
+    twins=(LOOP_TWIN, {**LOOP_TWIN, **TWO_WARP}),
     layout_twins=LAYOUT_TWINS,
     raster_twins=RASTER_TWINS,
     narrow_tiles=NARROW_TILES,
