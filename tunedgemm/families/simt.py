@@ -124,10 +124,10 @@ STREAM_K_TILES = tuple(
 # random shapes of the day, it ran ahead of the four-warp 64 x 64 at the best split of each:
 # 2445x275x1106 0.95x cuBLAS against 0.82, 60x13147x390 0.85 against 0.76, 267x3099x502 0.85
 # against 0.79. Among the twins, the narrow tiles and the round tiles (below). The
-# constraints let the twin in at BK 8 and 16 of the 64 x 64 tiles and at BK 8 of
-# the 128 x 64 and 64 x 128 ones (there: their 8 x 8 tiles as four 32 x 64 warps at four
-# blocks an SM, 123-128 registers, no spills); at BK 32 a thread's copies, at larger tiles its
-# registers, rule it out.
+# constraints let the twin in at BK 8 and 16 of the 64 x 64 tiles and at BK 8 of the 128 x 64
+# and 64 x 128 ones (there: their 8 x 8 tiles as four 32 x 64 warps at four blocks an SM,
+# 123-128 registers, no spills); at BK 32 a thread's copies, at larger tiles its registers,
+# rule it out.
 TWO_WARP = {"WM": 32, "WN": 64, "TM": 8, "TN": 8, "MIN_BLOCKS": 4}
 
 # Narrow tiles: 128 x 32 and 32 x 128 blocks, BK 16, with the loop twin. The tuning space's BM
