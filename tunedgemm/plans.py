@@ -360,7 +360,7 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         relatives = with_wave_filling_splits(first, key, sms)
         narrow = with_narrow_tiles(first[:1], key, sms)  # (skinny shapes only; no twins)
         streamed = with_stream_k(first, key, sms)  # (their main loop is the twin's already)
-        rounds = with_whole_round_splits(first[:1], key, sms)  # (as recorded: no twins)
+        rounds = with_whole_round_splits(first, key, sms)  # (as recorded: no twins)
         rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
         rounds += with_small_k_tiles(first[:1], key, sms)  # (the same)
     rasters = with_raster_twins(first[:RASTERS_OF], key.dtype)[len(first[:RASTERS_OF]):]
