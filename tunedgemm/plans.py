@@ -349,10 +349,16 @@ RASTERS_OF = 1
 def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]:
     """What autotuning times of the table's candidates for the key: each, then for the first
     RELATIVES_OF own ones the wave-filling split of those that leave SMs idle, every one's
-    twins, their stream-K variants where the last wave of tiles leaves SMs idle, the first
+    twins, their stream-K variants where the last wave of tiles leaves SMs idle and their
+    whole-round splits where their tiles are fewer than their block slots, the first
     RASTERS_OF ones' raster twins, and the first one's narrow tiles at skinny shapes with
-    long k, its whole-round splits and its family's round tiles where its tiles are fewer
-    than its block slots, and its family's small-k tiles at short k over many tiles."""
+    long k, its family's round tiles where its tiles are fewer than its block slots, and its
+    family's small-k tiles at short k over many tiles.
+
+    Whole-round splits for each of the first RELATIVES_OF, not the first alone: at
+    1920x774x1096 float32 (H200, 2026-11-28) the first, a 128 x 32 tile, has more tiles than
+    slots, while the second's 195 tiles of 128 x 64 split in two ran 0.96x cuBLAS against
+    the call's 0.83x before (bench_tuning's worst-float32 shapes, 11:28 UTC)."""
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
     relatives, narrow, streamed, rounds = first, (), (), ()
     if any("SPLIT_K" in c.as_dict() for c in first):
