@@ -37,7 +37,8 @@
 # tiles-float32 (the same with simt tilings at float32's worst random shapes), tiles-two-warp
 # (simt's 64-thread tiles: their GPU test, then the same at those shapes), narrow-two-warp
 # (simt's narrow tiles as two warps, at skinny shapes),
-# register (probe_register), small-launch (probe_small_launch: own kernels' host and GPU time
+# register (probe_register), power (probe_power: SM clock and power while our call or
+# cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
 # family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
 # stream-k (autotuning's stream-K variants: their GPU test, then bench_tuning on float32's
@@ -420,6 +421,12 @@ PY
             --shapes 256x256x256,512x512x512,1024x1024x1024 --forms gemm --out "$OUT" \
             --name bench_device-f64-small > "$OUT/bench_device-f64-small.txt" 2>&1
         echo "bench_device: exit $?"; tail -16 "$OUT/bench_device-f64-small.txt" ;;
+    power)  # SM clock and power while our call or cuBLAS runs alone at POWER_SHAPES
+        # (POWER_DTYPE, default float64; own kernels only: probe_power.py)
+        TUNEDGEMM_CUBLAS=0 timeout ${POWER_LIMIT:-200} python3 benchmarks/probe_power.py \
+            --dtype ${POWER_DTYPE:-float64} --shapes ${POWER_SHAPES:-1626x342x9572,8192x8192x8192} \
+            --out "$OUT" > "$OUT/probe_power.txt" 2>&1
+        echo "probe_power: exit $?"; cat "$OUT/probe_power.txt" ;;
     register)  # page-locking host operands in place against staging them (probe_register.py)
         timeout 120 python3 benchmarks/probe_register.py --out "$OUT" > "$OUT/probe_register.txt" 2>&1
         echo "probe_register: exit $?"; tail -16 "$OUT/probe_register.txt" ;;
