@@ -324,10 +324,12 @@ def main() -> int:
             FAMILIES[name] = dataclasses.replace(family, layout_twins={})
     seed = args.seed if args.seed is not None else int(time.time())
     record: dict[str, Any] = {"device": cuda.device().name(), "command": " ".join(sys.argv),
-                              "seed": seed, "trans": args.trans,
+                              "seed": seed, "trans": args.trans, "padded": PADDED,
                               "date": datetime.datetime.now(datetime.timezone.utc).strftime(
                                   "%Y-%m-%d %H:%M UTC"), "random": {}, "heatmap": {}}  # fmt: skip
-    print(f"# {record['device']}, {record['date']}, random shapes' seed {seed}, {args.trans}")
+    layout = "leading dimensions padded to 16 bytes" if PADDED else "leading dimensions as given"
+    print(f"# {record['device']}, {record['date']}, random shapes' seed {seed}, {args.trans}, "
+          f"{layout}")
     for dtype in args.dtype:
         pool = fixed_pool(dtype)
         shapes = (random_shapes(args.shapes, seed, args.low, args.high) if not args.shape_list

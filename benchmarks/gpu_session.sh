@@ -402,8 +402,10 @@ PY
             RETUNE_INSTALL=1 bash "$0" retune ;;
     random)  # issue 15's random-shape floors: bench_tuning on 24 fresh log-uniform shapes in
         # [32, 16384], own kernels and with cuBLAS as a candidate, no heatmap (RANDOM_TRANS:
-        # the transpose pair, default NN)
+        # the transpose pair, default NN; RANDOM_UNPADDED=1: leading dimensions as given,
+        # which runs the unaligned kernels at odd sizes, as device arrays of odd rows do)
         timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap ${RANDOM_SEED:+--seed $RANDOM_SEED} \
+            ${RANDOM_UNPADDED:+--unpadded} \
             --dtype ${RANDOM_DTYPES:-float32 float64} --trans ${RANDOM_TRANS:-NN} --out "$OUT" \
             > "$OUT/bench_tuning.txt" 2>&1
         echo "bench_tuning: exit $?"; grep -E "^#|geometric|best single|public call" "$OUT/bench_tuning.txt" ;;
