@@ -31,7 +31,9 @@ per block), into bench_dmma_advance.json; --dmma-large the dmma default and cuBL
 arrangement with ADVANCE=1 and their neighbours at 8192^3 and 4096^3, into
 bench_dmma_large.json; --dmma-tail the dmma default, a 128 x 64 MMA_K=8 tile and cuBLAS's
 arrangement with and without stream-K at 8192^3, 4096^3 and 3000^3 (the last wave of
-tiles), into bench_dmma_tail.json.
+tiles), into bench_dmma_tail.json; --dmma-steady the dmma default, cuBLAS's arrangement and
+the small-k swap tile with and without STEADY_LOOP (k-tiles wholly inside both operands in a
+branch-free loop of their own), into bench_dmma_steady.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -310,6 +312,33 @@ def dmma_tail_variants() -> dict[str, dict[str, int]]:
             "two,sk": {**two, **sk, "STREAM_K": 2}}  # fmt: skip
 
 
+# dmma's steady-state loop (STEADY_LOOP, kernels/dgemm_mma.cu): Nsight Compute at 8192^3
+# (H200, 2026-11-28) put 5-6% of our loop's stall samples on the k-tile copies' own block (a
+# branch between the whole and edge copies kept ptxas from spreading them among the mma)
+# and on the barrier, against under 3% of cuBLAS's. Each tiling with and without it, with
+# ADVANCE=1, at the squares and at float64 table shapes that cuBLAS held narrowly.
+DMMA_STEADY_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048),
+                      (3072, 8192, 1024), (16384, 4096, 512), (8192, 3072, 384),
+                      (3072, 3072, 8192)]  # fmt: skip
+
+
+def dmma_steady_variants() -> dict[str, dict[str, int]]:
+    """The dmma default, cuBLAS's arrangement (each at MMA_K 4 and 8) and the small-k swap
+    tile, each with STEADY_LOOP 0 and 1; the MMA_K=8 ones also with ROW_RELOAD=1."""
+    from tunedgemm.families import FAMILIES, dmma
+
+    default = {**FAMILIES["dmma"].default_config("float64").as_dict(), "ADVANCE": 1}
+    bases = {"d": default, "d,k8": {**default, "MMA_K": 8},
+             "two": {**default, **dmma.TWO_BLOCKS},
+             "two,k8": {**default, **dmma.TWO_BLOCKS, "MMA_K": 8},
+             "swap": {**default, **dmma.SMALL_K_TILES[1], "GROUP_M": 8}}  # fmt: skip
+    variants = {f"{name},s{steady}": {**base, "STEADY_LOOP": steady}
+                for name, base in bases.items() for steady in (0, 1)}  # fmt: skip
+    for name in ("d,k8", "two,k8", "swap"):
+        variants[f"{name},s1,rr"] = {**bases[name], "STEADY_LOOP": 1, "ROW_RELOAD": 1}
+    return variants
+
+
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int],
                      trans: tuple[bool, bool] = (False, False)) -> dict[str, int]:  # fmt: skip
     """The config of `family` the table picks for own kernels at this shape (NN unless
@@ -424,6 +453,8 @@ def main() -> int:
                         help="dmma at large squares with and without stream-K")  # fmt: skip
     parser.add_argument("--dmma-advance", action="store_true",
                         help="those dmma configs with ADVANCE 0 and 1")  # fmt: skip
+    parser.add_argument("--dmma-steady", action="store_true",
+                        help="dmma tilings with and without the steady-state loop")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
@@ -460,6 +491,14 @@ def main() -> int:
         base = {**FAMILIES["dmma"].default_config("float64").as_dict(), "ADVANCE": 1}
         variants_main(Path(args.out), dmma_tail_variants(), DMMA_TAIL_SHAPES,
                       lambda shape: base, "bench_dmma_tail.json", "dmma", "float64",
+                      outside=True)  # fmt: skip
+        return 0
+    if args.dmma_steady:
+        from tunedgemm.families import FAMILIES
+
+        base = FAMILIES["dmma"].default_config("float64").as_dict()
+        variants_main(Path(args.out), dmma_steady_variants(), DMMA_STEADY_SHAPES,
+                      lambda shape: base, "bench_dmma_steady.json", "dmma", "float64",
                       outside=True)  # fmt: skip
         return 0
     if args.dmma_advance:

@@ -20,7 +20,9 @@
 # REG_TRANSPOSE: test_twins_gpu.py and bench_kernels --reg-transpose), fused (dmma SPLITK_FUSED's GPU test,
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
-# dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-large
+# dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
+# same test, then bench_kernels --dmma-steady), same-bits (same_bits.py against the kernels
+# in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
 # whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
 # and keeps at the DGEMM squares, probe_dgemm_squares.py), retune (the tuner regenerates the
@@ -316,6 +318,22 @@ PY
         timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma-advance --out "$OUT" \
             > "$OUT/bench_dmma_advance.txt" 2>&1
         echo "bench_kernels --dmma-advance: exit $?"; tail -8 "$OUT/bench_dmma_advance.txt" ;;
+    dmma-steady)  # dmma's steady-state loop (STEADY_LOOP: whole k-tiles in a branch-free loop
+        # of their own): ADVANCE's GPU test (bit-equal to ADVANCE=0), then bench_kernels
+        # --dmma-steady
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${DMMA_TEST_LIMIT:-240} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_dmma_advance_gpu.py > "$OUT/gpu-dmma-steady.txt" 2>&1
+        echo "dmma ADVANCE tests: exit $?"; tail -4 "$OUT/gpu-dmma-steady.txt"
+        timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma-steady --out "$OUT" \
+            > "$OUT/bench_dmma_steady.txt" 2>&1
+        echo "bench_kernels --dmma-steady: exit $?"; tail -9 "$OUT/bench_dmma_steady.txt" ;;
+    same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
+        # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
+        # device machine has no git history), SAME_BITS_LIMIT configs (default 24)
+        timeout ${SAME_BITS_TIME:-300} python3 benchmarks/same_bits.py ${SAME_BITS_FAMILY:-dmma} \
+            --base-dir .device/base-kernels/kernels --limit ${SAME_BITS_LIMIT:-24} --out "$OUT" \
+            > "$OUT/same_bits.txt" 2>&1
+        echo "same_bits: exit $?"; tail -6 "$OUT/same_bits.txt" ;;
     dmma-large)  # dmma with ADVANCE=1 and neighbours at 8192^3 and 4096^3 (bench_kernels --dmma-large)
         timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma-large --out "$OUT" \
             > "$OUT/bench_dmma_large.txt" 2>&1

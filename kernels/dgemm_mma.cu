@@ -52,6 +52,8 @@
 //     by the same accessors), so c[2*h + e] = C(2*t + e, g + 8*h): a lane's pair runs down one
 //     of C's columns and the interior epilogue stores it as 16 bytes where ALIGNED. Each
 //     element is the same sum of the same products in the same k order: bit-equal results.
+#include <type_traits>
+
 #include "common.cuh"
 
 #if DTYPE != 1
@@ -93,6 +95,12 @@
 #endif
 #ifndef ADVANCE
 #define ADVANCE 0      // 1: k-tile copies walk cursors set up once per block (0: load_tile's)
+#endif
+#ifndef STEADY_LOOP   // ADVANCE=1: 1 runs the k-tiles wholly inside both operands in a loop of
+#define STEADY_LOOP ALIGNED   // their own (not unaligned: ptxas spilled 2/SM m16n8k8 tiles there)
+#endif
+#ifndef ROW_RELOAD
+#define ROW_RELOAD 0   // 1: each row fragment reloaded in place once its row's mma issued (0: two sets)
 #endif
 #ifndef SMALL_COPIES
 #define SMALL_COPIES 0 // 1: 8-byte copies through L1 where aligned (0: 16-byte ones)
@@ -647,17 +655,19 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #define COLS_AT(a_s, b_s, q, kofs) SB_AT(b_s, q, kofs)
 #endif
 
-    // Load the mma's A and B fragments of k-step ks of the stage at a_s / b_s.
-    auto load_frags = [&](double (&af_)[MT][A_FRAG], double (&bf_)[NT][B_FRAG],
-                          const double* a_s_, const double* b_s_, int ks) {
+    // The mma's row fragments of mma tile i (its A role), and its column fragments (B role),
+    // of k-step ks of the stage at a_s / b_s.
+    auto load_row_frag = [&](double (&ar_)[A_FRAG], const double* a_s_, const double* b_s_,
+                             int ks, int i) {
 #pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int v1 = 0; v1 < MMA_K / 4; ++v1) {
-                const int kofs = ks * MMA_K + 4 * v1;
-                af_[i][2 * v1 + 0] = ROWS_AT(a_s_, b_s_, 2 * i + 0, kofs);
-                af_[i][2 * v1 + 1] = ROWS_AT(a_s_, b_s_, 2 * i + 1, kofs);
-            }
+        for (int v1 = 0; v1 < MMA_K / 4; ++v1) {
+            const int kofs = ks * MMA_K + 4 * v1;
+            ar_[2 * v1 + 0] = ROWS_AT(a_s_, b_s_, 2 * i + 0, kofs);
+            ar_[2 * v1 + 1] = ROWS_AT(a_s_, b_s_, 2 * i + 1, kofs);
+        }
+    };
+    auto load_col_frags = [&](double (&bf_)[NT][B_FRAG], const double* a_s_, const double* b_s_,
+                              int ks) {
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
@@ -665,6 +675,12 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                 const int kofs = ks * MMA_K + 4 * v;
                 bf_[j][v] = COLS_AT(a_s_, b_s_, j, kofs);
             }
+    };
+    auto load_frags = [&](double (&af_)[MT][A_FRAG], double (&bf_)[NT][B_FRAG],
+                          const double* a_s_, const double* b_s_, int ks) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i) load_row_frag(af_[i], a_s_, b_s_, ks, i);
+        load_col_frags(bf_, a_s_, b_s_, ks);
     };
 
     double acc[MT][NT][4];
@@ -721,14 +737,25 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     __syncthreads();               // ... for all threads
     const double* a_s = sA;
     const double* b_s = sB;
-    double af[2][MT][A_FRAG];
+    double af[ROW_RELOAD ? 1 : 2][MT][A_FRAG];
     double bf[2][NT][B_FRAG];
     load_frags(af[0], bf[0], a_s, b_s, 0);
 
-    for (int it = 0; it < ntiles; ++it) {
+    // One k-tile: refill the stage read two tiles ago with k-tile it + STAGES - 1 (copy:
+    // load_next, or copy_whole where that k-tile is known to lie wholly inside both operands),
+    // then the mma of tile it.
+    auto tile_step = [&](int it, auto whole) {
         {
             const int nxt = it + STAGES - 1;
-            if (nxt < ntiles) {
+            if constexpr (decltype(whole)::value) {
+#if ADVANCE
+                // No branch in the loop body: ptxas spreads these copies, and their cursor
+                // steps, among the mma instead of issuing them as a block of their own.
+                cur_a.copy_whole(wstage);
+                cur_b.copy_whole(wstage);
+                kleft -= BK;
+#endif
+            } else if (nxt < ntiles) {
 #if ADVANCE
                 load_next(wstage);
 #else
@@ -742,33 +769,62 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         }
 #pragma unroll
         for (int ks = 0; ks < KSTEPS; ++ks) {
+            // The fragments' next k-step: the next in this tile, or after the last the first of
+            // tile it+1, read once the barrier has passed (after the last tile: an unused read
+            // of a stale stage).
+            const int next_ks = ks == KSTEPS - 1 ? 0 : ks + 1;
             if (ks == KSTEPS - 1) {
                 cp_async_wait<STAGES - 2>();   // k-tile it+1 has landed (for this thread) ...
                 __syncthreads();               // ... for all threads; tile it is no longer read
                 rstage = (rstage + 1 == STAGES) ? 0 : rstage + 1;
                 a_s = sA + rstage * A_STAGE;
                 b_s = sB + rstage * B_STAGE;
-                // First k-step of tile it+1 (after the last tile: an unused read of a stale stage).
-                load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_s, b_s, 0);
-            } else {
-                load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_s, b_s, ks + 1);
             }
+#if ROW_RELOAD
+            // The column fragments of the next k-step into the other buffer; each row fragment
+            // reloaded in place as soon as its row's mma have issued, so that one row's worth
+            // of registers is in flight instead of a second set.
+            load_col_frags(bf[(ks + 1) & 1], a_s, b_s, next_ks);
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+#pragma unroll
+                for (int j = 0; j < NT; ++j) mma_f64(acc[i][j], af[0][i], bf[ks & 1][j]);
+                load_row_frag(af[0][i], a_s, b_s, next_ks, i);
+            }
+#else
+            load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_s, b_s, next_ks);
 #pragma unroll
             for (int i = 0; i < MT; ++i)
 #pragma unroll
                 for (int j = 0; j < NT; ++j) mma_f64(acc[i][j], af[ks & 1][i], bf[ks & 1][j]);
+#endif
         }
         if (KSTEPS & 1) {   // odd k-steps: the next tile's first fragments sit in buffer 1
+#if !ROW_RELOAD
 #pragma unroll
             for (int i = 0; i < MT; ++i)
 #pragma unroll
                 for (int v = 0; v < A_FRAG; ++v) af[0][i][v] = af[1][i][v];
+#endif
 #pragma unroll
             for (int j = 0; j < NT; ++j)
 #pragma unroll
                 for (int v = 0; v < B_FRAG; ++v) bf[0][j][v] = bf[1][j][v];
         }
+    };
+#if ADVANCE && STEADY_LOOP
+    // Steady state: while the k-tile to load lies wholly inside k and the block's slices wholly
+    // inside m and n (copy_whole's conditions), a loop whose body has no branch; then the
+    // general one for the last STAGES - 1 loads or so, and for blocks on C's edge.
+    int it = 0;
+    if (cur_a.whole(BK) && cur_b.whole(BK)) {
+        const int steady = min(ntiles - (STAGES - 1), kleft / BK);   // loads from tile STAGES - 1 on
+        for (; it < steady; ++it) tile_step(it, std::true_type{});
     }
+    for (; it < ntiles; ++it) tile_step(it, std::false_type{});
+#else
+    for (int it = 0; it < ntiles; ++it) tile_step(it, std::false_type{});
+#endif
     cp_async_wait<0>();
 
 #if STREAM_K
