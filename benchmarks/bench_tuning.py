@@ -276,6 +276,10 @@ def _table_choice(dtype: str, shape: tuple[int, int, int], cublas: bool = True) 
 
 
 def gmean(values: list[float]) -> float:
+    """Geometric mean; 0 where a value is 0 (a config that failed to run times inf, and
+    cuBLAS / inf ranks it last instead of stopping the run, as on a stale table, 2026-11-28)."""
+    if any(v <= 0 for v in values):
+        return 0.0
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 

@@ -63,8 +63,8 @@ steps=${*:-tests device precision host}
 # build the C short route there too.
 python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || echo "build_ext failed"
 
-# A simt variant's GPU test, then bench_kernels --NAME: simt_variant NAME TEST TEST_LIMIT
-# BENCH_LIMIT (writes gpu-NAME.txt and bench_NAME.txt).
+# A simt (or dmma) variant's GPU test, then bench_kernels --NAME: simt_variant NAME TEST
+# TEST_LIMIT BENCH_LIMIT (writes gpu-NAME.txt and bench_NAME.txt).
 simt_variant() {
     TUNEDGEMM_TEST_PRECOMPILE=0 timeout "$3" python3 -m pytest -q -m gpu -p no:cacheprovider \
         "$2" > "$OUT/gpu-$1.txt" 2>&1
@@ -321,12 +321,8 @@ PY
     dmma-steady)  # dmma's steady-state loop (STEADY_LOOP: whole k-tiles in a branch-free loop
         # of their own): ADVANCE's GPU test (bit-equal to ADVANCE=0), then bench_kernels
         # --dmma-steady
-        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${DMMA_TEST_LIMIT:-240} python3 -m pytest -q -m gpu \
-            -p no:cacheprovider tests/gpu/test_dmma_advance_gpu.py > "$OUT/gpu-dmma-steady.txt" 2>&1
-        echo "dmma ADVANCE tests: exit $?"; tail -4 "$OUT/gpu-dmma-steady.txt"
-        timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma-steady --out "$OUT" \
-            > "$OUT/bench_dmma_steady.txt" 2>&1
-        echo "bench_kernels --dmma-steady: exit $?"; tail -9 "$OUT/bench_dmma_steady.txt" ;;
+        simt_variant dmma-steady tests/gpu/test_dmma_advance_gpu.py ${DMMA_TEST_LIMIT:-240} \
+            ${DMMA_LIMIT:-300} ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
         # device machine has no git history), SAME_BITS_LIMIT configs (default 24)

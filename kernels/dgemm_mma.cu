@@ -16,6 +16,16 @@
 //     instead of load_tile deriving every address, byte count and edge test from k0 for each
 //     k-tile; a k-tile wholly inside both operands is copied with no tests, the others (m, n or
 //     k edge) test each copy. The same copies into the same slots: the same bits.
+//     STEADY_LOOP (ALIGNED by default): while the k-tile to load lies wholly inside both
+//     operands, a loop of its own whose body has no branch, so that ptxas spreads the copies
+//     and cursor steps among the mma (Nsight Compute, H200, 8192^3: the branch between whole
+//     and edge copies made them a block of their own, whose waits, and the barrier waits they
+//     caused, were our loop's main excess over cuBLAS's); then the general loop for the last
+//     loads. The same copies in the same order: the same bits.
+//   * ROW_RELOAD=1 (a development switch, off): each mma row's fragment reloaded in place once
+//     its row's mma have issued, instead of a second set of row fragments (cuBLAS's DGEMM
+//     reloads that way); the same values into the same mma. Timed (bench_kernels
+//     --dmma-steady), not yet under a GPU test: no config may name it before one passes.
 //   * Register fragments are double-buffered across k-steps and across k-tiles (the barrier sits
 //     before the last k-step of a tile, whose mma cover the first fragment reads of the next
 //     tile), as in CUTLASS's multistage mainloop.

@@ -1,7 +1,7 @@
 """dmma ADVANCE (kernels/dgemm_mma.cu): recorded configs keep load_tile's per-k-tile copies,
 the search space leaves the cursors out until the H100 measures them, and a config that
 names ADVANCE=1 passes the family's rules, reaches the kernel as a define and compiles
-without spills."""
+without spills; its steady-state loop (STEADY_LOOP) runs in the aligned variants only."""
 
 from __future__ import annotations
 
@@ -80,3 +80,33 @@ def test_autotuning_times_the_cursors_and_cublas_arrangement_as_twins():
     two_blocks = KernelConfig.make("dmma", {**default.as_dict(), **dmma.TWO_BLOCKS})
     assert FAMILY.violations(two_blocks, "float64")  # 24 copies a thread with load_tile's
     assert not FAMILY.violations(twins[1], "float64")
+
+
+def _preprocessed(defines: dict, tmp_path) -> str:
+    """nvcc -E of dgemm_mma.cu with these defines, line markers and spacing aside."""
+    import re
+    import subprocess
+
+    from tunedgemm.compiler import options, source_text
+
+    src = tmp_path / "kernel.cu"
+    src.write_text(source_text("dgemm_mma.cu"))
+    done = subprocess.run(["nvcc", "-E", "-arch=sm_90", *options(defines), str(src)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = (line for line in done.stdout.splitlines() if not line.startswith("#"))
+    return re.sub(r"\s+", " ", " ".join(lines))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_the_steady_loop_runs_in_aligned_variants_only(tmp_path):
+    """STEADY_LOOP defaults to ALIGNED: the aligned kernel of an ADVANCE=1 config differs from
+    its text with the loop off, the unaligned one (where ptxas spilled two-block m16n8k8
+    tiles with it) is that text."""
+    config = _advanced(FAMILY.default_config("float64"))
+    for aligned in (0, 1):
+        defines = {**FAMILY.defines(config, "float64"), "DTYPE": 1, "TRANS_A": 0,
+                   "TRANS_B": 1, "ALIGNED": aligned}  # fmt: skip
+        default = _preprocessed(defines, tmp_path)
+        off = _preprocessed({**defines, "STEADY_LOOP": 0}, tmp_path)
+        assert (default != off) == bool(aligned), aligned
