@@ -13,7 +13,12 @@ and k edges (odd sizes, k below BK, k-slices without a k-tile); and bit-equal to
 from __future__ import annotations
 
 import pytest
-from dmma_variants import SHAPES, assert_variant_keeps_rules_and_bits, precompile
+from dmma_variants import (
+    SHAPES,
+    assert_variant_keeps_rules_and_bits,
+    assert_variants_agree,
+    precompile,
+)
 
 from tunedgemm.families import FAMILIES, dmma
 from tunedgemm.params import KernelConfig
@@ -41,7 +46,8 @@ def config(base: str, advance: int) -> KernelConfig:
 
 @pytest.fixture(scope="module", autouse=True)
 def _compiled() -> None:
-    precompile(config(base, a) for base in BASES for a in (0, *dmma.ADVANCE_ON))
+    precompile([*(config(base, a) for base in BASES for a in (0, *dmma.ADVANCE_ON)),
+                *(c for base in ROW_RELOAD_BASES for c in row_reload_pair(base))])
 
 
 @pytest.mark.parametrize("advance", dmma.ADVANCE_ON)
@@ -51,3 +57,22 @@ def test_advance_is_accurate_and_bit_equal_to_recomputed_addresses(advance, base
     # ADVANCE=1 breaks no rule ADVANCE=0 keeps (mma-k8 breaks the register estimate either
     # way; cublas-tile's 24 copies a thread pass only with a cursor).
     assert_variant_keeps_rules_and_bits(config(base, 0), config(base, advance), m, n, k)
+
+
+# ROW_RELOAD (kernels/dgemm_mma.cu, a development switch outside the family's tunables): each
+# mma row's fragment reloaded in place once its row's mma have issued. Timed by
+# bench_kernels --dmma-steady (H200, 2026-11-28); this test was written the same day without
+# a GPU left to run it.
+ROW_RELOAD_BASES = ("mma-k8", "cublas-tile")
+
+
+def row_reload_pair(base: str) -> list[KernelConfig]:
+    """The base with the cursors at MMA_K=8, without and with ROW_RELOAD."""
+    plain = {**config(base, 1).as_dict(), "MMA_K": 8}
+    return [KernelConfig.make("dmma", plain), KernelConfig.make("dmma", {**plain, "ROW_RELOAD": 1})]
+
+
+@pytest.mark.parametrize("base", ROW_RELOAD_BASES)
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_row_reload_is_accurate_and_bit_equal_to_two_fragment_sets(base, m, n, k):
+    assert_variants_agree(row_reload_pair(base), m, n, k)
