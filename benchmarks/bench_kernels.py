@@ -313,10 +313,11 @@ def dmma_tail_variants() -> dict[str, dict[str, int]]:
 
 
 # dmma's steady-state loop (STEADY_LOOP, kernels/dgemm_mma.cu): Nsight Compute at 8192^3
-# (H200, 2026-11-28) put 5-6% of our loop's stall samples on the k-tile copies' own block (a
-# branch between the whole and edge copies kept ptxas from spreading them among the mma)
-# and on the barrier, against under 3% of cuBLAS's. Each tiling with and without it, with
-# ADVANCE=1, at the squares and at float64 table shapes that cuBLAS held narrowly.
+# (H200, 2026-11-28) put 11-16% of our loops' stall samples on scoreboard waits around the
+# k-tile copies' own block (a branch between the whole and edge copies kept ptxas from
+# spreading them among the mma) and on the barrier, against under 4% of cuBLAS's. Each tiling
+# with and without it, with ADVANCE=1, at the squares and at float64 table shapes that cuBLAS
+# held narrowly.
 DMMA_STEADY_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048),
                       (3072, 8192, 1024), (16384, 4096, 512), (8192, 3072, 384),
                       (3072, 3072, 8192)]  # fmt: skip

@@ -86,8 +86,8 @@ ADVANCE_ON = (1,)
 TWO_BLOCKS = {"BN": 64, "MIN_BLOCKS": 2}
 # Since 2026-11-28 ADVANCE=1's aligned kernels run their whole k-tiles in a branch-free loop
 # of their own (STEADY_LOOP in kernels/dgemm_mma.cu; the same bits, so the table's hash was
-# re-stamped). bench_kernels --dmma-steady (H200, two runs) timed it 3-8% faster for m16n8k8
-# tiles at most shapes, within 1-3% either way for the 128 x 128 m16n8k4 default.
+# re-stamped). bench_kernels --dmma-steady (H200, two runs) timed m16n8k8 tiles with it 2-6%
+# faster (geometric means), the 128 x 128 m16n8k4 default within 1-3% either way by shape.
 # Narrow tiles: 64 x 32 and 32 x 64 blocks of four 32 x 16 warp tiles, MMA_K 8, two blocks per
 # SM, 8-byte copies. Over the float64 random shapes of bench_tuning (seed 1795689347) that
 # lost most (0.77x cuBLAS at 1473x140x7081 and 65x1292x1285 on 2026-11-26 14:22 UTC),
