@@ -71,34 +71,42 @@ def random_shapes(count: int, seed: int, low: int = 32,
     return shapes
 
 
-def own_entry_share(dtype: str) -> tuple[int, int]:
-    """(entries whose recorded choice is an own kernel, all entries) of the shipped table for
-    this dtype's IEEE keys, over every device it holds."""
-    from tunedgemm import table
+def serving_entries(dtype: str) -> dict[str, Any]:
+    """This dtype's IEEE entries (by key) of the table section that serves this GPU, as the
+    lookup picks it: the GPU's own section, else its compute capability's; not every section
+    a table holds (an H200 section beside an H100's would count twice)."""
+    from tunedgemm import cuda, table
 
     current = table.current()
-    own = total = 0
-    if not isinstance(current, str):
-        for device in current.devices:
-            for key, entries in device.entries.items():
-                if key.split("/")[0] == dtype:
-                    total += len(entries)
-                    own += sum(e.choice != table.CUBLAS for e in entries)
-    return own, total
+    if isinstance(current, str):
+        return {}
+    gpu, cc = cuda.gpu_identity()
+    for _, devices in table.levels(current, gpu, cc):
+        for device in devices:
+            found = {key: entries for key, entries in device.entries.items()
+                     if key.split("/")[0] == dtype}  # IEEE only (modes: "float32@tf32")
+            if found:
+                return found
+    return {}
+
+
+def own_entry_share(dtype: str) -> tuple[int, int]:
+    """(entries whose recorded choice is an own kernel, all entries) of the table section
+    serving this GPU, for this dtype's IEEE keys."""
+    from tunedgemm import table
+
+    entries = [e for items in serving_entries(dtype).values() for e in items]
+    return sum(e.choice != table.CUBLAS for e in entries), len(entries)
 
 
 def fixed_pool(dtype: str, size: int = 8) -> list[Any]:
     """Family defaults plus the own-kernel configs the table uses most for this dtype."""
-    from tunedgemm import selection, table
+    from tunedgemm import selection
     from tunedgemm.families import serving
 
-    current = table.current()
     counts: collections.Counter[Any] = collections.Counter()
-    if not isinstance(current, str):
-        for device in current.devices:
-            for key, entries in device.entries.items():
-                if key.split("/")[0] == dtype:  # IEEE entries only (modes: "float32@tf32")
-                    counts.update(e.own for e in entries)
+    for entries in serving_entries(dtype).values():
+        counts.update(e.own for e in entries)
     defaults = [f.default_config(dtype) for f in serving(dtype)]
     pool = [selection.default_config(dtype), *defaults, *(c for c, _ in counts.most_common())]
     return list(dict.fromkeys(pool))[:size]
@@ -368,6 +376,14 @@ def main() -> int:
         print(f"{dtype}: the public call into c against cuBLAS into c: own kernels only "
               f"{gmean(public):.2f} (worst shape {min(public):.2f}), with cuBLAS as a candidate "
               f"{gmean(public_auto):.2f} (worst shape {min(public_auto):.2f})")  # fmt: skip
+        # Each side's own time, so runs can be compared side by side: at launch-bound shapes
+        # cuBLAS's call (scikit-cuda, timed by the host there) moved by up to 1.9x between
+        # calls minutes apart on the H200 while ours stayed within 4% (2026-11-28).
+        times_us = {name: gmean([t[name] * 1e3 for _, t in rows])
+                    for name in ("public", "public_auto", "cublas")}  # fmt: skip
+        print(f"{dtype}: geometric mean time a call, microseconds: own kernels only "
+              f"{times_us['public']:.1f}, with cuBLAS as a candidate "
+              f"{times_us['public_auto']:.1f}, cuBLAS {times_us['cublas']:.1f}")  # fmt: skip
         print(f"{dtype}: geometric mean speed-up tuned/fixed {over_fixed:.2f} (the table's "
               f"predicted choice alone: {predicted_over_fixed:.2f}), tuned/cuBLAS "
               f"{over_cublas:.2f} (worst shape {worst_own:.2f}), with cuBLAS as a candidate "
@@ -383,6 +399,7 @@ def main() -> int:
                                    "public_worst_shape": min(public),
                                    "public_auto_over_cublas": gmean(public_auto),
                                    "public_auto_worst_shape": min(public_auto),
+                                   "gmean_us": times_us,
                                    "table_own_entries": own, "table_entries": entries,
                                    "rows": [{"shape": s, **t} for s, t in rows]}  # fmt: skip
         if args.no_heatmap:

@@ -424,6 +424,15 @@ def generalists(device: DeviceTable, entry_key: str, count: int = GENERALISTS
     return tuple(config for config, _ in wins.most_common(count))
 
 
+def levels(table: Table, gpu: str, cc: str) -> list[tuple[str, list[DeviceTable]]]:
+    """The lookup's fallback levels with their device sections: this GPU's, then those of its
+    compute capability (an H200 without a section of its own is served by an H100's)."""
+    return [
+        ("device", [d for d in table.devices if d.name == gpu]),
+        ("architecture", [d for d in table.devices if d.compute_capability == cc]),
+    ]
+
+
 def lookup(
     table: Table | str, gpu: str, cc: str, dtype: str, trans_a: bool, trans_b: bool,
     m: int, n: int, k: int, precision: str = "ieee",
@@ -434,11 +443,7 @@ def lookup(
     the call; its NEIGHBOURS nearest entries of that key come along for the wave model."""
     if isinstance(table, str):
         return Lookup(None, "default", f"no usable table ({table})")
-    levels = [
-        ("device", [d for d in table.devices if d.name == gpu]),
-        ("architecture", [d for d in table.devices if d.compute_capability == cc]),
-    ]
-    for level, devices in levels:
+    for level, devices in levels(table, gpu, cc):
         for device in devices:
             found = nearest(device, dtype, trans_a, trans_b, m, n, k, precision)
             if found is not None:

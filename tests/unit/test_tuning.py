@@ -197,6 +197,19 @@ def test_writer_merges_devices(tmp_path):
     assert {d.name for d in table.load(path).devices} == {"GPU A", "GPU B"}
 
 
+def test_a_gpus_own_section_serves_it_before_its_architectures(tmp_path):
+    one = tune(tasks_for(["float32"], [(False, False)], [Shape(64, 64, 64)]),
+               lambda t: ReplayRunner(t))  # fmt: skip
+    write_table(tmp_path, one, name="GPU A")
+    loaded = table.load(write_table(tmp_path, one, name="GPU B"))
+    (_, own), (_, same_cc) = table.levels(loaded, "GPU B", CC)
+    assert [d.name for d in own] == ["GPU B"]
+    assert sorted(d.name for d in same_cc) == ["GPU A", "GPU B"]
+    assert table.lookup(loaded, "GPU B", CC, "float32", False, False, 64, 64, 64).level == "device"
+    (_, none), _ = table.levels(loaded, "GPU C", CC)
+    assert none == []
+
+
 @pytest.mark.parametrize("content,match", [
     ("not json", "cannot read"),
     ('{"schema_version": 99, "devices": []}', "schema_version"),
