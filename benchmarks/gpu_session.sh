@@ -95,6 +95,19 @@ bench_worst() {
     echo "bench_tuning worst $1: exit $?"
     grep -v "^#" "$OUT/bench_tuning-worst-$1.txt" | grep -v "best single"
 }
+# RETUNE_INSTALL=1: a retuned table ($OUT/tuned.json) in the tree, which `python3 -m` run
+# from the repository root imports (the tuner, pytest), and in the package setup.sh installed,
+# which the scripts under benchmarks/ import (they run with benchmarks/, not the root, first on
+# sys.path): before 2026-11-28 only the tree's copy was replaced, so benchmark steps after an
+# install still ran the shipped table.
+install_table() {
+    [ "${RETUNE_INSTALL:-0}" = 1 ] || return 0
+    cp "$OUT/tuned.json" tunedgemm/tables/tuned.json
+    installed=$(cd /tmp && python3 -c "from tunedgemm import table; print(table.shipped_path())")
+    if [ -f "$installed" ] && ! [ "$installed" -ef tunedgemm/tables/tuned.json ]; then
+        cp "$OUT/tuned.json" "$installed" && echo "table installed: $installed"
+    fi
+}
 # The tuner on the entries of a TUNEDGEMM_LOG_SHAPES file: retune_log FILE; resumes from
 # retune/ckpt.jsonl as the retune step does. Both stop RETUNE_SLACK_S seconds (default 60)
 # after RETUNE_MINUTES: the tuner compiles its configs before its budget starts, which on a
@@ -107,7 +120,7 @@ retune_log() {
         --time-budget ${RETUNE_MINUTES:-8} --checkpoint "$OUT/retune-ckpt.jsonl" \
         --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
     echo "retune on $1: exit $?"; tail -5 "$OUT/retune.txt"
-    [ "${RETUNE_INSTALL:-0}" = 1 ] && cp "$OUT/tuned.json" tunedgemm/tables/tuned.json
+    install_table
 }
 for step in $steps; do
     case $step in
@@ -377,7 +390,7 @@ PY
             --time-budget ${RETUNE_MINUTES:-8} --checkpoint "$OUT/retune-ckpt.jsonl" \
             --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
         echo "retune: exit $?"; tail -5 "$OUT/retune.txt"
-        [ "${RETUNE_INSTALL:-0}" = 1 ] && cp "$OUT/tuned.json" tunedgemm/tables/tuned.json ;;
+        install_table ;;
     retune-rounds)  # the retune step on the entries where autotuning now times whole-round
         # k-splits (benchmarks/round_split_entries.py, ROUNDS_DTYPES: default both), through
         # a TUNEDGEMM_LOG_SHAPES file; resumes from retune/ckpt.jsonl as retune does
