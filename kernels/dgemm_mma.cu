@@ -25,7 +25,8 @@
 //   * ROW_RELOAD=1 (a development switch, off): each mma row's fragment reloaded in place once
 //     its row's mma have issued, instead of a second set of row fragments (cuBLAS's DGEMM
 //     reloads that way); the same values into the same mma. Timed (bench_kernels
-//     --dmma-steady), not yet under a GPU test: no config may name it before one passes.
+//     --dmma-steady); its GPU test (bit-equal to two fragment sets) passed on the H200
+//     (2026-11-28, 18 of 18); outside autotuning until a twin rule for it is measured.
 //   * Register fragments are double-buffered across k-steps and across k-tiles (the barrier sits
 //     before the last k-step of a tile, whose mma cover the first fragment reads of the next
 //     tile), as in CUTLASS's multistage mainloop.
