@@ -137,7 +137,7 @@ def precompile_candidates(shapes: list[tuple[int, int, int]], dtype: str,
 def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dict[str, float]:
     """Median ms of the tuned choice (own kernels only), each pool config and cuBLAS."""
     from tunedgemm import autotune, plans, reference, selection
-    from tunedgemm.timing import call_ms
+    from tunedgemm.timing import call_ms, gpu_and_host_ms
     from tunedgemm.tuning import problems
 
     problem = problems.make(*shape, dtype, *TRANS, padded=PADDED)
@@ -147,6 +147,13 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
 
     def best(work: Any) -> float:
         return min(call_ms(work, warmup=2, reps=5) for _ in range(MEASUREMENTS))
+
+    def best_split(name: str, work: Any) -> None:
+        """best(work) as times[name], with its GPU and host parts beside it (name_gpu_ms,
+        name_host_ms): at launch-bound shapes they tell which one a run's time came from."""
+        gpu, host = min((gpu_and_host_ms(work, warmup=2, reps=5) for _ in range(MEASUREMENTS)),
+                        key=max)  # fmt: skip
+        times[name], times[f"{name}_gpu_ms"], times[f"{name}_host_ms"] = max(gpu, host), gpu, host
 
     def timed(config: Any) -> float:
         """A config as a planned call launches it (plans.launcher: its workspace kept)."""
@@ -178,15 +185,16 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     times["table_choice"] = str(final)  # type: ignore[assignment]
     for config in configs:
         times[str(config)] = timed(config)
-    times["cublas"] = (best(_cublas_call(problem.form, problem.dtype))
-                       if reference.status()[0] else math.nan)  # fmt: skip
+    if reference.status()[0]:
+        best_split("cublas", _cublas_call(problem.form, problem.dtype))
+    else:
+        times["cublas"] = math.nan
     # What the call runs, cuBLAS included (through cuBLASLt as plans call it: plans.launcher).
     times["table"] = timed(final)
     # The public call itself, own kernels only, then with cuBLAS allowed (issue 15's floors).
     for name, allowed in (("public", False), ("public_auto", True)):
         with cublas_setting(allowed):
-            call = public_call(problem)
-            times[name] = best(call)
+            best_split(name, public_call(problem))
             times[f"{name}_choice"] = _public_choice(problem)  # type: ignore[assignment]
     return times
 
@@ -381,9 +389,13 @@ def main() -> int:
         # calls minutes apart on the H200 while ours stayed within 4% (2026-11-28).
         times_us = {name: gmean([t[name] * 1e3 for _, t in rows])
                     for name in ("public", "public_auto", "cublas")}  # fmt: skip
+        host_bound = {name: sum(t.get(f"{name}_host_ms", 0) > t.get(f"{name}_gpu_ms", 0)
+                                for _, t in rows) for name in ("public", "cublas")}  # fmt: skip
         print(f"{dtype}: geometric mean time a call, microseconds: own kernels only "
               f"{times_us['public']:.1f}, with cuBLAS as a candidate "
-              f"{times_us['public_auto']:.1f}, cuBLAS {times_us['cublas']:.1f}")  # fmt: skip
+              f"{times_us['public_auto']:.1f}, cuBLAS {times_us['cublas']:.1f}; the host's "
+              f"time to queue the call bound ours at {host_bound['public']} and cuBLAS's at "
+              f"{host_bound['cublas']} of {len(rows)} shapes")  # fmt: skip
         print(f"{dtype}: geometric mean speed-up tuned/fixed {over_fixed:.2f} (the table's "
               f"predicted choice alone: {predicted_over_fixed:.2f}), tuned/cuBLAS "
               f"{over_cublas:.2f} (worst shape {worst_own:.2f}), with cuBLAS as a candidate "
