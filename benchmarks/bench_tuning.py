@@ -385,8 +385,8 @@ def main() -> int:
               f"{gmean(public):.2f} (worst shape {min(public):.2f}), with cuBLAS as a candidate "
               f"{gmean(public_auto):.2f} (worst shape {min(public_auto):.2f})")  # fmt: skip
         # Each side's own time, so runs can be compared side by side: at launch-bound shapes
-        # cuBLAS's call (scikit-cuda, timed by the host there) moved by up to 1.9x between
-        # calls minutes apart on the H200 while ours stayed within 4% (2026-11-28).
+        # cuBLAS's call moved by up to 1.9x between calls minutes apart on the H200 while
+        # ours stayed within 4% (2026-11-28).
         times_us = {name: gmean([t[name] * 1e3 for _, t in rows])
                     for name in ("public", "public_auto", "cublas")}  # fmt: skip
         host_bound = {name: sum(t.get(f"{name}_host_ms", 0) > t.get(f"{name}_gpu_ms", 0)
