@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import re
 import subprocess
 import sys
 import tarfile
@@ -37,24 +36,13 @@ def kernels_at(rev: str, into: Path) -> Path:
     return into / "kernels"
 
 
-def preprocessed(source: Path, defines: dict[str, int]) -> str:
-    from tunedgemm.compiler import options
-
-    done = subprocess.run(["nvcc", "-E", "-arch=sm_90", *options(defines), str(source)],
-                          capture_output=True, text=True)  # fmt: skip
-    if done.returncode:
-        raise RuntimeError(done.stderr)
-    lines = (line for line in done.stdout.splitlines() if not line.startswith("#"))
-    return re.sub(r"\s+", " ", " ".join(lines)).strip()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("family")
     parser.add_argument("--base", default="HEAD")
     args = parser.parse_args()
 
-    from helpers import shipped_configs
+    from helpers import preprocessed, shipped_configs
 
     from tunedgemm import launch
     from tunedgemm.compiler import inline_includes, kernels_dir

@@ -229,6 +229,19 @@ def compile_report(source: str, defines: dict, tmp_path: Path) -> str:
     return result.stderr
 
 
+def preprocessed(source: Path, defines: dict) -> str:
+    """nvcc -E of a kernel source file with these defines, line markers and spacing aside:
+    equal texts compile to the same kernel."""
+    from tunedgemm.compiler import options
+
+    done = subprocess.run(["nvcc", "-E", "-arch=sm_90", *options(defines), str(source)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    if done.returncode:
+        raise RuntimeError(done.stderr)
+    lines = (line for line in done.stdout.splitlines() if not line.startswith("#"))
+    return re.sub(r"\s+", " ", " ".join(lines)).strip()
+
+
 def assert_no_spills(report: str, label: str = "") -> None:
     """Every function of a ptxas -v report has no stack frame and no spills."""
     spills = re.findall(

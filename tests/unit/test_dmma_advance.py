@@ -9,9 +9,10 @@ import itertools
 import shutil
 
 import pytest
-from helpers import assert_no_spills, compile_report, shipped_configs
+from helpers import assert_no_spills, compile_report, preprocessed, shipped_configs
 
 from tunedgemm import launch, plans
+from tunedgemm.compiler import source_text
 from tunedgemm.families import FAMILIES, dmma
 from tunedgemm.params import IEEE, KernelConfig
 
@@ -82,31 +83,17 @@ def test_autotuning_times_the_cursors_and_cublas_arrangement_as_twins():
     assert not FAMILY.violations(twins[1], "float64")
 
 
-def _preprocessed(defines: dict, tmp_path) -> str:
-    """nvcc -E of dgemm_mma.cu with these defines, line markers and spacing aside."""
-    import re
-    import subprocess
-
-    from tunedgemm.compiler import options, source_text
-
-    src = tmp_path / "kernel.cu"
-    src.write_text(source_text("dgemm_mma.cu"))
-    done = subprocess.run(["nvcc", "-E", "-arch=sm_90", *options(defines), str(src)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    lines = (line for line in done.stdout.splitlines() if not line.startswith("#"))
-    return re.sub(r"\s+", " ", " ".join(lines))
-
-
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_the_steady_loop_runs_in_aligned_variants_only(tmp_path):
     """STEADY_LOOP defaults to ALIGNED: the aligned kernel of an ADVANCE=1 config differs from
     its text with the loop off, the unaligned one (where ptxas spilled two-block m16n8k8
     tiles with it) is that text."""
     config = _advanced(FAMILY.default_config("float64"))
+    source = tmp_path / "kernel.cu"
+    source.write_text(source_text("dgemm_mma.cu"))
     for aligned in (0, 1):
         defines = {**FAMILY.defines(config, "float64"), "DTYPE": 1, "TRANS_A": 0,
                    "TRANS_B": 1, "ALIGNED": aligned}  # fmt: skip
-        default = _preprocessed(defines, tmp_path)
-        off = _preprocessed({**defines, "STEADY_LOOP": 0}, tmp_path)
+        default = preprocessed(source, defines)
+        off = preprocessed(source, {**defines, "STEADY_LOOP": 0})
         assert (default != off) == bool(aligned), aligned
