@@ -63,9 +63,9 @@ steps=${*:-tests device precision host}
 # build the C short route there too.
 python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || echo "build_ext failed"
 
-# A simt (or dmma) variant's GPU test, then bench_kernels --NAME: simt_variant NAME TEST
-# TEST_LIMIT BENCH_LIMIT (writes gpu-NAME.txt and bench_NAME.txt).
-simt_variant() {
+# A kernel variant's GPU test, then bench_kernels --NAME: variant_step NAME TEST TEST_LIMIT
+# BENCH_LIMIT (writes gpu-NAME.txt and bench_NAME.txt).
+variant_step() {
     TUNEDGEMM_TEST_PRECOMPILE=0 timeout "$3" python3 -m pytest -q -m gpu -p no:cacheprovider \
         "$2" > "$OUT/gpu-$1.txt" 2>&1
     echo "$1 tests: exit $?"; tail -4 "$OUT/gpu-$1.txt"
@@ -268,11 +268,11 @@ for step in $steps; do
     advance)  # simt ADVANCE (issue 15, item 3; measured 2026-11-26 06:05 UTC): its GPU test
         # (results against float64, bit-equal to ADVANCE=0), then its speed against
         # ADVANCE=0 and cuBLAS on the table's own-kernel configs
-        simt_variant advance tests/gpu/test_simt_advance_gpu.py 200 200 ;;
+        variant_step advance tests/gpu/test_simt_advance_gpu.py 200 200 ;;
     roll)  # simt ROLL_K (issue 15, item 3; written 2026-11-26 without a GPU): the same, its
         # speed against the unrolled loop (ADVANCE 0 and 1); about 4 minutes at most on a
         # fresh machine
-        simt_variant roll tests/gpu/test_simt_roll_gpu.py 140 100 ;;
+        variant_step roll tests/gpu/test_simt_roll_gpu.py 140 100 ;;
     ncu)  # Nsight Compute on one launch of each simt variant (NCU_VARIANTS, labels of
         # bench_kernels --around) and cuBLAS at NCU_SHAPE (default 4096^3): stall reasons per
         # kernel (ncu-simt-raw.csv) and per SASS instruction (ncu-simt-sass-N.csv), issue slots;
@@ -317,7 +317,7 @@ PY
     around)  # simt EARLY_BARRIER (issue 15, item 3; written 2026-11-26 from ncu's stall
         # samples): its GPU test, then bench_kernels --around (the table's 4096^3 and 8192^3
         # config, its neighbours, each with EARLY_BARRIER 0 and 1)
-        simt_variant around tests/gpu/test_simt_early_barrier_gpu.py 240 240 ;;
+        variant_step around tests/gpu/test_simt_early_barrier_gpu.py 240 240 ;;
     dmma-tiles)  # cuBLAS's DGEMM tile (128 x 64, 2 blocks per SM) in our dmma kernel against
         # the table's configs at large float64 squares (bench_kernels --dmma)
         timeout ${DMMA_LIMIT:-300} python3 benchmarks/bench_kernels.py --dmma --out "$OUT" \
@@ -334,7 +334,7 @@ PY
     dmma-steady)  # dmma's steady-state loop (STEADY_LOOP: whole k-tiles in a branch-free loop
         # of their own): ADVANCE's GPU test (bit-equal to ADVANCE=0), then bench_kernels
         # --dmma-steady
-        simt_variant dmma-steady tests/gpu/test_dmma_advance_gpu.py ${DMMA_TEST_LIMIT:-240} \
+        variant_step dmma-steady tests/gpu/test_dmma_advance_gpu.py ${DMMA_TEST_LIMIT:-240} \
             ${DMMA_LIMIT:-300} ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
@@ -364,11 +364,11 @@ PY
         echo "probe_dgemm_squares: exit $?"; cat "$OUT/probe_dgemm_squares.txt" ;;
     order)  # simt FMA_ORDER (issue 15, item 3; written 2026-11-26 from ncu's dispatch stalls on
         # FFMAs): its GPU test, then bench_kernels --fma-order (the table's configs, each order)
-        simt_variant fma-order tests/gpu/test_simt_fma_order_gpu.py 300 240 ;;
+        variant_step fma-order tests/gpu/test_simt_fma_order_gpu.py 300 240 ;;
     reg-transpose)  # simt REG_TRANSPOSE (issue 15, item 4; written 2026-11-27: TN's operands
         # through registers, as TN's layout twin): the twins' GPU test, then bench_kernels
         # --reg-transpose (the table's TN configs, their loop twins and TN twins)
-        simt_variant reg-transpose tests/gpu/test_twins_gpu.py 300 240 ;;
+        variant_step reg-transpose tests/gpu/test_twins_gpu.py 300 240 ;;
     squares)  # issue 15's square floors through the public call: sgemm/dgemm on GPUArrays, new
         # result and into c, own kernels only (TUNEDGEMM_CUBLAS=0; autotuning times the
         # table's candidates and their twins), against cuBLAS into c, at 4096^3 and 8192^3
