@@ -33,7 +33,9 @@ bench_dmma_large.json; --dmma-tail the dmma default, a 128 x 64 MMA_K=8 tile and
 arrangement with and without stream-K at 8192^3, 4096^3 and 3000^3 (the last wave of
 tiles), into bench_dmma_tail.json; --dmma-steady the dmma default, cuBLAS's arrangement and
 the small-k swap tile with and without STEADY_LOOP (k-tiles wholly inside both operands in a
-branch-free loop of their own), into bench_dmma_steady.json.
+branch-free loop of their own), into bench_dmma_steady.json; --simt-steady the simt config
+the table picks for own kernels at float32 squares and near ties, with its loop twin, with
+and without STEADY_LOOP (the same for simt), into bench_simt_steady.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -340,6 +342,22 @@ def dmma_steady_variants() -> dict[str, dict[str, int]]:
     return variants
 
 
+# simt's steady-state loop (STEADY_LOOP, kernels/sgemm_simt.cu): in the 4096^3 NN config's
+# SASS (nvcc 13.0) a k-tile of the general loop is 2,296 instructions with 15 branches, 89.2%
+# FFMA; of the steady loop 2,198 with one, 93.2%. Squares, and float32 table entries that
+# cuBLAS held within 2% (tuned.json of 2026-11-28).
+SIMT_STEADY_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048),
+                      (3072, 8192, 3072), (512, 16384, 4096), (16384, 4096, 512),
+                      (4096, 4096, 512), (1000, 1000, 1000)]  # fmt: skip
+
+
+def simt_steady_variants() -> dict[str, dict[str, int]]:
+    """The loop twin with STEADY_LOOP 0 and 1."""
+    from tunedgemm.families import simt
+
+    return {f"twin,s{steady}": {**simt.LOOP_TWIN, "STEADY_LOOP": steady} for steady in (0, 1)}
+
+
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int],
                      trans: tuple[bool, bool] = (False, False)) -> dict[str, int]:  # fmt: skip
     """The config of `family` the table picks for own kernels at this shape (NN unless
@@ -456,6 +474,8 @@ def main() -> int:
                         help="those dmma configs with ADVANCE 0 and 1")  # fmt: skip
     parser.add_argument("--dmma-steady", action="store_true",
                         help="dmma tilings with and without the steady-state loop")  # fmt: skip
+    parser.add_argument("--simt-steady", action="store_true",
+                        help="table simt configs with and without the steady loop")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
@@ -501,6 +521,10 @@ def main() -> int:
         variants_main(Path(args.out), dmma_steady_variants(), DMMA_STEADY_SHAPES,
                       lambda shape: base, "bench_dmma_steady.json", "dmma", "float64",
                       outside=True)  # fmt: skip
+        return 0
+    if args.simt_steady:
+        variants_main(Path(args.out), simt_steady_variants(), SIMT_STEADY_SHAPES,
+                      table_simt_config, "bench_simt_steady.json", outside=True)  # fmt: skip
         return 0
     if args.dmma_advance:
         variants_main(Path(args.out), dmma_advance_variants(), DMMA_SHAPES, table_dmma_config,

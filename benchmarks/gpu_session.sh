@@ -21,7 +21,8 @@
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
-# same test, then bench_kernels --dmma-steady), same-bits (same_bits.py against the kernels
+# same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
+# bench_kernels --simt-steady), same-bits (same_bits.py against the kernels
 # in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
 # whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
@@ -336,6 +337,10 @@ PY
         # --dmma-steady
         variant_step dmma-steady tests/gpu/test_dmma_advance_gpu.py ${DMMA_TEST_LIMIT:-240} \
             ${DMMA_LIMIT:-300} ;;
+    simt-steady)  # simt's steady-state loop (STEADY_LOOP): its GPU test (bit-equal to one
+        # loop), then bench_kernels --simt-steady
+        variant_step simt-steady tests/gpu/test_simt_steady_gpu.py ${SIMT_TEST_LIMIT:-300} \
+            ${SIMT_LIMIT:-300} ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
         # device machine has no git history), SAME_BITS_LIMIT configs (default 24)

@@ -32,6 +32,11 @@
 //    stride, m/n-edge sizes), moved one k-tile on per load, instead of recomputing every
 //    address (64-bit products of ld) and edge test per k-tile (CUTLASS's predicated tile
 //    iterators do the same); the 4-byte k-major cp.async path (KMajor::load_async) is unchanged;
+//  * STEADY_LOOP (ADVANCE and ALIGNED by default; both operands on cursors, EARLY_BARRIER=0):
+//    while the k-tile to load lies wholly inside k and the block's tile wholly inside m and n,
+//    a loop of its own whose copies have no tests and no branch between whole and edge
+//    copies, so that ptxas spreads them among the fmas; then the general loop for the last
+//    loads and for blocks on C's edge. The same copies in the same order: the same bits;
 //  * register fragments double-buffered across the BK loop, fully unrolled; or, with
 //    ROLL_K=R, rolled into BK/R iterations of R unrolled k-steps, so that the loop body fits
 //    the instruction cache (BK=16, TM=16, TN=8 unrolled: ~37 KB of SASS per k-tile);
@@ -42,6 +47,8 @@
 //  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges); with
 //    SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles) the same stores write raw partial
 //    sums into the slice's workspace tile instead.
+#include <type_traits>
+
 #include "common.cuh"
 
 #if DTYPE != 0
@@ -99,6 +106,9 @@
 #ifndef REG_TRANSPOSE
 #define REG_TRANSPOSE 0   // 1: TN's two k-major operands also transposed through registers
 #endif
+#ifndef STEADY_LOOP
+#define STEADY_LOOP (ADVANCE && ALIGNED)   // 1: whole k-tiles in a loop of their own (0: one loop)
+#endif
 // ptxas schedules the unrolled loop by the registers it may use: given all 255 of
 // __launch_bounds__(256, 1), the EARLY_BARRIER loop bunched its shared loads (four LDS.128
 // back to back, four cycles apart) instead of spreading them among the fmas; at 228 it
@@ -128,6 +138,10 @@
 // in the same shared positions, so the fmas and their bits are REG_TRANSPOSE=0's.
 #define B_REG (ALIGNED && !TRANS_B && (!TRANS_A || REG_TRANSPOSE))
 #define A_REG (ALIGNED && TRANS_A && (TRANS_B || REG_TRANSPOSE))
+// The steady loop needs a cursor on both operands (x-major ones, or k-major ones staged
+// through registers), and the barrier at each k-tile's top.
+#define STEADY (STEADY_LOOP && ADVANCE && ALIGNED && !EARLY_BARRIER && (!TRANS_A || A_REG) && \
+                (TRANS_B || B_REG))
 
 static_assert(WTM * WTN == 32, "a warp tile must hold exactly 32 thread tiles");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are made of 4x4 sub-blocks");
@@ -275,22 +289,31 @@ struct XMajor {
         c.krem = kend - k0 - p;
         return c;
     }
-    __device__ static void load(float* dst, Cursor& c, int tid)
+    // A k-tile whose copies lie wholly inside m / n and k: constant sizes, no tests.
+    __device__ static void load_whole(float* dst, Cursor& c, int tid)
     {
         float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
         const float* src = c.g;
-        if (c.whole && c.krem >= BK) {   // all inside m / n and k: constant sizes, no tests
 #pragma unroll
-            for (int r = 0; r < PER; ++r) {
-                if (r > 0 && dp(r) != dp(r - 1)) src += c.rstep;
-                copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), 4 * W);
-            }
-        } else {
+        for (int r = 0; r < PER; ++r) {
+            if (r > 0 && dp(r) != dp(r - 1)) src += c.rstep;
+            copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), 4 * W);
+        }
+        c.g += c.adv;
+        c.krem -= BK;
+    }
+    __device__ static void load(float* dst, Cursor& c, int tid)
+    {
+        if (c.whole && c.krem >= BK) {
+            load_whole(dst, c, tid);
+            return;
+        }
+        float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
+        const float* src = c.g;
 #pragma unroll
-            for (int r = 0; r < PER; ++r) {
-                if (r > 0 && dp(r) != dp(r - 1)) src += c.rstep;
-                copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), dp(r) < c.krem ? c.size[r] : 0);
-            }
+        for (int r = 0; r < PER; ++r) {
+            if (r > 0 && dp(r) != dp(r - 1)) src += c.rstep;
+            copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), dp(r) < c.krem ? c.size[r] : 0);
         }
         c.g += c.adv;
         c.krem -= BK;
@@ -398,18 +421,24 @@ struct KMajor {
         c.krem = kend - gp;
         return c;
     }
+    // A k-tile whose loads lie wholly inside m / n and k: no tests.
+    __device__ static void load_regs_whole(float4 (&reg)[PER], Cursor& c)
+    {
+        const float* src = c.g;
+#pragma unroll
+        for (int r = 0; r < PER; ++r) {
+            if (r > 0) src += c.rstep;
+            reg[r] = __ldg(reinterpret_cast<const float4*>(src));
+        }
+        c.g += BK;
+        c.krem -= BK;
+    }
     __device__ static void load_regs(float4 (&reg)[PER], Cursor& c)
     {
         const float* src = c.g;
         const int krem = c.krem;
-        if (krem >= 4 && c.in == (1u << PER) - 1) {   // all inside m / n and k: no tests
-#pragma unroll
-            for (int r = 0; r < PER; ++r) {
-                if (r > 0) src += c.rstep;
-                reg[r] = __ldg(reinterpret_cast<const float4*>(src));
-            }
-            c.g += BK;
-            c.krem -= BK;
+        if (krem >= 4 && c.in == (1u << PER) - 1) {
+            load_regs_whole(reg, c);
             return;
         }
 #pragma unroll
@@ -591,6 +620,21 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #endif
 #endif
     };
+#if STEADY
+    // issue_tile for a k-tile known to lie wholly inside both operands: no tests.
+    auto issue_whole = [&](int s) {
+#if TRANS_A
+        KMajor<BM, 4>::load_regs_whole(a_reg, a_cur);
+#else
+        XMajor<BM>::load_whole(As + s * A_STAGE, a_cur, tid);
+#endif
+#if TRANS_B
+        XMajor<BN>::load_whole(Bs + s * B_STAGE, b_cur, tid);
+#else
+        KMajor<BN, 4>::load_regs_whole(b_reg, b_cur);
+#endif
+    };
+#endif
     auto store_regs = [&](int s) {
 #if A_REG
         KMajor<BM, 4>::store_regs(As + s * A_STAGE, a_reg, tid);
@@ -686,14 +730,23 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #else
     int rs = 0;               // ring slot read this iteration (tile t)
     int ws = STAGES - 1;      // ring slot written this iteration (tile t + STAGES - 1)
-    for (int t = 0; t < nkt; ++t) {
+    // One k-tile: refill slot ws with k-tile t + STAGES - 1 (issue_whole where that k-tile is
+    // known to lie wholly inside both operands: `whole` is std::true_type), then tile t's fmas.
+    auto tile_step = [&](int t, auto whole) {
         // Tile t has landed for this thread; the barrier makes it visible to all and
         // guarantees everybody finished tile t-1, whose slot (ws) is refilled below.
         cp_async_wait<STAGES - 2>();
         __syncthreads();
 
-        const bool more = t + STAGES - 1 < nkt;
-        if (more) issue_tile(ws, kt_begin + t + STAGES - 1);
+        constexpr bool WHOLE = decltype(whole)::value;
+        const bool more = WHOLE || t + STAGES - 1 < nkt;
+        if constexpr (WHOLE) {
+#if STEADY
+            issue_whole(ws);
+#endif
+        } else if (more) {
+            issue_tile(ws, kt_begin + t + STAGES - 1);
+        }
         cp_async_commit();
 
         const float* a_s = As + rs * A_STAGE + a_off;
@@ -768,7 +821,21 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 
         rs = (rs + 1 == STAGES) ? 0 : rs + 1;
         ws = (ws + 1 == STAGES) ? 0 : ws + 1;
+    };
+#if STEADY
+    // Steady state: while the k-tile to load (t + STAGES - 1) lies wholly inside k and in this
+    // block's range, for blocks whose tile lies wholly inside m and n, a loop whose copies
+    // have no tests; then the general one for the last STAGES - 1 tiles or so, and for blocks
+    // on C's edge.
+    int t = 0;
+    if (row0 + BM <= m && col0 + BN <= n) {
+        const int steady = min(nkt, k / BK - kt_begin) - (STAGES - 1);
+        for (; t < steady; ++t) tile_step(t, std::true_type{});
     }
+    for (; t < nkt; ++t) tile_step(t, std::false_type{});
+#else
+    for (int t = 0; t < nkt; ++t) tile_step(t, std::false_type{});
+#endif
 #endif
     cp_async_wait<0>();   // only empty groups can remain; drain for tidiness
 

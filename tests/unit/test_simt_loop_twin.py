@@ -7,9 +7,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from helpers import assert_no_spills, compile_report, shipped_configs
+from helpers import assert_no_spills, compile_report, preprocessed, shipped_configs
 
 from tunedgemm import plans, table
+from tunedgemm.compiler import source_text
 from tunedgemm.families import FAMILIES, simt
 from tunedgemm.params import IEEE, KernelConfig
 
@@ -150,3 +151,25 @@ def test_every_shipped_config_is_as_its_entrys_layout_compiles_it():
                 for config, _ in entry.top:
                     as_compiled = FAMILIES[config.family].for_layout(config, trans_a, trans_b, True)
                     assert as_compiled == config, (key, config)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_the_steady_loop_runs_where_both_operands_have_cursors(tmp_path):
+    """STEADY_LOOP defaults to ADVANCE and ALIGNED, and needs a cursor on both operands: the
+    loop twin's aligned NN, NT and TT kernels differ from their text with the loop off, and
+    TN's does with both operands through registers only; unaligned, and without the cursors
+    (ADVANCE=0), the text is the same."""
+    source = tmp_path / "kernel.cu"
+    source.write_text(source_text(FAMILY.source))
+    default = FAMILY.default_config("float32").as_dict()
+    (tn_twin,) = simt.LAYOUT_TWINS[(True, False)]
+    cases = [(simt.LOOP_TWIN, ta, tb, aligned, aligned and (ta, tb) != (1, 0))
+             for ta, tb in ((0, 0), (0, 1), (1, 1), (1, 0)) for aligned in (0, 1)]
+    cases += [(tn_twin, 1, 0, 1, True), ({"ADVANCE": 0}, 0, 0, 1, False)]
+    for changes, ta, tb, aligned, steady in cases:
+        config = KernelConfig.make("simt", {**default, **changes})
+        defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
+                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
+        on = preprocessed(source, defines)
+        off = preprocessed(source, {**defines, "STEADY_LOOP": 0})
+        assert (on != off) == steady, (changes, ta, tb, aligned)
