@@ -47,6 +47,20 @@ def use_kernels(directory: Path) -> None:
     launch.launcher.cache_clear()
 
 
+def precompile(configs: list[Any], dtype: str) -> None:
+    """nvcc in parallel on every variant `results` runs (it would compile them one at a time:
+    24 configs took more than five minutes)."""
+    import os
+
+    from tunedgemm import compiler, launch
+
+    jobs = []
+    for config, ta, tb, aligned in itertools.product(configs, *[(False, True)] * 3):
+        plan = launch.plan(config, dtype, ta, tb, aligned)
+        jobs.append((plan.source, dict(plan.defines)))
+    compiler.precompile_raw(jobs, workers=os.cpu_count() or 4)
+
+
 def results(configs: list[Any], dtype: str, seed: int) -> dict[str, bytes]:
     """C of every config, transpose pair, layout and shape, from operands drawn from seed."""
     from helpers import whole_c
@@ -92,12 +106,14 @@ def main() -> int:
         step = len(configs) / args.limit
         configs = [configs[int(i * step)] for i in range(args.limit)]
     seed = int(np.random.default_rng().integers(2**32))
+    precompile(configs, family.dtypes[0])
     now = results(configs, family.dtypes[0], seed)
     template = compiler.source_text(family.source)
     use_kernels(args.base_dir or kernels_at(args.base, Path(tempfile.mkdtemp())))
     if compiler.source_text(family.source) == template:  # nothing would be compared
         print(f"same_bits: {args.family}'s template is the same at {args.base} as in the tree")
         return 1
+    precompile(configs, family.dtypes[0])
     base = results(configs, family.dtypes[0], seed)
     differ = sorted(key for key in now if now[key] != base[key])
     for key in differ[:20]:
