@@ -278,7 +278,8 @@ for step in $steps; do
         # bench_kernels --around) and cuBLAS at NCU_SHAPE (default 4096^3): stall reasons per
         # kernel (ncu-simt-raw.csv) and per SASS instruction (ncu-simt-sass-N.csv), issue slots;
         # NCU_DTYPE=float64: the own dmma config a dgemm call runs there and cuBLAS's DGEMM
-        # instead (files ncu-dmma*), and that config with each of NCU_DMMA_CHANGES
+        # instead (files ncu-dmma*), and that config with each of NCU_DMMA_CHANGES; float32:
+        # the table's config with each of NCU_SIMT_CHANGES too
         export PATH=$PATH:/usr/local/cuda/bin
         name=ncu-simt; [ "${NCU_DTYPE:-float32}" = float64 ] && name=ncu-dmma
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
@@ -288,6 +289,7 @@ for step in $steps; do
             -o "$OUT/$name" python3 benchmarks/ncu_simt.py --shape ${NCU_SHAPE:-4096x4096x4096} \
             ${NCU_VARIANTS:+--variants $NCU_VARIANTS} ${NCU_DTYPE:+--dtype $NCU_DTYPE} \
             ${NCU_DMMA_CHANGES:+--dmma-changes $NCU_DMMA_CHANGES} \
+            ${NCU_SIMT_CHANGES:+--simt-changes $NCU_SIMT_CHANGES} \
             > "$OUT/$name-run.txt" 2>&1
         echo "ncu: exit $?"; tail -12 "$OUT/$name-run.txt"
         ncu --import "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1

@@ -4,13 +4,16 @@ Usage (on the GPU machine; `gpu_session.sh ncu` runs it):
 
     ncu --clock-control none --profile-from-start off --section WarpStateStats ... \
         python benchmarks/ncu_simt.py [--shape 4096x4096x4096] [--variants advance0 advance1 ...]
+        [--simt-changes ADVANCE=1,STEADY_LOOP=0 ...]
         [--dtype float64 [--dmma-changes SPLIT_K=6 SPLIT_K=1,STREAM_K=2 ...]]
 
 The named variants of bench_kernels --around (the table's own-kernel simt config at the shape
 with ADVANCE 0 or 1, or a neighbour of it, as "STAGES=4,early") and cuBLAS run on the same
 float32 NN operands: three warm-up launches each outside the profiled range, then one launch
 each inside it (cuProfilerStart / cuProfilerStop), in the order printed, so that ncu's
-report lists the kernels in that order. Without ncu it is a plain run of the same launches.
+report lists the kernels in that order; --simt-changes adds the table's config with each set
+of changes (comma-separated NAME=VALUE), development switches included. Without ncu it is a
+plain run of the same launches.
 With --dtype float64 the launches are instead the own config a dgemm call runs at the shape
 (TUNEDGEMM_CUBLAS=0: the table's choice refined by autotuning, as the public call) and cuBLAS's
 DGEMM, on float64 NN operands; --dmma-changes adds that config with each set of changes
@@ -41,6 +44,11 @@ def _own_choice(problem: Any) -> Any:
     return plans.device_plan(key, problem.form, 0).choice
 
 
+def _changes(text: str) -> dict[str, int]:
+    """NAME=VALUE,NAME=VALUE as a dict of changes."""
+    return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="4096x4096x4096")
@@ -50,6 +58,8 @@ def main() -> int:
                                  "STAGES=4,early,maxnreg=224"])  # fmt: skip
     parser.add_argument("--dmma-changes", nargs="*", default=[],
                         help="float64: dgemm's own config with these changes too")  # fmt: skip
+    parser.add_argument("--simt-changes", nargs="*", default=[],
+                        help="float32: the table's config with these changes too")  # fmt: skip
     args = parser.parse_args()
     m, n, k = (int(d) for d in args.shape.split("x"))
 
@@ -69,15 +79,17 @@ def main() -> int:
     if args.dtype == "float64":
         own = _own_choice(problem)
         configs.append(("dgemm's own", own))
-        for text in args.dmma_changes:
-            changes = {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
-            configs.append((text, KernelConfig.make("dmma", {**own.as_dict(), **changes})))
+        configs += [(text, KernelConfig.make("dmma", {**own.as_dict(), **_changes(text)}))
+                    for text in args.dmma_changes]  # fmt: skip
     else:
         base = table_simt_config((m, n, k))
         for label, changes in around_variants(base).items():
             config = KernelConfig.make("simt", {**base, **changes})
             if label in args.variants and not FAMILIES["simt"].violations(config, "float32"):
                 configs.append((f"simt {label}", config))
+        # (named on purpose: a development switch such as STEADY_LOOP runs outside the space)
+        configs += [(text, KernelConfig.make("simt", {**base, **_changes(text)}))
+                    for text in args.simt_changes]  # fmt: skip
     launches = []
     held = []  # workspaces, alive to the end
     for label, config in configs:
