@@ -35,8 +35,9 @@
 //  * STEADY_LOOP (ADVANCE and ALIGNED by default; both operands on cursors, EARLY_BARRIER=0):
 //    while the k-tile to load lies wholly inside k and the block's tile wholly inside m and n,
 //    a loop of its own whose copies have no tests and no branch between whole and edge
-//    copies, so that ptxas spreads them among the fmas; then the general loop for the last
-//    loads and for blocks on C's edge. The same copies in the same order: the same bits;
+//    copies, so that ptxas spreads them among the fmas (its register-staged loads are issued
+//    above the k-tile's barrier); then the general loop for the last loads and for blocks on
+//    C's edge. The same copies of the same values: the same bits;
 //  * register fragments double-buffered across the BK loop, fully unrolled; or, with
 //    ROLL_K=R, rolled into BK/R iterations of R unrolled k-steps, so that the loop body fits
 //    the instruction cache (BK=16, TM=16, TN=8 unrolled: ~37 KB of SASS per k-tile);
@@ -428,7 +429,13 @@ struct KMajor {
 #pragma unroll
         for (int r = 0; r < PER; ++r) {
             if (r > 0) src += c.rstep;
-            reg[r] = __ldg(reinterpret_cast<const float4*>(src));
+            // A plain global load, not __ldg's read-only one: ptxas moved those across the
+            // barrier and down to their shared stores near the k-tile's end (SASS, nvcc 13.0),
+            // where Nsight Compute saw the fmas around the stores wait on them; a plain load
+            // may not cross the barrier, so it is issued above it and has the tile to land.
+            asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(reg[r].x), "=f"(reg[r].y), "=f"(reg[r].z), "=f"(reg[r].w)
+                         : "l"(src));
         }
         c.g += BK;
         c.krem -= BK;
@@ -621,18 +628,25 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #endif
     };
 #if STEADY
-    // issue_tile for a k-tile known to lie wholly inside both operands: no tests.
-    auto issue_whole = [&](int s) {
+    // issue_tile for a k-tile known to lie wholly inside both operands, in two halves: the
+    // loads into registers (they may go before the barrier: the registers were stored at the
+    // end of the last k-tile) and the cp.async copies into slot s (after it: it frees s).
+    auto issue_whole_regs = [&]() {
 #if TRANS_A
         KMajor<BM, 4>::load_regs_whole(a_reg, a_cur);
-#else
+#endif
+#if !TRANS_B
+        KMajor<BN, 4>::load_regs_whole(b_reg, b_cur);
+#endif
+    };
+    auto issue_whole_async = [&](int s) {
+#if !TRANS_A
         XMajor<BM>::load_whole(As + s * A_STAGE, a_cur, tid);
 #endif
 #if TRANS_B
         XMajor<BN>::load_whole(Bs + s * B_STAGE, b_cur, tid);
-#else
-        KMajor<BN, 4>::load_regs_whole(b_reg, b_cur);
 #endif
+        (void)s;
     };
 #endif
     auto store_regs = [&](int s) {
@@ -733,16 +747,19 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // One k-tile: refill slot ws with k-tile t + STAGES - 1 (issue_whole where that k-tile is
     // known to lie wholly inside both operands: `whole` is std::true_type), then tile t's fmas.
     auto tile_step = [&](int t, auto whole) {
+        constexpr bool WHOLE = decltype(whole)::value;
+#if STEADY
+        if constexpr (WHOLE) issue_whole_regs();
+#endif
         // Tile t has landed for this thread; the barrier makes it visible to all and
         // guarantees everybody finished tile t-1, whose slot (ws) is refilled below.
         cp_async_wait<STAGES - 2>();
         __syncthreads();
 
-        constexpr bool WHOLE = decltype(whole)::value;
         const bool more = WHOLE || t + STAGES - 1 < nkt;
         if constexpr (WHOLE) {
 #if STEADY
-            issue_whole(ws);
+            issue_whole_async(ws);
 #endif
         } else if (more) {
             issue_tile(ws, kt_begin + t + STAGES - 1);
