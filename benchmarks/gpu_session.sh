@@ -442,7 +442,7 @@ PY
             ${RANDOM_UNPADDED:+--unpadded} \
             --dtype ${RANDOM_DTYPES:-float32 float64} --trans ${RANDOM_TRANS:-NN} --out "$OUT" \
             > "$OUT/bench_tuning.txt" 2>&1
-        echo "bench_tuning: exit $?"; grep -E "^#|geometric|best single|public call" "$OUT/bench_tuning.txt" ;;
+        echo "bench_tuning: exit $?"; grep -E "^#|geometric|best single|public call|GPU time alone" "$OUT/bench_tuning.txt" ;;
     fused)  # dmma SPLITK_FUSED (issues 13 and 15; written 2026-11-26): its GPU test, then what
         # each split-K candidate and its fused twin cost a call at 256^3 and 512^3 float64, then
         # the public float64 calls there against cuBLAS (autotuning times the twins too)
