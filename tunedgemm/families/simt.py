@@ -39,6 +39,12 @@ STREAM_K_ON = (1, 2)
 # config names it; not in the search space until the H100 says it is faster (then its value
 # joins the tunable, and the table is regenerated).
 ADVANCE_ON = (1,)
+# Since 2026-11-28 (twenty-first session) ADVANCE=1's aligned kernels with a cursor on both
+# operands run their whole k-tiles in a loop of their own whose copies have no tests
+# (STEADY_LOOP in kernels/sgemm_simt.cu, its register-staged loads above the barrier): the
+# same bits (same_bits.py: 0 of 576 results differ over 24 shipped configs), so the table's
+# hash was re-stamped. bench_kernels --simt-steady (H200) timed the table's configs 1.7-2.9%
+# faster at 2048^3-8192^3 and the large float32 near ties.
 
 # ROLL_K=R (kernels/sgemm_simt.cu): the per-k-tile loop over BK k-steps runs BK/R rolled
 # iterations of R unrolled k-steps instead of unrolling all BK. The 4096^3 NN config's
