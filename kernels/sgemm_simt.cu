@@ -429,10 +429,11 @@ struct KMajor {
 #pragma unroll
         for (int r = 0; r < PER; ++r) {
             if (r > 0) src += c.rstep;
-            // A plain global load, not __ldg's read-only one: ptxas moved those across the
-            // barrier and down to their shared stores near the k-tile's end (SASS, nvcc 13.0),
-            // where Nsight Compute saw the fmas around the stores wait on them; a plain load
-            // may not cross the barrier, so it is issued above it and has the tile to land.
+            // A plain global load, not __ldg's read-only one: in the steady loop ptxas moved
+            // those across the barrier and down to their shared stores near the k-tile's end
+            // (SASS, nvcc 13.0), where Nsight Compute saw the fmas around the stores wait on
+            // them; a plain load may not cross the barrier, so the steady loop's, issued
+            // above it, stay there and have the whole k-tile to land.
             asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                          : "=f"(reg[r].x), "=f"(reg[r].y), "=f"(reg[r].z), "=f"(reg[r].w)
                          : "l"(src));
@@ -744,8 +745,9 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #else
     int rs = 0;               // ring slot read this iteration (tile t)
     int ws = STAGES - 1;      // ring slot written this iteration (tile t + STAGES - 1)
-    // One k-tile: refill slot ws with k-tile t + STAGES - 1 (issue_whole where that k-tile is
-    // known to lie wholly inside both operands: `whole` is std::true_type), then tile t's fmas.
+    // One k-tile: refill slot ws with k-tile t + STAGES - 1 (issue_whole_regs and
+    // issue_whole_async where that k-tile is known to lie wholly inside both operands: `whole`
+    // is std::true_type), then tile t's fmas.
     auto tile_step = [&](int t, auto whole) {
         constexpr bool WHOLE = decltype(whole)::value;
 #if STEADY
