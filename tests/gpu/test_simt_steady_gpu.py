@@ -4,8 +4,8 @@ switch (on by default where it applies). Against float64 with C poisoned by NaN 
 for the 4096^3 NN table config and the family default with the loop twin, in 2, 3 and 4
 stages, under split-K 2 (k-slices that start past k-tile 0), with TN's operands through
 registers, and the 256 x 128 stream-K tile; all four transposes, aligned and not, beta 0
-and not, shapes with m, n and k edges; bit-equal to STEADY_LOOP=0 (the same copies in the
-same order):
+and not, shapes with m, n and k edges; bit-equal to STEADY_LOOP=0 (the same values copied
+into the same shared slots, the same fmas in the same k order):
 
     TUNEDGEMM_TEST_PRECOMPILE=0 python -m pytest -q -m gpu tests/gpu/test_simt_steady_gpu.py
 """
@@ -18,7 +18,7 @@ from simt_variants import SHAPES, allowed, assert_variants_agree, config, precom
 from tunedgemm.families import simt
 
 STREAM_K_TILE = {k: v for k, v in simt.STREAM_K_TILES[0].items() if k not in ("BK", "STAGES")}
-# Each (base, label): the changes to the base, timed with STEADY_LOOP 0 and 1.
+# Each (base, label): the changes to the base, run with STEADY_LOOP 0 and 1.
 CHANGES = {
     ("tuned", "2 stages"): {**simt.LOOP_TWIN},
     ("tuned", "4 stages"): {**simt.LOOP_TWIN, "STAGES": 4},
