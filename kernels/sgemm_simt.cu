@@ -747,9 +747,17 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     int ws = STAGES - 1;      // ring slot written this iteration (tile t + STAGES - 1)
     // One k-tile: refill slot ws with k-tile t + STAGES - 1 (issue_whole_regs and
     // issue_whole_async where that k-tile is known to lie wholly inside both operands: `whole`
-    // is std::true_type), then tile t's fmas.
+    // is std::true_type), then tile t's fmas. With the steady loop the body is a lambda that
+    // two loops call; without it, the one loop's own body, as before the steady loop: in a
+    // lambda, ptxas spilled 4 bytes of a 512-thread config at its 128-register cap
+    // (BM=128, BN=256, TT unaligned; nvcc 13.0).
+#if STEADY
     auto tile_step = [&](int t, auto whole) {
         constexpr bool WHOLE = decltype(whole)::value;
+#else
+    for (int t = 0; t < nkt; ++t) {
+        constexpr bool WHOLE = false;
+#endif
 #if STEADY
         if constexpr (WHOLE) issue_whole_regs();
 #endif
@@ -840,8 +848,8 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 
         rs = (rs + 1 == STAGES) ? 0 : rs + 1;
         ws = (ws + 1 == STAGES) ? 0 : ws + 1;
-    };
 #if STEADY
+    };
     // Steady state: while the k-tile to load (t + STAGES - 1) lies wholly inside k and in this
     // block's range, for blocks whose tile lies wholly inside m and n, a loop whose copies
     // have no tests; then the general one for the last STAGES - 1 tiles or so, and for blocks
@@ -853,7 +861,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     }
     for (; t < nkt; ++t) tile_step(t, std::false_type{});
 #else
-    for (int t = 0; t < nkt; ++t) tile_step(t, std::false_type{});
+    }
 #endif
 #endif
     cp_async_wait<0>();   // only empty groups can remain; drain for tidiness
