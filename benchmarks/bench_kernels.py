@@ -35,7 +35,10 @@ tiles), into bench_dmma_tail.json; --dmma-steady the dmma default, cuBLAS's arra
 the small-k swap tile with and without STEADY_LOOP (k-tiles wholly inside both operands in a
 branch-free loop of their own), into bench_dmma_steady.json; --simt-steady the simt config
 the table picks for own kernels at float32 squares and near ties, with its loop twin, with
-and without STEADY_LOOP (the same for simt), into bench_simt_steady.json.
+and without STEADY_LOOP (the same for simt), into bench_simt_steady.json; --simt-loop the
+same configs' steady loop with its cp.async copies after each of several k-steps
+(COPY_STEP) and with blocks on C's edge in it (EDGE_STEADY), at those shapes and skinny
+ones, into bench_simt_loop.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -358,6 +361,29 @@ def simt_steady_variants() -> dict[str, dict[str, int]]:
     return {f"twin,s{steady}": {**simt.LOOP_TWIN, "STEADY_LOOP": steady} for steady in (0, 1)}
 
 
+# Where simt's steady loop issues its cp.async copies (COPY_STEP, kernels/sgemm_simt.cu): right
+# after the barrier, Nsight Compute found the 4096^3 kernel's warps throttled on the shared
+# pipe at each k-tile's top (4 LDGSTS, LDGDEPBAR and 4 LDS.128 back to back; H200,
+# 2026-11-28); and whether blocks on C's m / n edge run the steady loop too (EDGE_STEADY: 18
+# more instructions a k-tile in the 4096^3 config, SASS, nvcc 13.0). The squares and near
+# ties above, and float32 shapes with a partial row or column of tiles where bench_tuning's
+# own kernels lost most (H200, 2026-11-28, 0.81-0.89x cuBLAS).
+SIMT_LOOP_SHAPES = [*SIMT_STEADY_SHAPES, (183, 1144, 6161), (199, 2809, 136), (38, 14126, 119),
+                    (7479, 182, 146), (10472, 48, 11679)]  # fmt: skip
+
+
+def simt_loop_variants() -> dict[str, dict[str, int]]:
+    """The loop twin's steady loop with its copies before k-step 0 (as shipped), 1, 2, 3, 4
+    and 6, and with blocks on C's edge in a steady loop too (copies before k-step 0, 2, 3)."""
+    from tunedgemm.families import simt
+
+    steady = {**simt.LOOP_TWIN, "STEADY_LOOP": 1}
+    variants = {f"c{step}": {**steady, "COPY_STEP": step} for step in (0, 1, 2, 3, 4, 6)}
+    variants |= {f"e1,c{step}": {**steady, "EDGE_STEADY": 1, "COPY_STEP": step}
+                 for step in (0, 2, 3)}  # fmt: skip
+    return variants
+
+
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int],
                      trans: tuple[bool, bool] = (False, False)) -> dict[str, int]:  # fmt: skip
     """The config of `family` the table picks for own kernels at this shape (NN unless
@@ -476,6 +502,8 @@ def main() -> int:
                         help="dmma tilings with and without the steady-state loop")  # fmt: skip
     parser.add_argument("--simt-steady", action="store_true",
                         help="table simt configs with and without the steady loop")  # fmt: skip
+    parser.add_argument("--simt-loop", action="store_true",
+                        help="the steady loop's copy placement and edge blocks")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
@@ -525,6 +553,10 @@ def main() -> int:
     if args.simt_steady:
         variants_main(Path(args.out), simt_steady_variants(), SIMT_STEADY_SHAPES,
                       table_simt_config, "bench_simt_steady.json", outside=True)  # fmt: skip
+        return 0
+    if args.simt_loop:
+        variants_main(Path(args.out), simt_loop_variants(), SIMT_LOOP_SHAPES,
+                      table_simt_config, "bench_simt_loop.json", outside=True)  # fmt: skip
         return 0
     if args.dmma_advance:
         variants_main(Path(args.out), dmma_advance_variants(), DMMA_SHAPES, table_dmma_config,

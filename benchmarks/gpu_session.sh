@@ -22,7 +22,7 @@
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
-# bench_kernels --simt-steady), same-bits (same_bits.py against the kernels
+# bench_kernels --simt-steady), simt-loop (the same test, then bench_kernels --simt-loop), same-bits (same_bits.py against the kernels
 # in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
 # whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
@@ -63,6 +63,18 @@ steps=${*:-tests device precision host}
 # The tests import the working tree's package (editable install on a development machine):
 # build the C short route there too.
 python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || echo "build_ext failed"
+# STAMP_TABLE=1: calls use the shipped table with its family hashes stamped from this tree's
+# kernels, for runs of kernel text that changed in ways meant to keep its bits (development
+# switches at their defaults); unstamped, such a table is stale and calls run the defaults.
+if [ "${STAMP_TABLE:-0}" = 1 ]; then
+    python3 -c "
+import json, sys
+from tunedgemm import table
+t = json.load(open('tunedgemm/tables/tuned.json'))
+t['family_hashes'] = table.family_hashes()
+json.dump(t, open(sys.argv[1], 'w'))" "$OUT/stamped-table.json" && export TUNEDGEMM_TABLE="$OUT/stamped-table.json"
+    echo "table: the shipped one stamped with this tree's family hashes (${TUNEDGEMM_TABLE:-failed})"
+fi
 
 # A kernel variant's GPU test, then bench_kernels --NAME: variant_step NAME TEST TEST_LIMIT
 # BENCH_LIMIT (writes gpu-NAME.txt and bench_NAME.txt).
@@ -342,6 +354,10 @@ PY
     simt-steady)  # simt's steady-state loop (STEADY_LOOP): its GPU test (bit-equal to one
         # loop), then bench_kernels --simt-steady
         variant_step simt-steady tests/gpu/test_simt_steady_gpu.py ${SIMT_TEST_LIMIT:-300} \
+            ${SIMT_LIMIT:-300} ;;
+    simt-loop)  # the steady loop's copy placement (COPY_STEP) and edge blocks (EDGE_STEADY):
+        # simt STEADY_LOOP's GPU test (bit-equal across them), then bench_kernels --simt-loop
+        variant_step simt-loop tests/gpu/test_simt_steady_gpu.py ${SIMT_TEST_LIMIT:-300} \
             ${SIMT_LIMIT:-300} ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the

@@ -110,6 +110,14 @@
 #ifndef STEADY_LOOP
 #define STEADY_LOOP (ADVANCE && ALIGNED)   // 1: whole k-tiles in a loop of their own (0: one loop)
 #endif
+#ifndef EDGE_STEADY
+#define EDGE_STEADY 0  // 1: blocks on C's m / n edge run a steady loop too (edge sizes from registers)
+#endif
+#ifndef COPY_STEP
+#define COPY_STEP 0    // the steady loop's k-step before whose fmas its cp.async copies issue
+#endif
+// (the rolled BK loop issues them at the k-tile's top)
+#define STEADY_COPY_STEP (ROLL_K || COPY_STEP >= BK ? 0 : COPY_STEP)
 // ptxas schedules the unrolled loop by the registers it may use: given all 255 of
 // __launch_bounds__(256, 1), the EARLY_BARRIER loop bunched its shared loads (four LDS.128
 // back to back, four cycles apart) instead of spreading them among the fmas; at 228 it
@@ -143,6 +151,10 @@
 // through registers), and the barrier at each k-tile's top.
 #define STEADY (STEADY_LOOP && ADVANCE && ALIGNED && !EARLY_BARRIER && (!TRANS_A || A_REG) && \
                 (TRANS_B || B_REG))
+
+// The copies of one k-tile in the main loop: with tests (the general loop), or known wholly
+// inside k and the block's tile wholly inside m and n (the steady loop) or not (EDGE_STEADY).
+enum { GENERAL_COPIES, EDGE_COPIES, WHOLE_COPIES };
 
 static_assert(WTM * WTN == 32, "a warp tile must hold exactly 32 thread tiles");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are made of 4x4 sub-blocks");
@@ -290,7 +302,9 @@ struct XMajor {
         c.krem = kend - k0 - p;
         return c;
     }
-    // A k-tile whose copies lie wholly inside m / n and k: constant sizes, no tests.
+    // A k-tile whose copies lie wholly inside k and, unless SIZED, m / n: no tests; sizes
+    // constant, or (SIZED) the cursor's m / n-edge ones.
+    template <bool SIZED = false>
     __device__ static void load_whole(float* dst, Cursor& c, int tid)
     {
         float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
@@ -298,7 +312,7 @@ struct XMajor {
 #pragma unroll
         for (int r = 0; r < PER; ++r) {
             if (r > 0 && dp(r) != dp(r - 1)) src += c.rstep;
-            copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), 4 * W);
+            copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), SIZED ? c.size[r] : 4 * W);
         }
         c.g += c.adv;
         c.krem -= BK;
@@ -422,7 +436,9 @@ struct KMajor {
         c.krem = kend - gp;
         return c;
     }
-    // A k-tile whose loads lie wholly inside m / n and k: no tests.
+    // A k-tile whose loads lie wholly inside k and, unless SIZED, m / n: no tests but
+    // (SIZED) the cursor's m / n-edge ones.
+    template <bool SIZED = false>
     __device__ static void load_regs_whole(float4 (&reg)[PER], Cursor& c)
     {
         const float* src = c.g;
@@ -434,6 +450,10 @@ struct KMajor {
             // (SASS, nvcc 13.0), where Nsight Compute saw the fmas around the stores wait on
             // them; a plain load may not cross the barrier, so the steady loop's, issued
             // above it, stay there and have the whole k-tile to land.
+            if (SIZED && !(c.in >> r & 1u)) {
+                reg[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+                continue;
+            }
             asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                          : "=f"(reg[r].x), "=f"(reg[r].y), "=f"(reg[r].z), "=f"(reg[r].w)
                          : "l"(src));
@@ -632,22 +652,25 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // issue_tile for a k-tile known to lie wholly inside both operands, in two halves: the
     // loads into registers (they may go before the barrier: the registers were stored at the
     // end of the last k-tile) and the cp.async copies into slot s (after it: it frees s).
-    auto issue_whole_regs = [&]() {
+    // SIZED (std::bool_constant): for a block on C's m / n edge, the sizes the cursors hold.
+    auto issue_whole_regs = [&](auto sized) {
 #if TRANS_A
-        KMajor<BM, 4>::load_regs_whole(a_reg, a_cur);
+        KMajor<BM, 4>::template load_regs_whole<decltype(sized)::value>(a_reg, a_cur);
 #endif
 #if !TRANS_B
-        KMajor<BN, 4>::load_regs_whole(b_reg, b_cur);
+        KMajor<BN, 4>::template load_regs_whole<decltype(sized)::value>(b_reg, b_cur);
 #endif
+        (void)sized;
     };
-    auto issue_whole_async = [&](int s) {
+    auto issue_whole_async = [&](int s, auto sized) {
 #if !TRANS_A
-        XMajor<BM>::load_whole(As + s * A_STAGE, a_cur, tid);
+        XMajor<BM>::template load_whole<decltype(sized)::value>(As + s * A_STAGE, a_cur, tid);
 #endif
 #if TRANS_B
-        XMajor<BN>::load_whole(Bs + s * B_STAGE, b_cur, tid);
+        XMajor<BN>::template load_whole<decltype(sized)::value>(Bs + s * B_STAGE, b_cur, tid);
 #endif
         (void)s;
+        (void)sized;
     };
 #endif
     auto store_regs = [&](int s) {
@@ -752,14 +775,16 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // lambda, ptxas spilled 4 bytes of a 512-thread config at its 128-register cap
     // (BM=128, BN=256, TT unaligned; nvcc 13.0).
 #if STEADY
-    auto tile_step = [&](int t, auto whole) {
-        constexpr bool WHOLE = decltype(whole)::value;
+    auto tile_step = [&](int t, auto copies) {
+        constexpr bool WHOLE = decltype(copies)::value != GENERAL_COPIES;
+        const std::bool_constant<decltype(copies)::value == EDGE_COPIES> sized;
+        (void)sized;
 #else
     for (int t = 0; t < nkt; ++t) {
         constexpr bool WHOLE = false;
 #endif
 #if STEADY
-        if constexpr (WHOLE) issue_whole_regs();
+        if constexpr (WHOLE) issue_whole_regs(sized);
 #endif
         // Tile t has landed for this thread; the barrier makes it visible to all and
         // guarantees everybody finished tile t-1, whose slot (ws) is refilled below.
@@ -768,13 +793,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 
         const bool more = WHOLE || t + STAGES - 1 < nkt;
         if constexpr (WHOLE) {
-#if STEADY
-            issue_whole_async(ws);
+#if STEADY && STEADY_COPY_STEP == 0
+            issue_whole_async(ws, sized);
+            cp_async_commit();
 #endif
-        } else if (more) {
-            issue_tile(ws, kt_begin + t + STAGES - 1);
+        } else {
+            if (more) issue_tile(ws, kt_begin + t + STAGES - 1);
+            cp_async_commit();
         }
-        cp_async_commit();
 
         const float* a_s = As + rs * A_STAGE + a_off;
         const float* b_s = Bs + rs * B_STAGE + b_off;
@@ -821,6 +847,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
             const int cur = kk & 1;
+#if STEADY && STEADY_COPY_STEP > 0
+            if constexpr (WHOLE) {
+                if (kk == STEADY_COPY_STEP) {
+                    issue_whole_async(ws, sized);
+                    cp_async_commit();
+                }
+            }
+#endif
             if (kk + 1 < BK) {
 #pragma unroll
                 for (int v = 0; v < TM / 4; ++v)
@@ -855,11 +889,13 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // have no tests; then the general one for the last STAGES - 1 tiles or so, and for blocks
     // on C's edge.
     int t = 0;
+    const int steady = min(nkt, k / BK - kt_begin) - (STAGES - 1);
     if (row0 + BM <= m && col0 + BN <= n) {
-        const int steady = min(nkt, k / BK - kt_begin) - (STAGES - 1);
-        for (; t < steady; ++t) tile_step(t, std::true_type{});
+        for (; t < steady; ++t) tile_step(t, std::integral_constant<int, WHOLE_COPIES>{});
+    } else if (EDGE_STEADY) {
+        for (; t < steady; ++t) tile_step(t, std::integral_constant<int, EDGE_COPIES>{});
     }
-    for (; t < nkt; ++t) tile_step(t, std::false_type{});
+    for (; t < nkt; ++t) tile_step(t, std::integral_constant<int, GENERAL_COPIES>{});
 #else
     }
 #endif

@@ -4,8 +4,9 @@ switch (on by default where it applies). Against float64 with C poisoned by NaN 
 for the 4096^3 NN table config and the family default with the loop twin, in 2, 3 and 4
 stages, under split-K 2 (k-slices that start past k-tile 0), with TN's operands through
 registers, and the 256 x 128 stream-K tile; all four transposes, aligned and not, beta 0
-and not, shapes with m, n and k edges; bit-equal to STEADY_LOOP=0 (the same values copied
-into the same shared slots, the same fmas in the same k order):
+and not, shapes with m, n and k edges; bit-equal to STEADY_LOOP=0, and to the steady loop with
+its copies later in the k-tile and C's edge blocks in it (the same values copied into the
+same shared slots, the same fmas in the same k order):
 
     TUNEDGEMM_TEST_PRECOMPILE=0 python -m pytest -q -m gpu tests/gpu/test_simt_steady_gpu.py
 """
@@ -29,8 +30,15 @@ CHANGES = {
 }  # fmt: skip
 
 
+# Each base also with the steady loop's development switches (kernels/sgemm_simt.cu): its
+# cp.async copies issued after k-step 2 (COPY_STEP) and blocks on C's edge in it
+# (EDGE_STEADY); the same copies of the same values, so the same bits.
+SWITCHES = {"COPY_STEP": 2, "EDGE_STEADY": 1}
+
+
 def _pair(key: tuple[str, str]) -> list[dict[str, int]]:
-    return [{**CHANGES[key], "STEADY_LOOP": s} for s in (0, 1)]
+    return [*({**CHANGES[key], "STEADY_LOOP": s} for s in (0, 1)),
+            {**CHANGES[key], "STEADY_LOOP": 1, **SWITCHES}]  # fmt: skip
 
 
 pytestmark = pytest.mark.gpu
