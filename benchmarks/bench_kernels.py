@@ -37,8 +37,7 @@ branch-free loop of their own), into bench_dmma_steady.json; --simt-steady the s
 the table picks for own kernels at float32 squares and near ties, with its loop twin, with
 and without STEADY_LOOP (the same for simt), into bench_simt_steady.json; --simt-loop the
 same configs' steady loop with its cp.async copies after each of several k-steps
-(COPY_STEP) and with blocks on C's edge in it (EDGE_STEADY), at those shapes and skinny
-ones, into bench_simt_loop.json.
+(COPY_STEP), also at BK 8 and 32, at those shapes and skinny ones, into bench_simt_loop.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -202,18 +201,39 @@ def around_variants(base: dict[str, int]) -> dict[str, dict[str, int]]:
     return variants
 
 
+# variants_row's `outside` for variants that add development switches (defines outside the
+# family's tunables, as STEADY_LOOP) to configs that must otherwise hold its constraints.
+SWITCHES = "switches"
+
+
+def _ruled_out(config: Any, dtype: str, outside: bool | str) -> tuple[list[str], bool]:
+    """What of its family's rules the config breaks, and whether variants_row runs it anyway:
+    with `outside`; with outside=SWITCHES only where the config without the switches (which
+    the family's check stops at) breaks none."""
+    from tunedgemm.families import FAMILIES
+    from tunedgemm.params import KernelConfig
+
+    family = FAMILIES[config.family]
+    ruled_out = family.violations(config, dtype)
+    if outside != SWITCHES:
+        return ruled_out, bool(outside)
+    names = {t.name for t in family.tunables}
+    bare = KernelConfig.make(config.family, {k: v for k, v in config.as_dict().items()
+                                             if k in names})  # fmt: skip
+    return ruled_out, not family.violations(bare, dtype)
+
+
 def variants_row(shape: tuple[int, int, int], base: dict[str, int],
                  variants: dict[str, dict[str, int]], family: str = "simt",
-                 dtype: str = "float32", outside: bool = False,
+                 dtype: str = "float32", outside: bool | str = False,
                  trans: tuple[bool, bool] = (False, False)) -> dict[str, Any]:  # fmt: skip
     """A simt config with each variant's changes (their workspaces allocated once, outside
     the timing, as a plan keeps one) and cuBLAS, CUDA-event medians on the same operands, all
     timed twice in turn (the lesser median kept) so that clocks drift alike. A variant the
     family's constraints rule out for this config is not run (NaN, its reasons recorded),
     unless `outside` (a config named outside the space on purpose: it runs, the reasons still
-    recorded)."""
+    recorded); outside=SWITCHES overlooks only the development switches' defines."""
     from tunedgemm import cuda, gpu_backend, launch, reference
-    from tunedgemm.families import FAMILIES
     from tunedgemm.params import KernelConfig
     from tunedgemm.timing import gpu_median_ms
     from tunedgemm.tuning import problems
@@ -227,10 +247,10 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int],
     for label, changes in variants.items():
         config = KernelConfig.make(family, {**base, **changes})
         row[f"{label}_ms"] = math.nan
-        ruled_out = FAMILIES[family].violations(config, dtype)
+        ruled_out, runs_anyway = _ruled_out(config, dtype, outside)
         if ruled_out:
             row[f"{label}_ruled_out"] = ruled_out
-            if not outside:
+            if not runs_anyway:
                 continue
         nbytes = launch.workspace_bytes(config, problem.dtype, problem.form)
         held.append(cuda.allocate(nbytes) if nbytes else None)
@@ -364,23 +384,23 @@ def simt_steady_variants() -> dict[str, dict[str, int]]:
 # Where simt's steady loop issues its cp.async copies (COPY_STEP, kernels/sgemm_simt.cu): right
 # after the barrier, Nsight Compute found the 4096^3 kernel's warps throttled on the shared
 # pipe at each k-tile's top (4 LDGSTS, LDGDEPBAR and 4 LDS.128 back to back; H200,
-# 2026-11-28); and whether blocks on C's m / n edge run the steady loop too (EDGE_STEADY: 18
-# more instructions a k-tile in the 4096^3 config, SASS, nvcc 13.0). The squares and near
-# ties above, and float32 shapes with a partial row or column of tiles where bench_tuning's
-# own kernels lost most (H200, 2026-11-28, 0.81-0.89x cuBLAS).
+# 2026-11-28). The squares and near ties above, and float32 shapes with a partial row or
+# column of tiles where bench_tuning's own kernels lost most (H200, 2026-11-28, 0.81-0.89x
+# cuBLAS). (EDGE_STEADY, blocks on C's edge in a steady loop of their own with the cursors'
+# edge sizes, was timed here too, at b493948: docs/tuning.md.)
 SIMT_LOOP_SHAPES = [*SIMT_STEADY_SHAPES, (183, 1144, 6161), (199, 2809, 136), (38, 14126, 119),
                     (7479, 182, 146), (10472, 48, 11679)]  # fmt: skip
 
 
 def simt_loop_variants() -> dict[str, dict[str, int]]:
-    """The loop twin's steady loop with its copies before k-step 0 (as shipped), 1, 2, 3, 4
-    and 6, and with blocks on C's edge in a steady loop too (copies before k-step 0, 2, 3)."""
+    """The loop twin's steady loop with its copies before k-step 0, 2, 4 (BK / 4, the default
+    for the table's BK=16) and 8, and with BK 8 and 32 before k-step 0 and BK / 4."""
     from tunedgemm.families import simt
 
     steady = {**simt.LOOP_TWIN, "STEADY_LOOP": 1}
-    variants = {f"c{step}": {**steady, "COPY_STEP": step} for step in (0, 1, 2, 3, 4, 6)}
-    variants |= {f"e1,c{step}": {**steady, "EDGE_STEADY": 1, "COPY_STEP": step}
-                 for step in (0, 2, 3)}  # fmt: skip
+    variants = {f"c{step}": {**steady, "COPY_STEP": step} for step in (0, 2, 4, 8)}
+    variants |= {f"bk{bk},c{step}": {**steady, "BK": bk, "COPY_STEP": step}
+                 for bk in (8, 32) for step in (0, bk // 4)}  # fmt: skip
     return variants
 
 
@@ -434,7 +454,7 @@ def table_dmma_config(shape: tuple[int, int, int]) -> dict[str, int]:
 
 def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[Any],
                   base: Any, filename: str, family: str = "simt", dtype: str = "float32",
-                  outside: bool = False,
+                  outside: bool | str = False,
                   trans: tuple[bool, bool] = (False, False)) -> list[dict[str, Any]]:  # fmt: skip
     """Print and write (out/filename) variants_row for each shape; base(shape): the config."""
     from tunedgemm import cuda, reference
@@ -449,14 +469,14 @@ def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[A
     print(f"{'m x n x k':>18} " + " ".join(f"{names[x]:>{width[x]}} {'ratio':>6}" for x in names) +
           f" {'cuBLAS':>9}")  # fmt: skip
     from tunedgemm.compiler import precompile
-    from tunedgemm.families import FAMILIES
     from tunedgemm.params import KernelConfig
 
     # nvcc in parallel first (variants_row would compile them one at a time): aligned, as
     # problems.make(padded=True) lays the operands out.
     configs = {KernelConfig.make(family, {**base(shape), **changes})
                for shape in shapes for changes in variants.values()}  # fmt: skip
-    precompile([c for c in configs if outside or not FAMILIES[family].violations(c, dtype)],
+    checked = {c: _ruled_out(c, dtype, outside) for c in configs}
+    precompile([c for c, (ruled_out, anyway) in checked.items() if anyway or not ruled_out],
                dtype, *trans, True, jobs=os.cpu_count() or 8)  # fmt: skip
     rows = []
     for shape in shapes:
@@ -503,7 +523,7 @@ def main() -> int:
     parser.add_argument("--simt-steady", action="store_true",
                         help="table simt configs with and without the steady loop")  # fmt: skip
     parser.add_argument("--simt-loop", action="store_true",
-                        help="the steady loop's copy placement and edge blocks")  # fmt: skip
+                        help="where the steady loop issues its copies")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
@@ -556,7 +576,7 @@ def main() -> int:
         return 0
     if args.simt_loop:
         variants_main(Path(args.out), simt_loop_variants(), SIMT_LOOP_SHAPES,
-                      table_simt_config, "bench_simt_loop.json", outside=True)  # fmt: skip
+                      table_simt_config, "bench_simt_loop.json", outside=SWITCHES)  # fmt: skip
         return 0
     if args.dmma_advance:
         variants_main(Path(args.out), dmma_advance_variants(), DMMA_SHAPES, table_dmma_config,

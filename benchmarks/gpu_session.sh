@@ -355,8 +355,8 @@ PY
         # loop), then bench_kernels --simt-steady
         variant_step simt-steady tests/gpu/test_simt_steady_gpu.py ${SIMT_TEST_LIMIT:-300} \
             ${SIMT_LIMIT:-300} ;;
-    simt-loop)  # the steady loop's copy placement (COPY_STEP) and edge blocks (EDGE_STEADY):
-        # simt STEADY_LOOP's GPU test (bit-equal across them), then bench_kernels --simt-loop
+    simt-loop)  # where the steady loop issues its cp.async copies (COPY_STEP): simt
+        # STEADY_LOOP's GPU test (bit-equal across them), then bench_kernels --simt-loop
         variant_step simt-loop tests/gpu/test_simt_steady_gpu.py ${SIMT_TEST_LIMIT:-300} \
             ${SIMT_LIMIT:-300} ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the

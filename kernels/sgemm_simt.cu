@@ -36,8 +36,9 @@
 //    while the k-tile to load lies wholly inside k and the block's tile wholly inside m and n,
 //    a loop of its own whose copies have no tests and no branch between whole and edge
 //    copies, so that ptxas spreads them among the fmas (its register-staged loads are issued
-//    above the k-tile's barrier); then the general loop for the last loads and for blocks on
-//    C's edge. The same copies of the same values: the same bits;
+//    above the k-tile's barrier, its cp.async copies after COPY_STEP k-steps' fmas); then the
+//    general loop for the last loads and for blocks on C's edge. The same copies of the same
+//    values: the same bits;
 //  * register fragments double-buffered across the BK loop, fully unrolled; or, with
 //    ROLL_K=R, rolled into BK/R iterations of R unrolled k-steps, so that the loop body fits
 //    the instruction cache (BK=16, TM=16, TN=8 unrolled: ~37 KB of SASS per k-tile);
@@ -110,11 +111,14 @@
 #ifndef STEADY_LOOP
 #define STEADY_LOOP (ADVANCE && ALIGNED)   // 1: whole k-tiles in a loop of their own (0: one loop)
 #endif
-#ifndef EDGE_STEADY
-#define EDGE_STEADY 0  // 1: blocks on C's m / n edge run a steady loop too (edge sizes from registers)
-#endif
+// Issued right after the barrier, the steady loop's cp.async copies met the k-tile's first
+// shared loads in the shared-memory pipe: Nsight Compute saw the 4096^3 kernel's warps
+// throttled there at each k-tile's top (H200, 2026-11-28). After a quarter of the k-steps
+// the table's BK=16 configs ran 2.8-4.2% faster at the squares and near ties than right after
+// the barrier, and after one k-step up to 12% slower at some (bench_kernels --simt-loop, H200,
+// 2026-11-29 00:34 UTC); the default BK=8 config was fastest after two (00:28 UTC).
 #ifndef COPY_STEP
-#define COPY_STEP 0    // the steady loop's k-step before whose fmas its cp.async copies issue
+#define COPY_STEP (BK / 4)   // the steady loop's k-step before whose fmas its cp.async copies issue
 #endif
 // (the rolled BK loop issues them at the k-tile's top)
 #define STEADY_COPY_STEP (ROLL_K || COPY_STEP >= BK ? 0 : COPY_STEP)
@@ -151,10 +155,6 @@
 // through registers), and the barrier at each k-tile's top.
 #define STEADY (STEADY_LOOP && ADVANCE && ALIGNED && !EARLY_BARRIER && (!TRANS_A || A_REG) && \
                 (TRANS_B || B_REG))
-
-// The copies of one k-tile in the main loop: with tests (the general loop), or known wholly
-// inside k and the block's tile wholly inside m and n (the steady loop) or not (EDGE_STEADY).
-enum { GENERAL_COPIES, EDGE_COPIES, WHOLE_COPIES };
 
 static_assert(WTM * WTN == 32, "a warp tile must hold exactly 32 thread tiles");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are made of 4x4 sub-blocks");
@@ -302,9 +302,7 @@ struct XMajor {
         c.krem = kend - k0 - p;
         return c;
     }
-    // A k-tile whose copies lie wholly inside k and, unless SIZED, m / n: no tests; sizes
-    // constant, or (SIZED) the cursor's m / n-edge ones.
-    template <bool SIZED = false>
+    // A k-tile whose copies lie wholly inside m / n and k: constant sizes, no tests.
     __device__ static void load_whole(float* dst, Cursor& c, int tid)
     {
         float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
@@ -312,7 +310,7 @@ struct XMajor {
 #pragma unroll
         for (int r = 0; r < PER; ++r) {
             if (r > 0 && dp(r) != dp(r - 1)) src += c.rstep;
-            copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), SIZED ? c.size[r] : 4 * W);
+            copy(d + dp(r) * (BX + PAD) + dx(r), src + dx(r), 4 * W);
         }
         c.g += c.adv;
         c.krem -= BK;
@@ -436,9 +434,7 @@ struct KMajor {
         c.krem = kend - gp;
         return c;
     }
-    // A k-tile whose loads lie wholly inside k and, unless SIZED, m / n: no tests but
-    // (SIZED) the cursor's m / n-edge ones.
-    template <bool SIZED = false>
+    // A k-tile whose loads lie wholly inside m / n and k: no tests.
     __device__ static void load_regs_whole(float4 (&reg)[PER], Cursor& c)
     {
         const float* src = c.g;
@@ -450,10 +446,6 @@ struct KMajor {
             // (SASS, nvcc 13.0), where Nsight Compute saw the fmas around the stores wait on
             // them; a plain load may not cross the barrier, so the steady loop's, issued
             // above it, stay there and have the whole k-tile to land.
-            if (SIZED && !(c.in >> r & 1u)) {
-                reg[r] = make_float4(0.f, 0.f, 0.f, 0.f);
-                continue;
-            }
             asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                          : "=f"(reg[r].x), "=f"(reg[r].y), "=f"(reg[r].z), "=f"(reg[r].w)
                          : "l"(src));
@@ -652,25 +644,22 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // issue_tile for a k-tile known to lie wholly inside both operands, in two halves: the
     // loads into registers (they may go before the barrier: the registers were stored at the
     // end of the last k-tile) and the cp.async copies into slot s (after it: it frees s).
-    // SIZED (std::bool_constant): for a block on C's m / n edge, the sizes the cursors hold.
-    auto issue_whole_regs = [&](auto sized) {
+    auto issue_whole_regs = [&]() {
 #if TRANS_A
-        KMajor<BM, 4>::template load_regs_whole<decltype(sized)::value>(a_reg, a_cur);
+        KMajor<BM, 4>::load_regs_whole(a_reg, a_cur);
 #endif
 #if !TRANS_B
-        KMajor<BN, 4>::template load_regs_whole<decltype(sized)::value>(b_reg, b_cur);
+        KMajor<BN, 4>::load_regs_whole(b_reg, b_cur);
 #endif
-        (void)sized;
     };
-    auto issue_whole_async = [&](int s, auto sized) {
+    auto issue_whole_async = [&](int s) {
 #if !TRANS_A
-        XMajor<BM>::template load_whole<decltype(sized)::value>(As + s * A_STAGE, a_cur, tid);
+        XMajor<BM>::load_whole(As + s * A_STAGE, a_cur, tid);
 #endif
 #if TRANS_B
-        XMajor<BN>::template load_whole<decltype(sized)::value>(Bs + s * B_STAGE, b_cur, tid);
+        XMajor<BN>::load_whole(Bs + s * B_STAGE, b_cur, tid);
 #endif
         (void)s;
-        (void)sized;
     };
 #endif
     auto store_regs = [&](int s) {
@@ -768,23 +757,21 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #else
     int rs = 0;               // ring slot read this iteration (tile t)
     int ws = STAGES - 1;      // ring slot written this iteration (tile t + STAGES - 1)
-    // One k-tile: refill slot ws with k-tile t + STAGES - 1 (issue_whole_regs and
-    // issue_whole_async where that k-tile is known to lie wholly inside both operands: `whole`
-    // is std::true_type), then tile t's fmas. With the steady loop the body is a lambda that
-    // two loops call; without it, the one loop's own body, as before the steady loop: in a
-    // lambda, ptxas spilled 4 bytes of a 512-thread config at its 128-register cap
-    // (BM=128, BN=256, TT unaligned; nvcc 13.0).
+    // One k-tile: refill slot ws with k-tile t + STAGES - 1 (issue_whole_regs and, before
+    // k-step STEADY_COPY_STEP, issue_whole_async where that k-tile is known to lie wholly
+    // inside both operands: `whole` is std::true_type), then tile t's fmas. With the steady
+    // loop the body is a lambda that two loops call; without it, the one loop's own body, as
+    // before the steady loop: in a lambda, ptxas spilled 4 bytes of a 512-thread config at
+    // its 128-register cap (BM=128, BN=256, TT unaligned; nvcc 13.0).
 #if STEADY
-    auto tile_step = [&](int t, auto copies) {
-        constexpr bool WHOLE = decltype(copies)::value != GENERAL_COPIES;
-        const std::bool_constant<decltype(copies)::value == EDGE_COPIES> sized;
-        (void)sized;
+    auto tile_step = [&](int t, auto whole) {
+        constexpr bool WHOLE = decltype(whole)::value;
 #else
     for (int t = 0; t < nkt; ++t) {
         constexpr bool WHOLE = false;
 #endif
 #if STEADY
-        if constexpr (WHOLE) issue_whole_regs(sized);
+        if constexpr (WHOLE) issue_whole_regs();
 #endif
         // Tile t has landed for this thread; the barrier makes it visible to all and
         // guarantees everybody finished tile t-1, whose slot (ws) is refilled below.
@@ -794,7 +781,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         const bool more = WHOLE || t + STAGES - 1 < nkt;
         if constexpr (WHOLE) {
 #if STEADY && STEADY_COPY_STEP == 0
-            issue_whole_async(ws, sized);
+            issue_whole_async(ws);
             cp_async_commit();
 #endif
         } else {
@@ -850,7 +837,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #if STEADY && STEADY_COPY_STEP > 0
             if constexpr (WHOLE) {
                 if (kk == STEADY_COPY_STEP) {
-                    issue_whole_async(ws, sized);
+                    issue_whole_async(ws);
                     cp_async_commit();
                 }
             }
@@ -889,13 +876,11 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // have no tests; then the general one for the last STAGES - 1 tiles or so, and for blocks
     // on C's edge.
     int t = 0;
-    const int steady = min(nkt, k / BK - kt_begin) - (STAGES - 1);
     if (row0 + BM <= m && col0 + BN <= n) {
-        for (; t < steady; ++t) tile_step(t, std::integral_constant<int, WHOLE_COPIES>{});
-    } else if (EDGE_STEADY) {
-        for (; t < steady; ++t) tile_step(t, std::integral_constant<int, EDGE_COPIES>{});
+        const int steady = min(nkt, k / BK - kt_begin) - (STAGES - 1);
+        for (; t < steady; ++t) tile_step(t, std::true_type{});
     }
-    for (; t < nkt; ++t) tile_step(t, std::integral_constant<int, GENERAL_COPIES>{});
+    for (; t < nkt; ++t) tile_step(t, std::false_type{});
 #else
     }
 #endif

@@ -5,8 +5,8 @@ for the 4096^3 NN table config and the family default with the loop twin, in 2, 
 stages, under split-K 2 (k-slices that start past k-tile 0), with TN's operands through
 registers, and the 256 x 128 stream-K tile; all four transposes, aligned and not, beta 0
 and not, shapes with m, n and k edges; bit-equal to STEADY_LOOP=0, and to the steady loop with
-its copies later in the k-tile and C's edge blocks in it (the same values copied into the
-same shared slots, the same fmas in the same k order):
+its cp.async copies at the k-tile's top (the same values copied into the same shared slots,
+the same fmas in the same k order):
 
     TUNEDGEMM_TEST_PRECOMPILE=0 python -m pytest -q -m gpu tests/gpu/test_simt_steady_gpu.py
 """
@@ -30,10 +30,9 @@ CHANGES = {
 }  # fmt: skip
 
 
-# Each base also with the steady loop's development switches (kernels/sgemm_simt.cu): its
-# cp.async copies issued after k-step 2 (COPY_STEP) and blocks on C's edge in it
-# (EDGE_STEADY); the same copies of the same values, so the same bits.
-SWITCHES = {"COPY_STEP": 2, "EDGE_STEADY": 1}
+# Each base also with the steady loop's cp.async copies right after the barrier (COPY_STEP=0;
+# by default they wait for a quarter of the k-tile's fmas): the same copies, the same bits.
+SWITCHES = {"COPY_STEP": 0}
 
 
 def _pair(key: tuple[str, str]) -> list[dict[str, int]]:

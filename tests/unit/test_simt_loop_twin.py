@@ -173,3 +173,26 @@ def test_the_steady_loop_runs_where_both_operands_have_cursors(tmp_path):
         on = preprocessed(source, defines)
         off = preprocessed(source, {**defines, "STEADY_LOOP": 0})
         assert (on != off) == steady, (changes, ta, tb, aligned)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_the_steady_loop_issues_its_copies_after_a_quarter_of_the_k_tile(tmp_path):
+    """COPY_STEP defaults to BK / 4 (the k-step before whose fmas the steady loop's cp.async
+    copies issue): the loop twin's aligned NN text is that of COPY_STEP=BK/4 and not that of
+    COPY_STEP=0; with the BK loop rolled (ROLL_K) or without the steady loop (ADVANCE=0) the
+    copies stay at the k-tile's top whatever COPY_STEP says."""
+    source = tmp_path / "kernel.cu"
+    source.write_text(source_text(FAMILY.source))
+    default = FAMILY.default_config("float32").as_dict()
+    cases = [(simt.LOOP_TWIN, True), ({**simt.LOOP_TWIN, "ROLL_K": 2}, False),
+             ({"ADVANCE": 0}, False)]  # fmt: skip
+    for changes, moves in cases:
+        config = KernelConfig.make("simt", {**default, **changes})
+        defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": 0,
+                   "TRANS_B": 0, "ALIGNED": 1}  # fmt: skip
+        text = preprocessed(source, defines)
+        # (the default's text: the macro expands to BK's value over 4)
+        quarter = preprocessed(source, {**defines, "COPY_STEP": f"({config.as_dict()['BK']} / 4)"})
+        top = preprocessed(source, {**defines, "COPY_STEP": 0})
+        assert text == quarter, changes
+        assert (text != top) == moves, changes
