@@ -19,7 +19,7 @@ from simt_variants import SHAPES, allowed, assert_variants_agree, config, precom
 from tunedgemm.families import simt
 
 STREAM_K_TILE = {k: v for k, v in simt.STREAM_K_TILES[0].items() if k not in ("BK", "STAGES")}
-# Each (base, label): the changes to the base, run with STEADY_LOOP 0 and 1.
+# Each (base, label): the changes to the base, run with STEADY_LOOP 0 and 1 (and SWITCHES).
 CHANGES = {
     ("tuned", "2 stages"): {**simt.LOOP_TWIN},
     ("tuned", "4 stages"): {**simt.LOOP_TWIN, "STAGES": 4},
@@ -35,7 +35,7 @@ CHANGES = {
 SWITCHES = {"COPY_STEP": 0}
 
 
-def _pair(key: tuple[str, str]) -> list[dict[str, int]]:
+def _variants(key: tuple[str, str]) -> list[dict[str, int]]:
     return [*({**CHANGES[key], "STEADY_LOOP": s} for s in (0, 1)),
             {**CHANGES[key], "STEADY_LOOP": 1, **SWITCHES}]  # fmt: skip
 
@@ -45,7 +45,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module", autouse=True)
 def _compiled() -> None:
-    precompile(config(key[0], v) for key in CHANGES for v in _pair(key))
+    precompile(config(key[0], v) for key in CHANGES for v in _variants(key))
 
 
 def test_every_base_is_a_config_the_family_allows():
@@ -57,4 +57,4 @@ def test_every_base_is_a_config_the_family_allows():
 @pytest.mark.parametrize("key", sorted(CHANGES))
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_the_steady_loop_is_accurate_and_bit_equal_to_one_loop(key, m, n, k):
-    assert_variants_agree(key[0], _pair(key), m, n, k)
+    assert_variants_agree(key[0], _variants(key), m, n, k)
