@@ -22,8 +22,8 @@
 # the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
-# bench_kernels --simt-steady), simt-loop (the same test, then bench_kernels --simt-loop), same-bits (same_bits.py against the kernels
-# in .device/base-kernels), dmma-large
+# bench_kernels --simt-steady), simt-loop (the same test, then bench_kernels --simt-loop),
+# same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
 # whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
 # and keeps at the DGEMM squares, probe_dgemm_squares.py), retune (the tuner regenerates the
