@@ -37,7 +37,10 @@ branch-free loop of their own), into bench_dmma_steady.json; --simt-steady the s
 the table picks for own kernels at float32 squares and near ties, with its loop twin, with
 and without STEADY_LOOP (the same for simt), into bench_simt_steady.json; --simt-loop the
 same configs' steady loop with its cp.async copies after each of several k-steps
-(COPY_STEP), also at BK 8 and 32, at those shapes and skinny ones, into bench_simt_loop.json.
+(COPY_STEP), also at BK 8 and 32, at those shapes and skinny ones, into bench_simt_loop.json;
+--simt-shift the table's simt configs with and without SHIFT_EDGE (blocks on C's last, partial
+row or column of tiles moved back to end at m or n, into the steady loop) at shapes with
+edges, into bench_simt_shift.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -404,6 +407,48 @@ def simt_loop_variants() -> dict[str, dict[str, int]]:
     return variants
 
 
+# simt's SHIFT_EDGE (blocks on C's last, partial row or column of tiles moved back to end at m
+# or n, into the steady loop): float32 NN shapes where bench_tuning's own kernels lost to
+# cuBLAS on the H200 (2026-11-29 00:47 UTC, 0.85-0.97x), skinny ones, and shapes with no edge
+# (4096^3, 8192x8192x512: the same kernel but for the epilogue's tests) or none that shifts
+# (942 and 313 rows: m % 4 != 0).
+SIMT_SHIFT_SHAPES = [(100, 4040, 13655), (157, 2337, 13040), (399, 1389, 7702),
+                     (942, 2769, 1402), (809, 9893, 246), (10620, 236, 656), (9284, 223, 171),
+                     (5144, 257, 2391), (3800, 2466, 288), (183, 1144, 6161), (199, 2809, 136),
+                     (7479, 182, 146), (10472, 48, 11679), (1000, 1000, 1000),
+                     (4096, 4096, 4096), (8192, 8192, 512)]  # fmt: skip
+
+
+# Where autotuning (bench_tuning's refine, 00:47 UTC) kept another own config than the table's
+# pick at those shapes, that config too (the public call ran it), into
+# bench_simt_shift_refined.json.
+SIMT_SHIFT_REFINED = {
+    (100, 4040, 13655): "BM=128,BN=64,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,GROUP_M=8,MIN_BLOCKS=2,"
+                        "SPLIT_K=4",
+    (157, 2337, 13040): "BM=32,BN=128,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,GROUP_M=8,MIN_BLOCKS=4,"
+                        "SPLIT_K=16",
+    (399, 1389, 7702): "BM=64,BN=128,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=4,GROUP_M=1,MIN_BLOCKS=1,"
+                       "SPLIT_K=8",
+    (313, 10706, 10638): "BM=64,BN=128,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,GROUP_M=16,"
+                         "MIN_BLOCKS=1,STREAM_K=2",
+}  # fmt: skip
+
+
+def simt_refined_config(shape: tuple[int, int, int]) -> dict[str, int]:
+    """The table's simt config at the shape with SIMT_SHIFT_REFINED's tiling over it, and its
+    loop (ADVANCE=1, FMA_ORDER=1, as all of them)."""
+    changes = (kv.split("=") for kv in SIMT_SHIFT_REFINED[shape].split(","))
+    return table_simt_config(shape) | {key: int(value) for key, value in changes} | \
+        {"ADVANCE": 1, "FMA_ORDER": 1}
+
+
+def simt_shift_variants() -> dict[str, dict[str, int]]:
+    """The table's config with SHIFT_EDGE and CLAMP_EDGE (the defaults), with neither, and with
+    the shift alone."""
+    return {"edges": {}, "neither": {"SHIFT_EDGE": 0, "CLAMP_EDGE": 0},
+            "shift": {"CLAMP_EDGE": 0}}  # fmt: skip
+
+
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int],
                      trans: tuple[bool, bool] = (False, False)) -> dict[str, int]:  # fmt: skip
     """The config of `family` the table picks for own kernels at this shape (NN unless
@@ -524,6 +569,8 @@ def main() -> int:
                         help="table simt configs with and without the steady loop")  # fmt: skip
     parser.add_argument("--simt-loop", action="store_true",
                         help="where the steady loop issues its copies")  # fmt: skip
+    parser.add_argument("--simt-shift", action="store_true",
+                        help="edge blocks moved back into C (SHIFT_EDGE) or not")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
@@ -577,6 +624,13 @@ def main() -> int:
     if args.simt_loop:
         variants_main(Path(args.out), simt_loop_variants(), SIMT_LOOP_SHAPES,
                       table_simt_config, "bench_simt_loop.json", outside=SWITCHES)  # fmt: skip
+        return 0
+    if args.simt_shift:
+        variants_main(Path(args.out), simt_shift_variants(), SIMT_SHIFT_SHAPES,
+                      table_simt_config, "bench_simt_shift.json", outside=SWITCHES)  # fmt: skip
+        variants_main(Path(args.out), simt_shift_variants(), list(SIMT_SHIFT_REFINED),
+                      simt_refined_config, "bench_simt_shift_refined.json",
+                      outside=SWITCHES)  # fmt: skip
         return 0
     if args.dmma_advance:
         variants_main(Path(args.out), dmma_advance_variants(), DMMA_SHAPES, table_dmma_config,

@@ -122,6 +122,26 @@
 #endif
 // (the rolled BK loop issues them at the k-tile's top)
 #define STEADY_COPY_STEP (ROLL_K || COPY_STEP >= BK ? 0 : COPY_STEP)
+// SHIFT_EDGE=1: a block on C's last, partial row (column) of tiles moves its tile back to end
+// at m (n), so that it lies wholly inside C and runs the steady loop, and stores only the rows
+// (columns) past the block before it. Each element is the same fmas in the same k order
+// wherever it sits in a tile: the same bits. Where the 16-byte copies and stores stay aligned
+// (m % 4 == 0; n % 4 == 0 for B along n), for m >= BM (n >= BN), and not under stream-K (its
+// fixup maps workspace slots to tiles unshifted).
+#ifndef SHIFT_EDGE
+#define SHIFT_EDGE 1
+#endif
+// CLAMP_EDGE=1: an operand copied along m (n) needs no shift: in a block on C's edge, a thread
+// whose rows (columns) lie past m (n) copies the tile's first vector instead, and one whose
+// vector straddles m (n) copies it whole, up to 3 elements past the column's end (inside
+// ld, a multiple of 4 when aligned; the steady loop then leaves out the k-tile holding the
+// last column, whose end may be the operand's). Those rows of the tile hold other values than
+// zeros, and only rows and columns of C that are never stored depend on them. Blocks below
+// one tile of m (n), or at odd m (n), then run the steady loop too; the k-major operands
+// still shift (SHIFT_EDGE).
+#ifndef CLAMP_EDGE
+#define CLAMP_EDGE 1
+#endif
 // ptxas schedules the unrolled loop by the registers it may use: given all 255 of
 // __launch_bounds__(256, 1), the EARLY_BARRIER loop bunched its shared loads (four LDS.128
 // back to back, four cycles apart) instead of spreading them among the fmas; at 228 it
@@ -155,6 +175,8 @@
 // through registers), and the barrier at each k-tile's top.
 #define STEADY (STEADY_LOOP && ADVANCE && ALIGNED && !EARLY_BARRIER && (!TRANS_A || A_REG) && \
                 (TRANS_B || B_REG))
+#define SHIFTS (STEADY && SHIFT_EDGE && !STREAM_K)
+#define CLAMPS (STEADY && CLAMP_EDGE)
 
 static_assert(WTM * WTN == 32, "a warp tile must hold exactly 32 thread tiles");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are made of 4x4 sub-blocks");
@@ -290,7 +312,11 @@ struct XMajor {
     {
         Cursor c;
         const int p = p0(tid), x = xbase + x0(tid);
+#if CLAMPS   // (WIDE: this thread's vectors all lie at x)
+        c.g = G + ((long long)(k0 + p) * ld + (WIDE && x >= ext ? xbase : x));
+#else
         c.g = G + ((long long)(k0 + p) * ld + x);
+#endif
         c.rstep = (long long)DSTEP * ld;
         c.adv = (long long)BK * ld;
 #pragma unroll
@@ -552,8 +578,19 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     const int group_rows = min(grid_m - first_m, GROUP_M);
     const int pid_m = first_m + (pid % per_group) % group_rows;
     const int pid_n = (pid % per_group) / group_rows;
+#if SHIFTS
+    // The rows and columns this block stores start at row_first and col_first; its tile at
+    // row0 and col0 (SHIFT_EDGE).
+    const int row_first = pid_m * BM, col_first = pid_n * BN;
+    // (with CLAMPS only the k-major operands' tiles shift)
+    constexpr bool SHIFT_M = !CLAMPS || TRANS_A, SHIFT_N = !CLAMPS || !TRANS_B;
+    const int row0 = SHIFT_M && row_first + BM > m && m >= BM && m % 4 == 0 ? m - BM : row_first;
+    const int col0 = SHIFT_N && col_first + BN > n && n >= BN && (!TRANS_B || n % 4 == 0) ? n - BN
+                                                                                       : col_first;
+#else
     const int row0 = pid_m * BM;
     const int col0 = pid_n * BN;
+#endif
 
     // k-tiles of this block (a contiguous range per k-slice when SPLIT_K > 1).
 #if STREAM_K
@@ -569,7 +606,11 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     const int kt_begin = blockIdx.z * per_slice;
     const int nkt = min(ktiles - kt_begin, per_slice);
     if (nkt <= 0) {   // an empty slice: zeros for splitk_reduce to add
+#if SHIFTS
+        zero_slice_tile(C, ldc, m, n, row_first, col_first, BM, BN, THREADS);
+#else
         zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
+#endif
         return;
     }
 #else
@@ -876,10 +917,23 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // have no tests; then the general one for the last STAGES - 1 tiles or so, and for blocks
     // on C's edge.
     int t = 0;
+#if CLAMPS
+    // An operand along m (n) copied by whole k-rows a thread (WIDE) clamps its copies at C's
+    // edge; a k-major one's tile must lie inside (shifted there where it may).
+    const bool a_in = (!TRANS_A && XMajor<BM>::WIDE) || row0 + BM <= m;
+    const bool b_in = (TRANS_B && XMajor<BN>::WIDE) || col0 + BN <= n;
+    const int straddles = (!TRANS_A && row0 + BM > m && m % 4 != 0) ||
+                          (TRANS_B && col0 + BN > n && n % 4 != 0);
+    if (a_in && b_in) {
+        const int steady = min(nkt, (k - straddles) / BK - kt_begin) - (STAGES - 1);
+        for (; t < steady; ++t) tile_step(t, std::true_type{});
+    }
+#else
     if (row0 + BM <= m && col0 + BN <= n) {
         const int steady = min(nkt, k / BK - kt_begin) - (STAGES - 1);
         for (; t < steady; ++t) tile_step(t, std::true_type{});
     }
+#endif
     for (; t < nkt; ++t) tile_step(t, std::false_type{});
 #else
     }
@@ -903,11 +957,17 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         for (int cb = 0; cb < 4; ++cb) {
             const int gj = col0 + wn * WN + u * 4 * WTN + ln * 4 + cb;
             if (gj >= n) continue;
+#if SHIFTS
+            if (gj < col_first) continue;
+#endif
             REAL* ccol = C + (size_t)gj * ldc;
 #pragma unroll
             for (int v = 0; v < TM / 4; ++v) {
                 const int gi = row0 + wm * WM + v * 4 * WTM + lm * 4;
                 const int c = u * 4 + cb;
+#if SHIFTS   // (gi and row_first are multiples of 4: the four rows are all stored or none)
+                if (gi < row_first) continue;
+#endif
 #if ALIGNED   // (the split-K workspace is 16-byte aligned too)
                 if (gi + 3 < m) {
                     store4(ccol + gi, make_float4(acc[v * 4 + 0][c], acc[v * 4 + 1][c],
