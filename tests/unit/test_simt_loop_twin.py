@@ -196,3 +196,24 @@ def test_the_steady_loop_issues_its_copies_after_a_quarter_of_the_k_tile(tmp_pat
         top = preprocessed(source, {**defines, "COPY_STEP": 0})
         assert text == quarter, changes
         assert (text != top) == moves, changes
+
+
+def test_edge_blocks_join_the_steady_loop_only_where_it_runs(tmp_path):
+    """SHIFT_EDGE and CLAMP_EDGE (blocks on C's edge in the steady loop) default to on: the loop
+    twin's aligned text, in every transpose, is that of both set to 1 and not that of both 0;
+    without the steady loop (ADVANCE=0, or unaligned operands) the text is the same either
+    way, and so is the kernel those builds ran before."""
+    source = tmp_path / "kernel.cu"
+    source.write_text(source_text(FAMILY.source))
+    default = FAMILY.default_config("float32").as_dict()
+    cases = [(simt.LOOP_TWIN, trans, 1, True) for trans in ((0, 0), (0, 1), (1, 1))]
+    cases += [({"ADVANCE": 0}, (0, 0), 1, False), (simt.LOOP_TWIN, (0, 0), 0, False)]
+    for changes, (ta, tb), aligned, moves in cases:
+        config = KernelConfig.make("simt", {**default, **changes})
+        defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
+                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
+        text = preprocessed(source, defines)
+        on = preprocessed(source, {**defines, "SHIFT_EDGE": 1, "CLAMP_EDGE": 1})
+        off = preprocessed(source, {**defines, "SHIFT_EDGE": 0, "CLAMP_EDGE": 0})
+        assert text == on, (changes, ta, tb, aligned)
+        assert (text != off) == moves, (changes, ta, tb, aligned)
