@@ -38,9 +38,10 @@ the table picks for own kernels at float32 squares and near ties, with its loop 
 and without STEADY_LOOP (the same for simt), into bench_simt_steady.json; --simt-loop the
 same configs' steady loop with its cp.async copies after each of several k-steps
 (COPY_STEP), also at BK 8 and 32, at those shapes and skinny ones, into bench_simt_loop.json;
---simt-shift the table's simt configs with and without SHIFT_EDGE (blocks on C's last, partial
-row or column of tiles moved back to end at m or n, into the steady loop) at shapes with
-edges, into bench_simt_shift.json.
+--simt-shift the table's simt configs with blocks on C's edge in the steady loop (SHIFT_EDGE
+and CLAMP_EDGE), without, and with the shift alone, at shapes with edges, into
+bench_simt_shift.json, and autotuning's configs at four of them into
+bench_simt_shift_refined.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -407,11 +408,11 @@ def simt_loop_variants() -> dict[str, dict[str, int]]:
     return variants
 
 
-# simt's SHIFT_EDGE (blocks on C's last, partial row or column of tiles moved back to end at m
-# or n, into the steady loop): float32 NN shapes where bench_tuning's own kernels lost to
-# cuBLAS on the H200 (2026-11-29 00:47 UTC, 0.85-0.97x), skinny ones, and shapes with no edge
-# (4096^3, 8192x8192x512: the same kernel but for the epilogue's tests) or none that shifts
-# (942 and 313 rows: m % 4 != 0).
+# simt's blocks on C's edge in the steady loop (SHIFT_EDGE: the last, partial row or column of
+# tiles moved back to end at m or n; CLAMP_EDGE: copies along m or n past the edge clamped):
+# float32 NN shapes where bench_tuning's own kernels lost to cuBLAS on the H200 (2026-11-29
+# 00:47 UTC, 0.85-0.97x), skinny ones, and shapes with no edge (4096^3, 8192x8192x512: the
+# same loop, the edge code around it).
 SIMT_SHIFT_SHAPES = [(100, 4040, 13655), (157, 2337, 13040), (399, 1389, 7702),
                      (942, 2769, 1402), (809, 9893, 246), (10620, 236, 656), (9284, 223, 171),
                      (5144, 257, 2391), (3800, 2466, 288), (183, 1144, 6161), (199, 2809, 136),
@@ -570,7 +571,7 @@ def main() -> int:
     parser.add_argument("--simt-loop", action="store_true",
                         help="where the steady loop issues its copies")  # fmt: skip
     parser.add_argument("--simt-shift", action="store_true",
-                        help="edge blocks moved back into C (SHIFT_EDGE) or not")  # fmt: skip
+                        help="edge blocks in the steady loop or not")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",

@@ -23,7 +23,8 @@
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
 # bench_kernels --simt-steady), simt-loop (the same test, then bench_kernels --simt-loop),
-# simt-shift (simt SHIFT_EDGE's GPU test, then bench_kernels --simt-shift),
+# simt-shift (simt's edge blocks in the steady loop: their GPU test, then bench_kernels
+# --simt-shift),
 # same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
 # whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
@@ -363,8 +364,8 @@ PY
         # STEADY_LOOP's GPU test (bit-equal across them), then bench_kernels --simt-loop
         variant_step simt-loop tests/gpu/test_simt_steady_gpu.py ${SIMT_TEST_LIMIT:-300} \
             ${SIMT_LIMIT:-300} ;;
-    simt-shift)  # simt's edge blocks moved back into C (SHIFT_EDGE): its GPU test (bit-equal
-        # to unshifted), then bench_kernels --simt-shift
+    simt-shift)  # simt's edge blocks in the steady loop (SHIFT_EDGE, CLAMP_EDGE): their GPU
+        # test (bit-equal with both off), then bench_kernels --simt-shift
         variant_step simt-shift tests/gpu/test_simt_shift_gpu.py ${SIMT_TEST_LIMIT:-300} \
             ${SIMT_LIMIT:-300} ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the

@@ -38,8 +38,8 @@ CHANGES = {
     ("default", "64 x 128, split-K 8"): {**simt.LOOP_TWIN, **SKINNY},
     ("tuned", "stream-K"): {**simt.STREAM_K_CHANGES, **STREAM_K_TILE},
 }  # fmt: skip
-# m, n: multiples of 4 past a tile (both shift), odd (a k-major B's columns shift only), below
-# one tile (nothing shifts); k: one k-tile, a k-tail, more k-slices than k-tiles.
+# m, n: multiples of 4 past a tile, odd, below one tile; k: one k-tile, a k-tail, a multiple of
+# BK (the straddling copies leave out the last k-tile), more k-slices than k-tiles.
 SHAPES = [(300, 260, 16), (644, 392, 333), (100, 4040, 1000), (777, 333, 555), (257, 129, 17),
           (1000, 1000, 100), (60, 70, 2000), (516, 132, 4099), (313, 250, 512), (61, 130, 64),
           (2, 3, 96)]  # fmt: skip
@@ -66,5 +66,5 @@ def test_every_base_is_a_config_the_family_allows():
 
 @pytest.mark.parametrize("key", sorted(CHANGES))
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_shifted_edge_tiles_are_accurate_and_bit_equal_to_unshifted(key, m, n, k):
+def test_edge_blocks_in_the_steady_loop_are_accurate_and_bit_equal(key, m, n, k):
     assert_variants_agree(key[0], _variants(key), m, n, k)

@@ -200,9 +200,9 @@ def test_the_steady_loop_issues_its_copies_after_a_quarter_of_the_k_tile(tmp_pat
 
 def test_edge_blocks_join_the_steady_loop_only_where_it_runs(tmp_path):
     """SHIFT_EDGE and CLAMP_EDGE (blocks on C's edge in the steady loop) default to on: the loop
-    twin's aligned text, in every transpose, is that of both set to 1 and not that of both 0;
+    twin's aligned text, in NN, NT and TT, is that of both set to 1 and not that of both 0;
     without the steady loop (ADVANCE=0, or unaligned operands) the text is the same either
-    way, and so is the kernel those builds ran before."""
+    way."""
     source = tmp_path / "kernel.cu"
     source.write_text(source_text(FAMILY.source))
     default = FAMILY.default_config("float32").as_dict()
