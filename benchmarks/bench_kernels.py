@@ -424,23 +424,21 @@ SIMT_SHIFT_SHAPES = [(100, 4040, 13655), (157, 2337, 13040), (399, 1389, 7702),
 # pick at those shapes, that config too (the public call ran it), into
 # bench_simt_shift_refined.json.
 SIMT_SHIFT_REFINED = {
-    (100, 4040, 13655): "BM=128,BN=64,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,GROUP_M=8,MIN_BLOCKS=2,"
-                        "SPLIT_K=4",
-    (157, 2337, 13040): "BM=32,BN=128,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,GROUP_M=8,MIN_BLOCKS=4,"
-                        "SPLIT_K=16",
-    (399, 1389, 7702): "BM=64,BN=128,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=4,GROUP_M=1,MIN_BLOCKS=1,"
-                       "SPLIT_K=8",
-    (313, 10706, 10638): "BM=64,BN=128,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,GROUP_M=16,"
-                         "MIN_BLOCKS=1,STREAM_K=2",
+    (100, 4040, 13655): {"BM": 128, "BN": 64, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8,
+                         "STAGES": 3, "GROUP_M": 8, "MIN_BLOCKS": 2, "SPLIT_K": 4},
+    (157, 2337, 13040): {"BM": 32, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8,
+                         "STAGES": 3, "GROUP_M": 8, "MIN_BLOCKS": 4, "SPLIT_K": 16},
+    (399, 1389, 7702): {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8,
+                        "STAGES": 4, "GROUP_M": 1, "MIN_BLOCKS": 1, "SPLIT_K": 8},
+    (313, 10706, 10638): {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8,
+                          "STAGES": 3, "GROUP_M": 16, "MIN_BLOCKS": 1, "STREAM_K": 2},
 }  # fmt: skip
 
 
 def simt_refined_config(shape: tuple[int, int, int]) -> dict[str, int]:
     """The table's simt config at the shape with SIMT_SHIFT_REFINED's tiling over it, and its
     loop (ADVANCE=1, FMA_ORDER=1, as all of them)."""
-    changes = (kv.split("=") for kv in SIMT_SHIFT_REFINED[shape].split(","))
-    return table_simt_config(shape) | {key: int(value) for key, value in changes} | \
-        {"ADVANCE": 1, "FMA_ORDER": 1}
+    return {**table_simt_config(shape), **SIMT_SHIFT_REFINED[shape], "ADVANCE": 1, "FMA_ORDER": 1}
 
 
 def simt_shift_variants() -> dict[str, dict[str, int]]:

@@ -37,8 +37,8 @@
 //    a loop of its own whose copies have no tests and no branch between whole and edge
 //    copies, so that ptxas spreads them among the fmas (its register-staged loads are issued
 //    above the k-tile's barrier, its cp.async copies after COPY_STEP k-steps' fmas); then the
-//    general loop for the last loads and for blocks on C's edge. The same copies of the same
-//    values: the same bits;
+//    general loop for the last loads, and for the blocks on C's edge that neither SHIFT_EDGE
+//    nor CLAMP_EDGE brings inside. The same copies of the same values: the same bits;
 //  * register fragments double-buffered across the BK loop, fully unrolled; or, with
 //    ROLL_K=R, rolled into BK/R iterations of R unrolled k-steps, so that the loop body fits
 //    the instruction cache (BK=16, TM=16, TN=8 unrolled: ~37 KB of SASS per k-tile);
@@ -913,9 +913,9 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #if STEADY
     };
     // Steady state: while the k-tile to load (t + STAGES - 1) lies wholly inside k and in this
-    // block's range, for blocks whose tile lies wholly inside m and n, a loop whose copies
-    // have no tests; then the general one for the last STAGES - 1 tiles or so, and for blocks
-    // on C's edge.
+    // block's range, for blocks whose copies need no m / n tests (the tile inside m and n,
+    // shifted there or clamped), a loop whose copies have no tests; then the general one for
+    // the last STAGES - 1 tiles or so, and for the other blocks on C's edge.
     int t = 0;
 #if CLAMPS
     // An operand along m (n) copied by whole k-rows a thread (WIDE) clamps its copies at C's

@@ -5,6 +5,7 @@ candidate's twin beside it."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 from helpers import assert_no_spills, compile_report, preprocessed, shipped_configs
@@ -153,23 +154,35 @@ def test_every_shipped_config_is_as_its_entrys_layout_compiles_it():
                     assert as_compiled == config, (key, config)
 
 
+def _kernel_source(tmp_path) -> Path:
+    """simt's template, its includes inlined, as a file nvcc -E can read."""
+    source = tmp_path / "kernel.cu"
+    source.write_text(source_text(FAMILY.source))
+    return source
+
+
+def _layout_defines(changes: dict, ta: int, tb: int, aligned: int) -> tuple[KernelConfig, dict]:
+    """The family default with `changes`, and the defines its kernel for this layout is built
+    with."""
+    config = KernelConfig.make("simt", {**FAMILY.default_config("float32").as_dict(), **changes})
+    defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta, "TRANS_B": tb,
+               "ALIGNED": aligned}  # fmt: skip
+    return config, defines
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_the_steady_loop_runs_where_both_operands_have_cursors(tmp_path):
     """STEADY_LOOP defaults to ADVANCE and ALIGNED, and needs a cursor on both operands: the
     loop twin's aligned NN, NT and TT kernels differ from their text with the loop off, and
     TN's does with both operands through registers only; unaligned, and without the cursors
     (ADVANCE=0), the text is the same."""
-    source = tmp_path / "kernel.cu"
-    source.write_text(source_text(FAMILY.source))
-    default = FAMILY.default_config("float32").as_dict()
+    source = _kernel_source(tmp_path)
     (tn_twin,) = simt.LAYOUT_TWINS[(True, False)]
     cases = [(simt.LOOP_TWIN, ta, tb, aligned, aligned and (ta, tb) != (1, 0))
              for ta, tb in ((0, 0), (0, 1), (1, 1), (1, 0)) for aligned in (0, 1)]
     cases += [(tn_twin, 1, 0, 1, True), ({"ADVANCE": 0}, 0, 0, 1, False)]
     for changes, ta, tb, aligned, steady in cases:
-        config = KernelConfig.make("simt", {**default, **changes})
-        defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
-                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
+        _, defines = _layout_defines(changes, ta, tb, aligned)
         on = preprocessed(source, defines)
         off = preprocessed(source, {**defines, "STEADY_LOOP": 0})
         assert (on != off) == steady, (changes, ta, tb, aligned)
@@ -181,15 +194,11 @@ def test_the_steady_loop_issues_its_copies_after_a_quarter_of_the_k_tile(tmp_pat
     copies issue): the loop twin's aligned NN text is that of COPY_STEP=BK/4 and not that of
     COPY_STEP=0; with the BK loop rolled (ROLL_K) or without the steady loop (ADVANCE=0) the
     copies stay at the k-tile's top whatever COPY_STEP says."""
-    source = tmp_path / "kernel.cu"
-    source.write_text(source_text(FAMILY.source))
-    default = FAMILY.default_config("float32").as_dict()
+    source = _kernel_source(tmp_path)
     cases = [(simt.LOOP_TWIN, True), ({**simt.LOOP_TWIN, "ROLL_K": 2}, False),
              ({"ADVANCE": 0}, False)]  # fmt: skip
     for changes, moves in cases:
-        config = KernelConfig.make("simt", {**default, **changes})
-        defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": 0,
-                   "TRANS_B": 0, "ALIGNED": 1}  # fmt: skip
+        config, defines = _layout_defines(changes, 0, 0, 1)
         text = preprocessed(source, defines)
         # (the default's text: the macro expands to BK's value over 4)
         quarter = preprocessed(source, {**defines, "COPY_STEP": f"({config.as_dict()['BK']} / 4)"})
@@ -198,20 +207,17 @@ def test_the_steady_loop_issues_its_copies_after_a_quarter_of_the_k_tile(tmp_pat
         assert (text != top) == moves, changes
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_edge_blocks_join_the_steady_loop_only_where_it_runs(tmp_path):
     """SHIFT_EDGE and CLAMP_EDGE (blocks on C's edge in the steady loop) default to on: the loop
     twin's aligned text, in NN, NT and TT, is that of both set to 1 and not that of both 0;
     without the steady loop (ADVANCE=0, or unaligned operands) the text is the same either
     way."""
-    source = tmp_path / "kernel.cu"
-    source.write_text(source_text(FAMILY.source))
-    default = FAMILY.default_config("float32").as_dict()
+    source = _kernel_source(tmp_path)
     cases = [(simt.LOOP_TWIN, trans, 1, True) for trans in ((0, 0), (0, 1), (1, 1))]
     cases += [({"ADVANCE": 0}, (0, 0), 1, False), (simt.LOOP_TWIN, (0, 0), 0, False)]
     for changes, (ta, tb), aligned, moves in cases:
-        config = KernelConfig.make("simt", {**default, **changes})
-        defines = {**FAMILY.defines(config, "float32"), "DTYPE": 0, "TRANS_A": ta,
-                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
+        _, defines = _layout_defines(changes, ta, tb, aligned)
         text = preprocessed(source, defines)
         on = preprocessed(source, {**defines, "SHIFT_EDGE": 1, "CLAMP_EDGE": 1})
         off = preprocessed(source, {**defines, "SHIFT_EDGE": 0, "CLAMP_EDGE": 0})
