@@ -41,7 +41,8 @@ same configs' steady loop with its cp.async copies after each of several k-steps
 --simt-shift the table's simt configs with blocks on C's edge in the steady loop (SHIFT_EDGE
 and CLAMP_EDGE), without, and with the shift alone, at shapes with edges, into
 bench_simt_shift.json, and autotuning's configs at four of them into
-bench_simt_shift_refined.json.
+bench_simt_shift_refined.json; --dmma-shift the same switches in the table's dmma configs
+with the cursors (ADVANCE=1), at float64 shapes with edges, into bench_dmma_shift.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -443,9 +444,25 @@ def simt_refined_config(shape: tuple[int, int, int]) -> dict[str, int]:
 
 def simt_shift_variants() -> dict[str, dict[str, int]]:
     """The table's config with SHIFT_EDGE and CLAMP_EDGE (the defaults), with neither, and with
-    the shift alone."""
+    the shift alone (simt's and dmma's switches alike)."""
     return {"edges": {}, "neither": {"SHIFT_EDGE": 0, "CLAMP_EDGE": 0},
             "shift": {"CLAMP_EDGE": 0}}  # fmt: skip
+
+
+# dmma's blocks on C's edge in the steady loop (the same switches in kernels/dgemm_mma.cu):
+# float64 NN shapes where bench_tuning's own kernels lost to cuBLAS or came closest on the H200
+# (2026-11-28/29, 0.85-0.98x), skinny ones with long k, and shapes with no edge (4096^3,
+# 8192x8192x512).
+DMMA_SHIFT_SHAPES = [(998, 911, 12892), (342, 8090, 2562), (52, 6397, 1668), (1389, 202, 1663),
+                     (1626, 342, 9572), (1952, 307, 6314), (8016, 268, 3704),
+                     (4626, 3526, 3259), (1134, 2542, 145), (10474, 159, 1084),
+                     (1000, 1000, 1000), (4096, 4096, 4096), (8192, 8192, 512)]  # fmt: skip
+
+
+def table_dmma_steady_config(shape: tuple[int, int, int]) -> dict[str, int]:
+    """The table's dmma config at this float64 NN shape with the cursors (ADVANCE=1, the twin
+    autotuning times beside it), whose aligned kernel runs the steady loop."""
+    return {**table_dmma_config(shape), "ADVANCE": 1}
 
 
 def table_own_config(family: str, dtype: str, shape: tuple[int, int, int],
@@ -570,6 +587,8 @@ def main() -> int:
                         help="where the steady loop issues its copies")  # fmt: skip
     parser.add_argument("--simt-shift", action="store_true",
                         help="edge blocks in the steady loop or not")  # fmt: skip
+    parser.add_argument("--dmma-shift", action="store_true",
+                        help="dmma edge blocks in the steady loop or not")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
@@ -629,6 +648,11 @@ def main() -> int:
                       table_simt_config, "bench_simt_shift.json", outside=SWITCHES)  # fmt: skip
         variants_main(Path(args.out), simt_shift_variants(), list(SIMT_SHIFT_REFINED),
                       simt_refined_config, "bench_simt_shift_refined.json",
+                      outside=SWITCHES)  # fmt: skip
+        return 0
+    if args.dmma_shift:
+        variants_main(Path(args.out), simt_shift_variants(), DMMA_SHIFT_SHAPES,
+                      table_dmma_steady_config, "bench_dmma_shift.json", "dmma", "float64",
                       outside=SWITCHES)  # fmt: skip
         return 0
     if args.dmma_advance:

@@ -24,7 +24,7 @@
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
 # bench_kernels --simt-steady), simt-loop (the same test, then bench_kernels --simt-loop),
 # simt-shift (simt's edge blocks in the steady loop: their GPU test, then bench_kernels
-# --simt-shift),
+# --simt-shift), dmma-shift (the same for dmma),
 # same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
 # whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
@@ -368,6 +368,10 @@ PY
         # test (bit-equal with both off), then bench_kernels --simt-shift
         variant_step simt-shift tests/gpu/test_simt_shift_gpu.py ${SIMT_TEST_LIMIT:-300} \
             ${SIMT_LIMIT:-300} ;;
+    dmma-shift)  # dmma's edge blocks in the steady loop (SHIFT_EDGE, CLAMP_EDGE): their GPU
+        # test (bit-equal with both off), then bench_kernels --dmma-shift
+        variant_step dmma-shift tests/gpu/test_dmma_shift_gpu.py ${DMMA_TEST_LIMIT:-300} \
+            ${DMMA_LIMIT:-300} ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
         # device machine has no git history), SAME_BITS_LIMIT configs (default 24)

@@ -110,6 +110,25 @@
 #ifndef STEADY_LOOP   // ADVANCE=1: 1 runs the k-tiles wholly inside both operands in a loop of
 #define STEADY_LOOP ALIGNED   // their own (not unaligned: ptxas spilled 2/SM m16n8k8 tiles there)
 #endif
+// SHIFT_EDGE=1 (with the steady loop, not stream-K): a block on C's last, partial row (column)
+// of tiles moves its tile back to end at m (n), so that the tile lies inside C and runs the
+// steady loop; it stores only the rows (columns) from its own tile's origin on, which the
+// block before it does not. Rows shift only where m is even (16-byte copies and stores stay
+// aligned), columns where n is (where B is copied along n). Stream-K is left out: its fixup
+// maps workspace slots to tiles unshifted.
+#ifndef SHIFT_EDGE
+#define SHIFT_EDGE 1
+#endif
+// CLAMP_EDGE=1 (with the steady loop, not stream-K): an operand copied along m (n) needs no
+// shift. A thread copies all its k-rows at one m (n) position, so in a block on C's edge a
+// thread past m copies the tile's first vector instead (values only rows past m use), and a
+// thread whose 16-byte vector straddles m copies it whole: one element past a column's end,
+// inside ld (even where aligned) except in the operand's last column, so the k-tile holding
+// that column is copied by the tested path. This covers m below one tile and odd m; the
+// operands along k (B in NN, A in TT, both in TN) still shift.
+#ifndef CLAMP_EDGE
+#define CLAMP_EDGE 1
+#endif
 #ifndef ROW_RELOAD
 #define ROW_RELOAD 0   // 1: each row fragment reloaded in place once its row's mma issued (0: two sets)
 #endif
@@ -161,6 +180,9 @@
 #define B_STAGE (B_KCONTIG ? BN * LDK : BK * LDB_MN)   // doubles per stage of B
 #define LDE (WM + 2)               // column stride of a warp's staging buffer (EPILOGUE=1)
 #define EVEC (ALIGNED ? 2 : 1)     // doubles per global access of C in the staged epilogue
+#define STEADY (ADVANCE && STEADY_LOOP)
+#define SHIFTS (STEADY && SHIFT_EDGE && !STREAM_K)
+#define CLAMPS (STEADY && CLAMP_EDGE && !STREAM_K)
 
 #if (BM % WM) || (BN % WN) || (WM % 16) || (WN % 16) || (BK % MMA_K) || (BK % 8)
 #error "tile sizes violate the constraints of dgemm_mma"
@@ -337,7 +359,12 @@ struct TileCursor {
     int kofs;            // the thread's offset along k inside a k-tile (p of its first copy)
     int xbytes;          // mn-contiguous: bytes of each copy inside mn (k-invariant)
     unsigned in;         // k-contiguous: bit it set when copy it's row lies inside mn
-    bool inside;         // all BX rows of the block's slice inside mn (block-uniform)
+    bool inside;         // all BX rows of the block's slice inside mn, or clamped (block-uniform)
+#if CLAMPS
+    int straddle;        // 1 where a vector straddles X (the last k column's k-tile is tested)
+#else
+    static constexpr int straddle = 0;
+#endif
     // Not ROWS (no declared config: THREADS and CPR are powers of two there, CPR <= THREADS):
     // a copy's x and p both follow tid + it * THREADS, so load_tile itself does each k-tile.
     double* s0;
@@ -348,6 +375,9 @@ struct TileCursor {
     {
         s0 = s, ld = ld_, x0 = x0_, X = X_, K = K_;
         inside = x0_ + BX <= X_;
+#if CLAMPS
+        straddle = 0;
+#endif
         if (!ROWS) return;
         const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(s));
         step = (size_t)STEP * ld_;
@@ -366,7 +396,13 @@ struct TileCursor {
             row = tp, kofs = tp;
             const int rem = X_ - (x0_ + tx);
             xbytes = rem > 0 ? 8 * (rem < VEC ? rem : VEC) : 0;
+#if CLAMPS   // (every copy of this thread lies at x0_ + tx)
+            g = G + (rem > 0 ? x0_ + tx : x0_) + (size_t)(k0 + tp) * ld_;
+            if (!inside) straddle = X_ % VEC != 0;
+            inside = true;
+#else
             g = G + (x0_ + tx) + (size_t)(k0 + tp) * ld_;
+#endif
             adv = (size_t)BK * ld_;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
@@ -382,8 +418,15 @@ struct TileCursor {
         return TOTAL % THREADS != 0 && row + it * STEP >= (KCONTIG ? BX : BK);
     }
 
-    // The next k-tile is wholly inside G (kleft: K minus its origin), copied by copy_whole.
-    __device__ __forceinline__ bool whole(int kleft) const { return ROWS && inside && kleft >= BK; }
+    // The block's copies may run untested (copy_whole) while the k-tile lies inside k.
+    __device__ __forceinline__ bool steady() const { return ROWS && inside; }
+
+    // The next k-tile is wholly inside G (kleft: K minus its origin), copied by copy_whole
+    // (a straddling vector's k-tile also short of the last k column).
+    __device__ __forceinline__ bool whole(int kleft) const
+    {
+        return steady() && kleft >= BK + straddle;
+    }
 
     // The next k-tile into stage w, wholly inside G (whole()): every copy full, no tests.
     __device__ __forceinline__ void copy_whole(int w)
@@ -588,7 +631,17 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // Group-M rasterisation: consecutive linear block ids walk GROUP_M block-rows per block-column.
     int bm, bn;
     group_m_block(GROUP_M, bm, bn);
-    const int row0 = bm * BM, col0 = bn * BN;
+    const int row_first = bm * BM, col_first = bn * BN;   // C's rows and columns it stores from
+#if SHIFTS
+    // Its tile at row0, col0: moved back to end at m (n) on C's last, partial row (column) of
+    // tiles (SHIFT_EDGE; with CLAMPS only the operands along k need it).
+    constexpr bool SHIFT_M = !CLAMPS || A_KCONTIG, SHIFT_N = !CLAMPS || B_KCONTIG;
+    const int row0 = SHIFT_M && row_first + BM > m && m >= BM && m % EVEC == 0 ? m - BM : row_first;
+    const int col0 = SHIFT_N && col_first + BN > n && n >= BN && (B_KCONTIG || n % EVEC == 0)
+                         ? n - BN : col_first;
+#else
+    const int row0 = row_first, col0 = col_first;
+#endif
 
     // Range of k-tiles of this block (a contiguous slice when SPLIT_K > 1).
     int kt0, ntiles;
@@ -600,9 +653,9 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #endif
     C = SPLIT_SLICE(C, ldc, n);
     if (ntiles <= 0) {   // an empty slice: zeros for splitk_reduce to add
-        zero_slice_tile(C, ldc, m, n, row0, col0, BM, BN, THREADS);
+        zero_slice_tile(C, ldc, m, n, row_first, col_first, BM, BN, THREADS);
 #if SPLITK_FUSED
-        splitk_finish(W, ldc, m, n, row0, col0, bm, bn, alpha, beta, Cout, ldcout, flags);
+        splitk_finish(W, ldc, m, n, row_first, col_first, bm, bn, alpha, beta, Cout, ldcout, flags);
 #endif
         return;
     }
@@ -828,8 +881,10 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // inside m and n (copy_whole's conditions), a loop whose body has no branch; then the
     // general one for the last STAGES - 1 loads or so, and for blocks on C's edge.
     int it = 0;
-    if (cur_a.whole(BK) && cur_b.whole(BK)) {
-        const int steady = min(ntiles - (STAGES - 1), kleft / BK);   // loads from tile STAGES - 1 on
+    if (cur_a.steady() && cur_b.steady()) {
+        // Loads from tile STAGES - 1 on, while copy_whole's k-tiles last.
+        const int steady = min(ntiles - (STAGES - 1),
+                               (kleft - max(cur_a.straddle, cur_b.straddle)) / BK);
         for (; it < steady; ++it) tile_step(it, std::true_type{});
     }
     for (; it < ntiles; ++it) tile_step(it, std::false_type{});
@@ -845,7 +900,11 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #endif
 #if EPILOGUE == 0
     // Epilogue: c[2h + e] of mma tile (i, j) is C(ACC_ROW, ACC_COL) of the warp's tile.
+#if SHIFTS   // a shifted tile stores part of itself: the edge path's tests
+    if (row0 + BM <= m && col0 + BN <= n && row0 == row_first && col0 == col_first) {
+#else
     if (row0 + BM <= m && col0 + BN <= n) {
+#endif
 #if SWAP_AB
         // A tile wholly inside C, a lane's pairs down C's columns: rows 8j + 2t, + 1 of column
         // 16i + 8h + g, one 16-byte store each when ALIGNED (cuBLAS's DGEMM stores 16 bytes a
@@ -890,13 +949,17 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                     for (int e = 0; e < 2; ++e) {
                         const int gi = row0 + wm0 + ACC_ROW(i, j, h, e);
                         const int gj = col0 + wn0 + ACC_COL(i, j, h, e);
+#if SHIFTS
+                        if (gi < m && gj < n && gi >= row_first && gj >= col_first)
+#else
                         if (gi < m && gj < n)
+#endif
                             store_c(C + (size_t)gi + (size_t)gj * ldc, acc[i][j][2 * h + e],
                                     alpha, beta);
                     }
     }
 #if SPLITK_FUSED
-    splitk_finish(W, ldc, m, n, row0, col0, bm, bn, alpha, beta, Cout, ldcout, flags);
+    splitk_finish(W, ldc, m, n, row_first, col_first, bm, bn, alpha, beta, Cout, ldcout, flags);
 #endif
 #if STREAM_K
     }
@@ -933,7 +996,11 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         for (int pass = 0; pass < PASSES; ++pass) {
             const int v = lane + 32 * pass;
             const int gi = row0 + wm0 + (v % PER_COL) * EVEC, gj = col + v / PER_COL;
+#if SHIFTS   // (gi - row_first is even where rows shift: a piece is stored whole or not at all)
+            rows[pass] = gj < n && gj >= col_first && gi >= row_first ? max(0, min(EVEC, m - gi)) : 0;
+#else
             rows[pass] = gj < n ? max(0, min(EVEC, m - gi)) : 0;
+#endif
             cp[pass] = C + (size_t)gi + (size_t)gj * ldc;
         }
         // Old values of C first (beta != 0), so that all of them are in flight together.

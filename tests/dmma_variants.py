@@ -37,9 +37,10 @@ def precompile(configs: Iterable[KernelConfig]) -> None:
         compile_all(ordered, "float64", ta, tb, aligned, jobs=os.cpu_count() or 4)
 
 
-def assert_variants_agree(configs: Sequence[KernelConfig], m: int, n: int, k: int) -> None:
-    """helpers.assert_configs_agree in float64."""
-    assert_configs_agree(configs, np.float64, m, n, k)
+def assert_variants_agree(configs: Sequence[KernelConfig], m: int, n: int, k: int,
+                          layouts=None) -> None:  # fmt: skip
+    """helpers.assert_configs_agree in float64 (every layout, or those given)."""
+    assert_configs_agree(configs, np.float64, m, n, k, layouts=layouts)
 
 
 def assert_variant_keeps_rules_and_bits(plain: KernelConfig, variant: KernelConfig, m: int,

@@ -97,3 +97,27 @@ def test_the_steady_loop_runs_in_aligned_variants_only(tmp_path):
         default = preprocessed(source, defines)
         off = preprocessed(source, {**defines, "STEADY_LOOP": 0})
         assert (default != off) == bool(aligned), aligned
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_edge_blocks_join_the_steady_loop_only_where_it_runs(tmp_path):
+    """SHIFT_EDGE and CLAMP_EDGE (blocks on C's edge in the steady loop) default to on: the
+    aligned ADVANCE=1 text, in every transpose pair, is that of both set to 1 and not that of
+    both 0; without the steady loop (unaligned, or ADVANCE=0) and under stream-K the text is
+    the same either way."""
+    source = tmp_path / "kernel.cu"
+    source.write_text(source_text("dgemm_mma.cu"))
+    default = FAMILY.default_config("float64")
+    stream_k = KernelConfig.make("dmma", {**default.as_dict(), **dmma.STREAM_K_CHANGES,
+                                          "STREAM_K": dmma.STREAM_K_ON[0]})  # fmt: skip
+    cases = [(_advanced(default), trans, 1, True) for trans in itertools.product((0, 1), (0, 1))]
+    cases += [(_advanced(default), (0, 0), 0, False), (default, (0, 1), 1, False),
+              (stream_k, (0, 0), 1, False)]  # fmt: skip
+    for config, (ta, tb), aligned, moves in cases:
+        defines = {**FAMILY.defines(config, "float64"), "DTYPE": 1, "TRANS_A": ta,
+                   "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
+        text = preprocessed(source, defines)
+        on = preprocessed(source, {**defines, "SHIFT_EDGE": 1, "CLAMP_EDGE": 1})
+        off = preprocessed(source, {**defines, "SHIFT_EDGE": 0, "CLAMP_EDGE": 0})
+        assert text == on, (config, ta, tb, aligned)
+        assert (text != off) == moves, (config, ta, tb, aligned)
