@@ -989,17 +989,28 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         if (col >= n) break;                    // warp-uniform: columns past C's edge
         // Consecutive lanes take consecutive EVEC-element pieces down one column: pass p of
         // this lane is row r = ((lane + 32p) % PER_COL) * EVEC of column (lane + 32p) / PER_COL.
-        // rows: how many of the piece's EVEC rows lie in C (0: none, or its column is past n).
-        int rows[PASSES];
+        // whole: all the piece's EVEC rows lie in C; first: only its first (C's last row, odd
+        // m); neither: none, or its column is past n. Two flags, not a row count clamped to
+        // [0, EVEC]: ptxas (nvcc 13.0, sm_90a) made that clamp a VIMNMX.RELU and branched on its
+        // predicate output as if it meant "count == 2", so that a lane's first piece never read
+        // its old value (beta != 0 results off by beta * C there; H200, 2026-11-29).
+        bool whole[PASSES];
+#if EVEC == 2
+        bool first[PASSES];
+#endif
         double* cp[PASSES];
 #pragma unroll
         for (int pass = 0; pass < PASSES; ++pass) {
             const int v = lane + 32 * pass;
             const int gi = row0 + wm0 + (v % PER_COL) * EVEC, gj = col + v / PER_COL;
 #if SHIFTS   // (gi - row_first is even where rows shift: a piece is stored whole or not at all)
-            rows[pass] = gj < n && gj >= col_first && gi >= row_first ? max(0, min(EVEC, m - gi)) : 0;
+            const bool in_c = gj < n && gj >= col_first && gi >= row_first;
 #else
-            rows[pass] = gj < n ? max(0, min(EVEC, m - gi)) : 0;
+            const bool in_c = gj < n;
+#endif
+            whole[pass] = in_c && gi + EVEC <= m;
+#if EVEC == 2
+            first[pass] = in_c && gi + 1 == m;
 #endif
             cp[pass] = C + (size_t)gi + (size_t)gj * ldc;
         }
@@ -1011,10 +1022,10 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #if SPLIT_K == 1
             if (beta != 0.0) {
 #if EVEC == 2
-                if (rows[pass] == 2) old[pass] = *reinterpret_cast<const double2*>(cp[pass]);
-                else if (rows[pass] == 1) old[pass].x = *cp[pass];
+                if (whole[pass]) old[pass] = *reinterpret_cast<const double2*>(cp[pass]);
+                else if (first[pass]) old[pass].x = *cp[pass];
 #else
-                if (rows[pass]) old[pass] = *cp[pass];
+                if (whole[pass]) old[pass] = *cp[pass];
 #endif
             }
 #endif
@@ -1036,10 +1047,10 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #if EVEC == 2
             const double2 out = make_double2(epilogue_value(val.x, old[pass].x, alpha, beta),
                                              epilogue_value(val.y, old[pass].y, alpha, beta));
-            if (rows[pass] == 2) *reinterpret_cast<double2*>(cp[pass]) = out;
-            else if (rows[pass] == 1) *cp[pass] = out.x;   // C's last row, odd m
+            if (whole[pass]) *reinterpret_cast<double2*>(cp[pass]) = out;
+            else if (first[pass]) *cp[pass] = out.x;   // C's last row, odd m
 #else
-            if (rows[pass]) *cp[pass] = epilogue_value(val, old[pass], alpha, beta);
+            if (whole[pass]) *cp[pass] = epilogue_value(val, old[pass], alpha, beta);
 #endif
         }
         __syncwarp();                           // read before the next columns overwrite it
