@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "tests"))  # noqa: E702
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
 
 def main() -> None:
@@ -34,23 +35,30 @@ def main() -> None:
             for rep in (0, 1):
                 problem.poison_c()
                 problem.set_c(c0)
-                gpu_backend.run(problem.form, problem.dtype, -0.75, 0.5, KernelConfig.make("dmma", params))
+                config = KernelConfig.make("dmma", params)
+                gpu_backend.run(problem.form, problem.dtype, -0.75, 0.5, config)
                 out = whole_c(problem)[:m]
                 outs[f"{label}#{rep}"] = out
                 err = checks.scaled_error(out, exact, scale)
-                print(f"{m}x{n}x{k} {label}#{rep}: scaled error {err:.3g}, finite {np.isfinite(out).all()}")
+                print(f"{m}x{n}x{k} {label}#{rep}: scaled error {err:.3g}, "
+                      f"finite {np.isfinite(out).all()}")  # fmt: skip
         ref = outs["direct#0"]
         for label, out in outs.items():
             diff = np.argwhere(out.view(np.int64) != ref.view(np.int64))
-            where = f"rows {diff[:, 0].min()}-{diff[:, 0].max()} cols {diff[:, 1].min()}-{diff[:, 1].max()}" if len(diff) else ""
-            print(f"  {label} vs direct#0: {len(diff)} of {out.size} differ {where}; max |diff| {np.nanmax(np.abs(out - ref)):.3g}")
+            where = ""
+            if len(diff):
+                where = (f"rows {diff[:, 0].min()}-{diff[:, 0].max()} "
+                         f"cols {diff[:, 1].min()}-{diff[:, 1].max()}")  # fmt: skip
+            print(f"  {label} vs direct#0: {len(diff)} of {out.size} differ {where}; "
+                  f"max |diff| {np.nanmax(np.abs(out - ref)):.3g}")  # fmt: skip
             if len(diff) and label.endswith("#0"):
                 # The old value each wrong element used: (out - alpha * product) / beta.
                 product = problem.op_a.astype(np.float64) @ problem.op_b.astype(np.float64)
                 for i, j in diff[:12]:
                     used = (out[i, j] + 0.75 * product[i, j]) / 0.5
                     same = np.argwhere(np.isclose(c0, used, rtol=0, atol=1e-9))
-                    print(f"    ({i},{j}) c0 {c0[i, j]:.6f} used {used:.6f} = c0 at {same[:3].tolist()}")
+                    print(f"    ({i},{j}) c0 {c0[i, j]:.6f} used {used:.6f} "
+                          f"= c0 at {same[:3].tolist()}")  # fmt: skip
 
 
 if __name__ == "__main__":
