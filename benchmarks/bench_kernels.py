@@ -209,6 +209,10 @@ def around_variants(base: dict[str, int]) -> dict[str, dict[str, int]]:
 # variants_row's `outside` for variants that add development switches (defines outside the
 # family's tunables, as STEADY_LOOP) to configs that must otherwise hold its constraints.
 SWITCHES = "switches"
+# Rounds of variants_row's timing (--rounds): float64 runs at the 700 W cap on the H200, where
+# the clock drifts with the heat of the kernels before (2026-11-29: two rounds in one order
+# put 4-12% between variants whose steady loops are the same length at shapes without edges).
+ROUNDS = 2
 
 
 def _ruled_out(config: Any, dtype: str, outside: bool | str) -> tuple[list[str], bool]:
@@ -234,7 +238,8 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int],
                  trans: tuple[bool, bool] = (False, False)) -> dict[str, Any]:  # fmt: skip
     """A simt config with each variant's changes (their workspaces allocated once, outside
     the timing, as a plan keeps one) and cuBLAS, CUDA-event medians on the same operands, all
-    timed twice in turn (the lesser median kept) so that clocks drift alike. A variant the
+    timed ROUNDS times in turn, every other round in reverse order (the least median kept), so
+    that clocks drift alike and no variant always follows the same one. A variant the
     family's constraints rule out for this config is not run (NaN, its reasons recorded),
     unless `outside` (a config named outside the space on purpose: it runs, the reasons still
     recorded); outside=SWITCHES overlooks only the development switches' defines."""
@@ -265,8 +270,8 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int],
         row[f"{label}_workspace_bytes"] = nbytes
     for label, _ in runs:
         row[f"{label}_ms"] = math.inf
-    for _ in range(2):
-        for label, work in runs:
+    for turn in range(ROUNDS):
+        for label, work in runs[::-1] if turn % 2 else runs:
             row[f"{label}_ms"] = min(gpu_median_ms(work, warmup=3, reps=15), row[f"{label}_ms"])
     row["cublas_ms"] = math.nan
     if reference.status()[0]:
@@ -565,6 +570,8 @@ def main() -> int:
     parser.add_argument("--sweep", type=int, default=0, help="extra random configs per family")
     parser.add_argument("--shapes", default="all", choices=["all", "squares", "irregular"])
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help="timing rounds, every other one in reverse order")  # fmt: skip
     parser.add_argument("--stream-k", action="store_true",
                         help="simt STREAM_K 0/1/2 vs cuBLAS on wave-quantised shapes")  # fmt: skip
     parser.add_argument("--advance", action="store_true",
@@ -596,6 +603,8 @@ def main() -> int:
     parser.add_argument("--reg-transpose", action="store_true",
                         help="TN: the table's simt config, its loop twin and TN twin")  # fmt: skip
     args = parser.parse_args()
+    global ROUNDS
+    ROUNDS = args.rounds
 
     from tunedgemm import cuda, reference
 

@@ -65,6 +65,8 @@ steps=${*:-tests device precision host}
 # The tests import the working tree's package (editable install on a development machine):
 # build the C short route there too.
 python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || echo "build_ext failed"
+# BENCH_ROUNDS=N: bench_kernels' variant steps time each variant list N rounds (default 2),
+# every other one in reverse order.
 # STAMP_TABLE=1: calls use the shipped table with its family hashes stamped from this tree's
 # kernels, for runs of kernel text that changed in ways meant to keep its bits (development
 # switches at their defaults); unstamped, such a table is stale and calls run the defaults.
@@ -86,7 +88,8 @@ variant_step() {
     TUNEDGEMM_TEST_PRECOMPILE=0 timeout "$3" python3 -m pytest -q -m gpu -p no:cacheprovider \
         "$2" > "$OUT/gpu-$1.txt" 2>&1
     echo "$1 tests: exit $?"; tail -4 "$OUT/gpu-$1.txt"
-    timeout "$4" python3 benchmarks/bench_kernels.py "--$1" --out "$OUT" > "$OUT/bench_$1.txt" 2>&1
+    timeout "$4" python3 benchmarks/bench_kernels.py "--$1" --out "$OUT" \
+        ${BENCH_ROUNDS:+--rounds $BENCH_ROUNDS} > "$OUT/bench_$1.txt" 2>&1
     echo "bench_kernels --$1: exit $?"; tail -10 "$OUT/bench_$1.txt"
 }
 # probe_skinny.py --tiles (padded): probe_tiles DTYPE SHAPES TILE... (writes

@@ -3,6 +3,7 @@ and from the float64 reference (a debugging probe for the edge switches' GPU tes
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -26,8 +27,10 @@ def main() -> None:
                 "staged-off": {**base, "EPILOGUE": 1, "SHIFT_EDGE": 0, "CLAMP_EDGE": 0},
                 "direct": base, "staged-adv0": {**base, "EPILOGUE": 1, "ADVANCE": 0}}
     rng = np.random.default_rng(1)
-    for m, n, k in ((60, 70, 2000), (300, 260, 16)):
-        problem = problems.make(m, n, k, np.float64, False, False, rng, padded=True)
+    for (m, n, k), trans in itertools.product(((60, 70, 2000), (300, 260, 16), (200, 17, 1037)),
+                                              ((False, False), (True, False))):  # fmt: skip
+        print(f"{'NT'[trans[0]]}{'NT'[trans[1]]}:")
+        problem = problems.make(m, n, k, np.float64, *trans, rng, padded=True)
         c0 = rng.uniform(-1, 1, (m, n))
         exact, scale = checks.float64_reference(-0.75, problem.op_a, problem.op_b, 0.5, c0)
         outs = {}
