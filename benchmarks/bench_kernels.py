@@ -457,11 +457,12 @@ def simt_shift_variants() -> dict[str, dict[str, int]]:
 # dmma's blocks on C's edge in the steady loop (the same switches in kernels/dgemm_mma.cu):
 # float64 NN shapes where bench_tuning's own kernels lost to cuBLAS or came closest on the H200
 # (2026-11-28/29, 0.85-0.98x), skinny ones with long k, and shapes with no edge (4096^3,
-# 8192x8192x512).
+# 8192x8192x512, 8192^3).
 DMMA_SHIFT_SHAPES = [(998, 911, 12892), (342, 8090, 2562), (52, 6397, 1668), (1389, 202, 1663),
                      (1626, 342, 9572), (1952, 307, 6314), (8016, 268, 3704),
                      (4626, 3526, 3259), (1134, 2542, 145), (10474, 159, 1084),
-                     (1000, 1000, 1000), (4096, 4096, 4096), (8192, 8192, 512)]  # fmt: skip
+                     (1000, 1000, 1000), (4096, 4096, 4096), (8192, 8192, 512),
+                     (8192, 8192, 8192)]  # fmt: skip
 
 
 def table_dmma_steady_config(shape: tuple[int, int, int]) -> dict[str, int]:
@@ -565,6 +566,7 @@ def geometric_mean(values: list[float]) -> float:
 
 
 def main() -> int:
+    global ROUNDS
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dtype", nargs="+", default=["float32", "float64"])
     parser.add_argument("--sweep", type=int, default=0, help="extra random configs per family")
@@ -603,7 +605,6 @@ def main() -> int:
     parser.add_argument("--reg-transpose", action="store_true",
                         help="TN: the table's simt config, its loop twin and TN twin")  # fmt: skip
     args = parser.parse_args()
-    global ROUNDS
     ROUNDS = args.rounds
 
     from tunedgemm import cuda, reference
