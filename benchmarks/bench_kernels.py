@@ -42,7 +42,8 @@ same configs' steady loop with its cp.async copies after each of several k-steps
 and CLAMP_EDGE), without, and with the shift alone, at shapes with edges, into
 bench_simt_shift.json, and autotuning's configs at four of them into
 bench_simt_shift_refined.json; --dmma-shift the same switches in the table's dmma configs
-with the cursors (ADVANCE=1), at float64 shapes with edges, into bench_dmma_shift.json.
+with the cursors (ADVANCE=1), at float64 shapes with edges, into bench_dmma_shift.json, and in
+the family default with the cursors at squares, into bench_dmma_shift_default.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -465,6 +466,10 @@ DMMA_SHIFT_SHAPES = [(998, 911, 12892), (342, 8090, 2562), (52, 6397, 1668), (13
                      (8192, 8192, 8192)]  # fmt: skip
 
 
+DMMA_SHIFT_SQUARES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
+                      (3000, 3000, 3000)]  # fmt: skip
+
+
 def table_dmma_steady_config(shape: tuple[int, int, int]) -> dict[str, int]:
     """The table's dmma config at this float64 NN shape with the cursors (ADVANCE=1, the twin
     autotuning times beside it), whose aligned kernel runs the steady loop."""
@@ -661,8 +666,15 @@ def main() -> int:
                       outside=SWITCHES)  # fmt: skip
         return 0
     if args.dmma_shift:
+        from tunedgemm.families import FAMILIES
+
         variants_main(Path(args.out), simt_shift_variants(), DMMA_SHIFT_SHAPES,
                       table_dmma_steady_config, "bench_dmma_shift.json", "dmma", "float64",
+                      outside=SWITCHES)  # fmt: skip
+        # The family default with the cursors: what autotuning kept at the squares (H200).
+        default = {**FAMILIES["dmma"].default_config("float64").as_dict(), "ADVANCE": 1}
+        variants_main(Path(args.out), simt_shift_variants(), DMMA_SHIFT_SQUARES,
+                      lambda shape: default, "bench_dmma_shift_default.json", "dmma", "float64",
                       outside=SWITCHES)  # fmt: skip
         return 0
     if args.dmma_advance:
