@@ -172,7 +172,7 @@ for step in $steps; do
         echo "sanitize: exit $?"; tail -12 "$OUT/sanitize.txt" ;;
     fuzz)
         timeout ${FUZZ_LIMIT:-300} python3 benchmarks/fuzz.py --calls ${FUZZ_CALLS:-10000} --backend gpu --out "$OUT" \
-            > "$OUT/fuzz.txt" 2>&1
+            ${FUZZ_ROUTINE:+--routine $FUZZ_ROUTINE} > "$OUT/fuzz.txt" 2>&1
         echo "fuzz: exit $?"; tail -8 "$OUT/fuzz.txt" ;;
     faults)  # the fault tests, 20 runs in a row (issue 14's floor); stops at the first failure
         for i in $(seq 1 20); do
