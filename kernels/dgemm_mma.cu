@@ -21,7 +21,10 @@
 //     and cursor steps among the mma (Nsight Compute, H200, 8192^3: the branch between whole
 //     and edge copies made them a block of their own, whose waits, and the barrier waits they
 //     caused, were our loop's main excess over cuBLAS's); then the general loop for the last
-//     loads. The same copies in the same order: the same bits.
+//     loads. The same copies in the same order: the same bits. Blocks on C's edge run it too
+//     where their tile shifts back inside C (SHIFT_EDGE) or their copies along m or n clamp
+//     (CLAMP_EDGE); each element is the same sum in the same order wherever it sits in a
+//     tile, and nothing past m or n is stored: the same bits.
 //   * ROW_RELOAD=1 (a development switch, off): each mma row's fragment reloaded in place once
 //     its row's mma have issued, instead of a second set of row fragments (cuBLAS's DGEMM
 //     reloads that way); the same values into the same mma. Timed (bench_kernels
@@ -119,13 +122,14 @@
 #ifndef SHIFT_EDGE
 #define SHIFT_EDGE 1
 #endif
-// CLAMP_EDGE=1 (with the steady loop, not stream-K): an operand copied along m (n) needs no
-// shift. A thread copies all its k-rows at one m (n) position, so in a block on C's edge a
-// thread past m copies the tile's first vector instead (values only rows past m use), and a
-// thread whose 16-byte vector straddles m copies it whole: one element past a column's end,
-// inside ld (even where aligned) except in the operand's last column, so the k-tile holding
-// that column is copied by the tested path. This covers m below one tile and odd m; the
-// operands along k (B in NN, A in TT, both in TN) still shift.
+// CLAMP_EDGE=1 (with the steady loop, not stream-K): where a tile cannot shift (m below one
+// tile, or odd m), an operand copied along m (n) clamps instead. A thread copies all its
+// k-rows at one m (n) position, so in a block on C's edge a thread past m copies the tile's
+// first vector instead (values only rows past m use), and a thread whose 16-byte vector
+// straddles m copies it whole: one element past a column's end, inside ld (even where
+// aligned) except in the operand's last column, so the k-tile holding that column is copied
+// by the tested path. (simt clamps such operands even where they could shift; here the shift
+// ran faster where both apply: bench_kernels --dmma-shift, H200, 2026-11-29.)
 #ifndef CLAMP_EDGE
 #define CLAMP_EDGE 1
 #endif
@@ -634,11 +638,10 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     const int row_first = bm * BM, col_first = bn * BN;   // C's rows and columns it stores from
 #if SHIFTS
     // Its tile at row0, col0: moved back to end at m (n) on C's last, partial row (column) of
-    // tiles (SHIFT_EDGE; with CLAMPS only the operands along k need it).
-    constexpr bool SHIFT_M = !CLAMPS || A_KCONTIG, SHIFT_N = !CLAMPS || B_KCONTIG;
-    const int row0 = SHIFT_M && row_first + BM > m && m >= BM && m % EVEC == 0 ? m - BM : row_first;
-    const int col0 = SHIFT_N && col_first + BN > n && n >= BN && (B_KCONTIG || n % EVEC == 0)
-                         ? n - BN : col_first;
+    // tiles (SHIFT_EDGE; where it may not, CLAMPS leaves the operands along m or n inside).
+    const int row0 = row_first + BM > m && m >= BM && m % EVEC == 0 ? m - BM : row_first;
+    const int col0 = col_first + BN > n && n >= BN && (B_KCONTIG || n % EVEC == 0) ? n - BN
+                                                                                  : col_first;
 #else
     const int row0 = row_first, col0 = col_first;
 #endif

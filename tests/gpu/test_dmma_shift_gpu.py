@@ -1,9 +1,10 @@
 """dmma's blocks on C's edge in the steady loop (issue 15). SHIFT_EDGE: a block on C's last,
 partial row or column of tiles moves its tile back to end at m or n, and stores only the rows
-and columns from its own tile's origin on (m even for a row shift, n even for a column shift of
-B along n, not under stream-K). CLAMP_EDGE: an operand copied along m or n needs no shift: its
-copies past m or n repeat the tile's first vector, and a vector straddling m or n (odd m or n,
-aligned operands) is copied whole, except in the operand's last column. Development switches in
+and columns from its own tile's origin on (m >= BM and even for a row shift, n >= BN, and even
+for a column shift of B along n; not under stream-K). CLAMP_EDGE: where the tile cannot shift,
+an operand copied along m or n clamps: its copies past m or n repeat the tile's first vector,
+and a vector straddling m or n (odd m or n, aligned operands) is copied whole, except in the
+operand's last column. Development switches in
 kernels/dgemm_mma.cu, both on by default where the steady loop runs (ADVANCE=1, aligned).
 Against float64 with C poisoned by NaN beforehand (nothing unwritten, nothing past row m
 written), for the 128 x 128 family default, cuBLAS's 128 x 64 arrangement at m16n8k8, the swap
@@ -11,7 +12,7 @@ twin, the staged epilogue, split-K 3 and fused split-K 4 (k-slices past k-tile 0
 a 64 x 64 BK 32 tile and the 32 x 64 narrow tile with 8-byte copies; all four transposes,
 aligned, beta 0 and not, at shapes whose edges shift in m, in n, in both and in neither, below
 one tile and at odd m and n with k a multiple of BK; bit-equal with both off, and with the
-shift alone (operands along m and n shifted too):
+shift alone (no clamp where the tile cannot shift):
 
     TUNEDGEMM_TEST_PRECOMPILE=0 python -m pytest -q -m gpu tests/gpu/test_dmma_shift_gpu.py
 """
