@@ -457,13 +457,13 @@ def simt_shift_variants() -> dict[str, dict[str, int]]:
 
 # dmma's blocks on C's edge in the steady loop (the same switches in kernels/dgemm_mma.cu):
 # float64 NN shapes where bench_tuning's own kernels lost to cuBLAS or came closest on the H200
-# (2026-11-28/29, 0.85-0.98x), skinny ones with long k, and shapes with no edge (4096^3,
+# (2026-11-28/29, 0.70-0.98x), skinny ones with long k, and shapes with no edge (4096^3,
 # 8192x8192x512, 8192^3).
 DMMA_SHIFT_SHAPES = [(998, 911, 12892), (342, 8090, 2562), (52, 6397, 1668), (1389, 202, 1663),
                      (1626, 342, 9572), (1952, 307, 6314), (8016, 268, 3704),
                      (4626, 3526, 3259), (1134, 2542, 145), (10474, 159, 1084),
-                     (1000, 1000, 1000), (4096, 4096, 4096), (8192, 8192, 512),
-                     (8192, 8192, 8192)]  # fmt: skip
+                     (1000, 1000, 1000), (65, 8247, 249), (4096, 4096, 4096),
+                     (8192, 8192, 512), (8192, 8192, 8192)]  # fmt: skip
 
 
 DMMA_SHIFT_SQUARES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
