@@ -124,8 +124,8 @@
 #endif
 // CLAMP_EDGE=1 (with the steady loop, not stream-K): where a tile cannot shift (m below one
 // tile, or odd m), an operand copied along m (n) clamps instead. A thread copies all its
-// k-rows at one m (n) position, so in a block on C's edge a thread past m copies a vector
-// inside m instead (values only rows past m use), and a thread whose 16-byte vector
+// k-rows at one m (n) position, so in a block on C's edge a thread past m copies the tile's
+// first vector instead (values only rows past m use), and a thread whose 16-byte vector
 // straddles m copies it whole: one element past a column's end, inside ld (even where
 // aligned) except in the operand's last column, so the k-tile holding that column is copied
 // by the tested path. (simt clamps such operands even where they could shift; here the shift
@@ -401,12 +401,7 @@ struct TileCursor {
             const int rem = X_ - (x0_ + tx);
             xbytes = rem > 0 ? 8 * (rem < VEC ? rem : VEC) : 0;
 #if CLAMPS   // (every copy of this thread lies at x0_ + tx)
-            // Past X: the vector at tx modulo the slice's whole vectors inside X, so that the
-            // lanes of a warp read distinct addresses (all at the tile's first vector, the
-            // block ran 27% slower than in the general loop at 65x8247x249; H200, 2026-11-29).
-            const int whole_x = (X_ - x0_) / VEC * VEC;
-            const int xc = rem > 0 ? tx : whole_x > 0 ? tx % whole_x : 0;
-            g = G + (x0_ + xc) + (size_t)(k0 + tp) * ld_;
+            g = G + (rem > 0 ? x0_ + tx : x0_) + (size_t)(k0 + tp) * ld_;
             if (!inside) straddle = X_ % VEC != 0;
             inside = true;
 #else
