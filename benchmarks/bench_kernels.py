@@ -448,9 +448,9 @@ def simt_refined_config(shape: tuple[int, int, int]) -> dict[str, int]:
     return {**table_simt_config(shape), **SIMT_SHIFT_REFINED[shape], "ADVANCE": 1, "FMA_ORDER": 1}
 
 
-def simt_shift_variants() -> dict[str, dict[str, int]]:
-    """The table's config with SHIFT_EDGE and CLAMP_EDGE (the defaults), with neither, and with
-    the shift alone (simt's and dmma's switches alike)."""
+def edge_variants() -> dict[str, dict[str, int]]:
+    """A config with SHIFT_EDGE and CLAMP_EDGE (the defaults), with neither, and with the shift
+    alone (simt's and dmma's switches alike)."""
     return {"edges": {}, "neither": {"SHIFT_EDGE": 0, "CLAMP_EDGE": 0},
             "shift": {"CLAMP_EDGE": 0}}  # fmt: skip
 
@@ -659,21 +659,21 @@ def main() -> int:
                       table_simt_config, "bench_simt_loop.json", outside=SWITCHES)  # fmt: skip
         return 0
     if args.simt_shift:
-        variants_main(Path(args.out), simt_shift_variants(), SIMT_SHIFT_SHAPES,
+        variants_main(Path(args.out), edge_variants(), SIMT_SHIFT_SHAPES,
                       table_simt_config, "bench_simt_shift.json", outside=SWITCHES)  # fmt: skip
-        variants_main(Path(args.out), simt_shift_variants(), list(SIMT_SHIFT_REFINED),
+        variants_main(Path(args.out), edge_variants(), list(SIMT_SHIFT_REFINED),
                       simt_refined_config, "bench_simt_shift_refined.json",
                       outside=SWITCHES)  # fmt: skip
         return 0
     if args.dmma_shift:
         from tunedgemm.families import FAMILIES
 
-        variants_main(Path(args.out), simt_shift_variants(), DMMA_SHIFT_SHAPES,
+        variants_main(Path(args.out), edge_variants(), DMMA_SHIFT_SHAPES,
                       table_dmma_steady_config, "bench_dmma_shift.json", "dmma", "float64",
                       outside=SWITCHES)  # fmt: skip
         # The family default with the cursors: what autotuning kept at the squares (H200).
         default = {**FAMILIES["dmma"].default_config("float64").as_dict(), "ADVANCE": 1}
-        variants_main(Path(args.out), simt_shift_variants(), DMMA_SHIFT_SQUARES,
+        variants_main(Path(args.out), edge_variants(), DMMA_SHIFT_SQUARES,
                       lambda shape: default, "bench_dmma_shift_default.json", "dmma", "float64",
                       outside=SWITCHES)  # fmt: skip
         return 0

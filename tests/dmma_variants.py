@@ -27,13 +27,15 @@ SHAPES = [(1, 1, 1), (7, 33, 5), (33, 7, 15), (257, 1000, 7), (1000, 257, 33), (
           (257, 33, 20), (1000, 1000, 257), (512, 384, 1024)]  # fmt: skip
 
 
-def precompile(configs: Iterable[KernelConfig]) -> None:
-    """Every transpose x alignment variant of these configs, compiled in parallel before the
-    first launch (a fresh machine would otherwise compile them one at a time)."""
+def precompile(configs: Iterable[KernelConfig], alignments: Sequence[bool] = (False, True)) -> None:
+    """Every transpose x alignment variant of these configs (the alignments given), compiled in
+    parallel before the first launch (a fresh machine would otherwise compile them one at a
+    time)."""
     from tunedgemm.compiler import precompile as compile_all
 
     ordered = sorted(set(configs))
-    for ta, tb, aligned in itertools.product((False, True), repeat=3):
+    for (ta, tb), aligned in itertools.product(itertools.product((False, True), repeat=2),
+                                               alignments):  # fmt: skip
         compile_all(ordered, "float64", ta, tb, aligned, jobs=os.cpu_count() or 4)
 
 

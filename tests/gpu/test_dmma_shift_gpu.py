@@ -4,8 +4,8 @@ and columns from its own tile's origin on (m >= BM and even for a row shift, n >
 for a column shift of B along n; not under stream-K). CLAMP_EDGE: where the tile cannot shift,
 an operand copied along m or n clamps: its copies past m or n repeat the tile's first vector,
 and a vector straddling m or n (odd m or n, aligned operands) is copied whole, except in the
-operand's last column. Development switches in
-kernels/dgemm_mma.cu, both on by default where the steady loop runs (ADVANCE=1, aligned).
+operand's last column. Development switches in kernels/dgemm_mma.cu, both on by default
+where the steady loop runs (ADVANCE=1, aligned).
 Against float64 with C poisoned by NaN beforehand (nothing unwritten, nothing past row m
 written), for the 128 x 128 family default, cuBLAS's 128 x 64 arrangement at m16n8k8, the swap
 twin, the staged epilogue, split-K 3 and fused split-K 4 (k-slices past k-tile 0, empty ones),
@@ -20,10 +20,9 @@ shift alone (no clamp where the tile cannot shift):
 from __future__ import annotations
 
 import itertools
-import os
 
 import pytest
-from dmma_variants import assert_variants_agree
+from dmma_variants import assert_variants_agree, precompile
 
 from tunedgemm.families import FAMILIES, dmma
 from tunedgemm.params import KernelConfig
@@ -61,11 +60,7 @@ def _variants(base: str) -> list[KernelConfig]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _compiled() -> None:
-    from tunedgemm.compiler import precompile
-
-    configs = sorted({c for base in BASES for c in _variants(base)})
-    for ta, tb in itertools.product((False, True), repeat=2):
-        precompile(configs, "float64", ta, tb, True, jobs=os.cpu_count() or 4)
+    precompile((c for base in BASES for c in _variants(base)), alignments=(True,))
 
 
 @pytest.mark.parametrize("base", sorted(BASES))
