@@ -101,10 +101,10 @@ def test_the_steady_loop_runs_in_aligned_variants_only(tmp_path):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_edge_blocks_join_the_steady_loop_only_where_it_runs(tmp_path):
-    """SHIFT_EDGE and CLAMP_EDGE (blocks on C's edge in the steady loop) default to on: the
-    aligned ADVANCE=1 text, in every transpose pair, is that of both set to 1 and not that of
-    both 0; without the steady loop (unaligned, or ADVANCE=0) and under stream-K the text is
-    the same either way."""
+    """SHIFT_EDGE and CLAMP_EDGE (blocks on C's edge in the steady loop) and CLAMP_SPREAD
+    default to on: the aligned ADVANCE=1 text, in every transpose pair, is that of all three set
+    to 1 and not that of the first two 0; without the steady loop (unaligned, or ADVANCE=0) and
+    under stream-K the text is the same either way."""
     source = tmp_path / "kernel.cu"
     source.write_text(source_text("dgemm_mma.cu"))
     default = FAMILY.default_config("float64")
@@ -117,7 +117,8 @@ def test_edge_blocks_join_the_steady_loop_only_where_it_runs(tmp_path):
         defines = {**FAMILY.defines(config, "float64"), "DTYPE": 1, "TRANS_A": ta,
                    "TRANS_B": tb, "ALIGNED": aligned}  # fmt: skip
         text = preprocessed(source, defines)
-        on = preprocessed(source, {**defines, "SHIFT_EDGE": 1, "CLAMP_EDGE": 1})
+        on = preprocessed(source, {**defines, "SHIFT_EDGE": 1, "CLAMP_EDGE": 1,
+                                   "CLAMP_SPREAD": 1})  # fmt: skip
         off = preprocessed(source, {**defines, "SHIFT_EDGE": 0, "CLAMP_EDGE": 0})
         assert text == on, (config, ta, tb, aligned)
         assert (text != off) == moves, (config, ta, tb, aligned)
