@@ -132,15 +132,29 @@
 #define SHIFT_EDGE 1
 #endif
 // CLAMP_EDGE=1: an operand copied along m (n) needs no shift: in a block on C's edge, a thread
-// whose rows (columns) lie past m (n) copies the tile's first vector instead, and one whose
-// vector straddles m (n) copies it whole, up to 3 elements past the column's end (inside
-// ld, a multiple of 4 when aligned; the steady loop then leaves out the k-tile holding the
-// last column, whose end may be the operand's). Those rows of the tile hold other values than
-// zeros, and only rows and columns of C that are never stored depend on them. Blocks below
-// one tile of m (n), or at odd m (n), then run the steady loop too; the k-major operands
-// still shift (SHIFT_EDGE).
+// whose rows (columns) lie past m (n) copies a vector inside m (n) instead (CLAMP_SPREAD), and
+// one whose vector straddles m (n) copies it whole, up to 3 elements past the column's end
+// (inside ld, a multiple of 4 when aligned; the steady loop then leaves out the k-tile holding
+// the last column, whose end may be the operand's). Those rows of the tile hold other values
+// than zeros, and only rows and columns of C that are never stored depend on them. Blocks
+// below one tile of m (n), or at odd m (n), then run the steady loop too.
 #ifndef CLAMP_EDGE
 #define CLAMP_EDGE 1
+#endif
+// CLAMP_SPREAD=1: a clamped thread copies the vector at its own position modulo the tile's
+// whole vectors inside m (n), as dmma's; 0: the tile's first vector, which every clamped lane
+// then reads. 1 made ptxas schedule the steady loop otherwise (129 registers, not 136, in the
+// 128 x 64 TM 8 TN 8 tile) and 6% slower even where nothing clamps (bench_kernels
+// --simt-clamp, H200, 2026-11-29 08:53 and 08:59 UTC).
+#ifndef CLAMP_SPREAD
+#define CLAMP_SPREAD 0
+#endif
+// SHIFT_FIRST=1: with CLAMP_EDGE, an operand copied along m (n) still shifts where the tile
+// may, and clamps only where it may not (m below a tile, or m % 4 != 0), as dmma's; 0: such
+// operands always clamp, and only the k-major ones shift. 1 was 6-8% faster at 10620x236x656,
+// 809x9893x246 and 7479x182x146, none slower (bench_kernels --simt-clamp, H200, 2026-11-29).
+#ifndef SHIFT_FIRST
+#define SHIFT_FIRST 1
 #endif
 // ptxas schedules the unrolled loop by the registers it may use: given all 255 of
 // __launch_bounds__(256, 1), the EARLY_BARRIER loop bunched its shared loads (four LDS.128
@@ -313,7 +327,9 @@ struct XMajor {
         Cursor c;
         const int p = p0(tid), x = xbase + x0(tid);
 #if CLAMPS   // (WIDE: this thread's vectors all lie at x)
-        c.g = G + ((long long)(k0 + p) * ld + (WIDE && x >= ext ? xbase : x));
+        const int whole = CLAMP_SPREAD ? (ext - xbase) / W * W : 0;
+        const int xc = !WIDE || x < ext ? x : whole > 0 ? xbase + x0(tid) % whole : xbase;
+        c.g = G + ((long long)(k0 + p) * ld + xc);
 #else
         c.g = G + ((long long)(k0 + p) * ld + x);
 #endif
@@ -582,8 +598,9 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // The rows and columns this block stores start at row_first and col_first; its tile at
     // row0 and col0 (SHIFT_EDGE).
     const int row_first = pid_m * BM, col_first = pid_n * BN;
-    // (with CLAMPS only the k-major operands' tiles shift)
-    constexpr bool SHIFT_M = !CLAMPS || TRANS_A, SHIFT_N = !CLAMPS || !TRANS_B;
+    // (with CLAMPS and not SHIFT_FIRST only the k-major operands' tiles shift)
+    constexpr bool SHIFT_M = !CLAMPS || SHIFT_FIRST || TRANS_A;
+    constexpr bool SHIFT_N = !CLAMPS || SHIFT_FIRST || !TRANS_B;
     const int row0 = SHIFT_M && row_first + BM > m && m >= BM && m % 4 == 0 ? m - BM : row_first;
     const int col0 = SHIFT_N && col_first + BN > n && n >= BN && (!TRANS_B || n % 4 == 0) ? n - BN
                                                                                        : col_first;

@@ -1,17 +1,18 @@
 """simt's blocks on C's edge in the steady loop (issue 15, items 2-3). SHIFT_EDGE: a block on C's
-last, partial row or column of tiles moves its tile back to end at m or n, and stores only the
-rows and columns past the block before it (aligned operands, m % 4 == 0 for a row shift, n % 4
-== 0 for a column shift of B along n, not under stream-K). CLAMP_EDGE: an operand copied along
-m or n needs no shift: its copies past m or n repeat the tile's first vector, and a vector
-straddling m or n is copied whole (not from the last column). Development switches, both on by
+last, partial row or column of tiles moves its tile back to end at m or n, and stores only the rows
+and columns past the block before it (aligned operands, m % 4 == 0 for a row shift, n % 4 == 0 for a
+column shift of B along n, not under stream-K). CLAMP_EDGE: an operand copied along m or n where its
+tile cannot shift (or anywhere, SHIFT_FIRST=0): its copies past m or n repeat the tile's first
+vector (CLAMP_SPREAD=0; 1: each lane's position modulo the tile's whole vectors inside m or n), and
+a vector straddling m or n is copied whole (not from the last column). Development switches, on by
 default where they apply. Against float64 with C poisoned by NaN beforehand (nothing unwritten,
-nothing past row m written), for the 4096^3 NN table config and the family default with the
-loop twin, in 2 and 4 stages, under split-K 2 and 3 (k-slices past k-tile 0, one empty), with
-TN's operands through registers, the 256 x 128 stream-K tile (it clamps, but does not shift),
-and the 64 x 128 BK 32 split-K 8 tile the table picks at m = 100; all four transposes, aligned
-and not, beta 0 and not, at shapes whose edges shift in m, in n, in both and in neither, below
-one tile and at odd m and n with k a multiple of BK; bit-equal with both off, and with the
-shift alone:
+nothing past row m written), for the 4096^3 NN table config and the family default with the loop
+twin, in 2 and 4 stages, under split-K 2 and 3 (k-slices past k-tile 0, one empty), with TN's
+operands through registers, the 256 x 128 stream-K tile (it clamps, but does not shift), and the 64
+x 128 BK 32 split-K 8 tile the table picks at m = 100; all four transposes, aligned and not, beta 0
+and not, at shapes whose edges shift in m, in n, in both and in neither, below one tile and at odd m
+and n with k a multiple of BK; bit-equal with both off, with the shift alone, and with each first
+form of the clamp:
 
     TUNEDGEMM_TEST_PRECOMPILE=0 python -m pytest -q -m gpu tests/gpu/test_simt_shift_gpu.py
 """
@@ -43,8 +44,10 @@ CHANGES = {
 SHAPES = [(300, 260, 16), (644, 392, 333), (100, 4040, 1000), (777, 333, 555), (257, 129, 17),
           (1000, 1000, 100), (60, 70, 2000), (516, 132, 4099), (313, 250, 512), (61, 130, 64),
           (2, 3, 96)]  # fmt: skip
-# The defaults, both off, and the shift alone (x-major operands shifted too).
-EDGES = [{}, {"SHIFT_EDGE": 0, "CLAMP_EDGE": 0}, {"CLAMP_EDGE": 0}]
+# The defaults, both off, the shift alone, the clamp's other source, and the clamp wherever
+# an operand runs along m or n.
+EDGES = [{}, {"SHIFT_EDGE": 0, "CLAMP_EDGE": 0}, {"CLAMP_EDGE": 0}, {"CLAMP_SPREAD": 1},
+         {"SHIFT_FIRST": 0}]  # fmt: skip
 
 
 def _variants(key: tuple[str, str]) -> list[dict[str, int]]:

@@ -209,8 +209,9 @@ def test_the_steady_loop_issues_its_copies_after_a_quarter_of_the_k_tile(tmp_pat
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_edge_blocks_join_the_steady_loop_only_where_it_runs(tmp_path):
-    """SHIFT_EDGE and CLAMP_EDGE (blocks on C's edge in the steady loop) default to on: the loop
-    twin's aligned text, in NN, NT and TT, is that of both set to 1 and not that of both 0;
+    """SHIFT_EDGE and CLAMP_EDGE (blocks on C's edge in the steady loop) and SHIFT_FIRST
+    default to on, CLAMP_SPREAD to 0: the loop twin's aligned text, in NN, NT and TT, is that of
+    those settings and not that of the first two 0;
     without the steady loop (ADVANCE=0, or unaligned operands) the text is the same either
     way."""
     source = _kernel_source(tmp_path)
@@ -219,7 +220,8 @@ def test_edge_blocks_join_the_steady_loop_only_where_it_runs(tmp_path):
     for changes, (ta, tb), aligned, moves in cases:
         _, defines = _layout_defines(changes, ta, tb, aligned)
         text = preprocessed(source, defines)
-        on = preprocessed(source, {**defines, "SHIFT_EDGE": 1, "CLAMP_EDGE": 1})
+        on = preprocessed(source, {**defines, "SHIFT_EDGE": 1, "CLAMP_EDGE": 1,
+                                   "CLAMP_SPREAD": 0, "SHIFT_FIRST": 1})  # fmt: skip
         off = preprocessed(source, {**defines, "SHIFT_EDGE": 0, "CLAMP_EDGE": 0})
         assert text == on, (changes, ta, tb, aligned)
         assert (text != off) == moves, (changes, ta, tb, aligned)
