@@ -43,7 +43,11 @@ and CLAMP_EDGE), without, and with the shift alone, at shapes with edges, into
 bench_simt_shift.json, and autotuning's configs at four of them into
 bench_simt_shift_refined.json; --dmma-shift the same switches in the table's dmma configs
 with the cursors (ADVANCE=1), at float64 shapes with edges, into bench_dmma_shift.json, and in
-the family default with the cursors at squares, into bench_dmma_shift_default.json.
+the family default with the cursors at squares, into bench_dmma_shift_default.json;
+--simt-clamp and --dmma-clamp the table's configs with those variants, and with the clamp's
+first forms (every clamped lane copying the tile's first vector, CLAMP_SPREAD=0; simt's
+operands along m or n clamped where they could shift, SHIFT_FIRST=0), at shapes that clamp,
+into bench_simt_clamp.json and bench_dmma_clamp.json.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -455,6 +459,29 @@ def edge_variants() -> dict[str, dict[str, int]]:
             "shift": {"CLAMP_EDGE": 0}}  # fmt: skip
 
 
+def clamp_variants(family: str) -> dict[str, dict[str, int]]:
+    """edge_variants, and the other source of a clamped lane's copy (CLAMP_SPREAD: 0 the
+    tile's first vector, dmma's first form; 1 its position modulo the tile's whole vectors
+    inside m or n, simt's first try); for simt also the operands along m or n clamped wherever
+    they could shift (SHIFT_FIRST=0), its first form."""
+    variants = {**edge_variants(), "spread": {"CLAMP_SPREAD": int(family == "simt")}}
+    if family == "simt":
+        variants["clamp-always"] = {"SHIFT_FIRST": 0}
+    return variants
+
+
+# Where the clamp (CLAMP_EDGE) lost to the general loop on the H200 (2026-11-29: float64
+# 65x8247x249 0.67 against 0.85, float32 809x9893x246 0.85 against 0.90, 10620x236x656 0.94
+# against 1.00 with the shift alone), other skinny shapes that clamp (m below a tile or odd),
+# and shapes with no edge or that shift alone.
+SIMT_CLAMP_SHAPES = [(809, 9893, 246), (7479, 182, 146), (10620, 236, 656), (9284, 223, 171),
+                     (183, 1144, 6161), (100, 4040, 13655), (65, 8247, 249), (74, 470, 3895),
+                     (1000, 1000, 1000), (4096, 4096, 4096)]  # fmt: skip
+DMMA_CLAMP_SHAPES = [(65, 8247, 249), (55, 1812, 310), (88, 1953, 252), (74, 470, 3895),
+                     (99, 354, 8494), (1217, 34, 9376), (998, 911, 12892), (1389, 202, 1663),
+                     (52, 6397, 1668), (1000, 1000, 1000), (4096, 4096, 4096)]  # fmt: skip
+
+
 # dmma's blocks on C's edge in the steady loop (the same switches in kernels/dgemm_mma.cu):
 # float64 NN shapes where bench_tuning's own kernels lost to cuBLAS or came closest on the H200
 # (2026-11-28/29, 0.70-0.98x), skinny ones with long k, and shapes with no edge (4096^3,
@@ -603,6 +630,10 @@ def main() -> int:
                         help="edge blocks in the steady loop or not")  # fmt: skip
     parser.add_argument("--dmma-shift", action="store_true",
                         help="dmma edge blocks in the steady loop or not")  # fmt: skip
+    parser.add_argument("--simt-clamp", action="store_true",
+                        help="simt's clamp at C's edge, its two first forms")  # fmt: skip
+    parser.add_argument("--dmma-clamp", action="store_true",
+                        help="dmma's clamp at C's edge: spread or not")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
@@ -675,6 +706,15 @@ def main() -> int:
         default = {**FAMILIES["dmma"].default_config("float64").as_dict(), "ADVANCE": 1}
         variants_main(Path(args.out), edge_variants(), DMMA_SHIFT_SQUARES,
                       lambda shape: default, "bench_dmma_shift_default.json", "dmma", "float64",
+                      outside=SWITCHES)  # fmt: skip
+        return 0
+    if args.simt_clamp:
+        variants_main(Path(args.out), clamp_variants("simt"), SIMT_CLAMP_SHAPES,
+                      table_simt_config, "bench_simt_clamp.json", outside=SWITCHES)  # fmt: skip
+        return 0
+    if args.dmma_clamp:
+        variants_main(Path(args.out), clamp_variants("dmma"), DMMA_CLAMP_SHAPES,
+                      table_dmma_steady_config, "bench_dmma_clamp.json", "dmma", "float64",
                       outside=SWITCHES)  # fmt: skip
         return 0
     if args.dmma_advance:

@@ -375,6 +375,14 @@ PY
         # test (bit-equal with both off), then bench_kernels --dmma-shift
         variant_step dmma-shift tests/gpu/test_dmma_shift_gpu.py ${DMMA_TEST_LIMIT:-300} \
             ${DMMA_LIMIT:-300} ;;
+    simt-clamp)  # simt's clamp at C's edge (CLAMP_SPREAD, SHIFT_FIRST): the edge test
+        # (bit-equal across the switches), then bench_kernels --simt-clamp
+        variant_step simt-clamp tests/gpu/test_simt_shift_gpu.py ${SIMT_TEST_LIMIT:-300} \
+            ${SIMT_LIMIT:-300} ;;
+    dmma-clamp)  # dmma's clamp at C's edge (CLAMP_SPREAD): the edge test, then
+        # bench_kernels --dmma-clamp
+        variant_step dmma-clamp tests/gpu/test_dmma_shift_gpu.py ${DMMA_TEST_LIMIT:-300} \
+            ${DMMA_LIMIT:-300} ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
         # device machine has no git history), SAME_BITS_LIMIT configs (default 24)
