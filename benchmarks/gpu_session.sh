@@ -24,7 +24,9 @@
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
 # bench_kernels --simt-steady), simt-loop (the same test, then bench_kernels --simt-loop),
 # simt-shift (simt's edge blocks in the steady loop: their GPU test, then bench_kernels
-# --simt-shift), dmma-shift (the same for dmma),
+# --simt-shift), dmma-shift (the same for dmma), simt-clamp and dmma-clamp (the same tests,
+# then bench_kernels --simt-clamp / --dmma-clamp: the clamp's sources), memcheck-edges
+# (compute-sanitizer memcheck over both edge tests),
 # same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
 # whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
@@ -173,7 +175,12 @@ for step in $steps; do
     fuzz)
         timeout ${FUZZ_LIMIT:-300} python3 benchmarks/fuzz.py --calls ${FUZZ_CALLS:-10000} --backend gpu --out "$OUT" \
             ${FUZZ_ROUTINE:+--routine $FUZZ_ROUTINE} > "$OUT/fuzz.txt" 2>&1
-        echo "fuzz: exit $?"; tail -8 "$OUT/fuzz.txt" ;;
+        echo "fuzz: exit $?"; tail -8 "$OUT/fuzz.txt"
+        # (one routine's run kept apart from the next's: fuzz.py names its file by backend)
+        if [ -n "${FUZZ_ROUTINE:-}" ]; then
+            mv "$OUT/fuzz.txt" "$OUT/fuzz-$FUZZ_ROUTINE.txt"
+            mv "$OUT/fuzz-gpu.json" "$OUT/fuzz-gpu-$FUZZ_ROUTINE.json"
+        fi ;;
     faults)  # the fault tests, 20 runs in a row (issue 14's floor); stops at the first failure
         for i in $(seq 1 20); do
             timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_faults.py \
@@ -383,6 +390,22 @@ PY
         # bench_kernels --dmma-clamp
         variant_step dmma-clamp tests/gpu/test_dmma_shift_gpu.py ${DMMA_TEST_LIMIT:-300} \
             ${DMMA_LIMIT:-300} ;;
+    memcheck-edges)  # compute-sanitizer memcheck over the edge tests of MEMCHECK_FAMILIES
+        # (default dmma simt), the bases whose ids match MEMCHECK_DMMA / MEMCHECK_SIMT (pytest
+        # -k): the clamped copies read only inside the operands. Each selection runs once
+        # without the sanitizer first, so that its kernels are compiled (the disk cache) before
+        # it: under the sanitizer the simt test's compiles crashed (2026-11-29 09:13 UTC).
+        for fam in ${MEMCHECK_FAMILIES:-dmma simt}; do
+            if [ $fam = dmma ]; then sel=${MEMCHECK_DMMA:-narrow or 64x64 or split4}
+            else sel=${MEMCHECK_SIMT:-64_x_128 or 4_stages or split-K_3}; fi
+            for tool in "" "/usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9"; do
+                TUNEDGEMM_TEST_PRECOMPILE=0 PYTHONFAULTHANDLER=1 timeout ${MEMCHECK_LIMIT:-200} \
+                    $tool python3 -m pytest -q -m gpu -p no:cacheprovider \
+                    tests/gpu/test_${fam}_shift_gpu.py -k "$sel" > "$OUT/memcheck-$fam-edges.txt" 2>&1
+                echo "${tool:+memcheck }$fam edges: exit $?"; grep -E "ERROR SUMMARY|passed|failed" \
+                    "$OUT/memcheck-$fam-edges.txt" | tail -3
+            done
+        done ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
         # device machine has no git history), SAME_BITS_LIMIT configs (default 24)

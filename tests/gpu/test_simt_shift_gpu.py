@@ -67,7 +67,8 @@ def test_every_base_is_a_config_the_family_allows():
         assert allowed(key[0], CHANGES[key]), key
 
 
-@pytest.mark.parametrize("key", sorted(CHANGES))
+@pytest.mark.parametrize("key", sorted(CHANGES),
+                         ids=lambda key: "-".join(key).replace(",", "").replace(" ", "_"))
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_edge_blocks_in_the_steady_loop_are_accurate_and_bit_equal(key, m, n, k):
     assert_variants_agree(key[0], _variants(key), m, n, k)
