@@ -123,23 +123,25 @@
 #define SHIFT_EDGE 1
 #endif
 // CLAMP_EDGE=1 (with the steady loop, not stream-K): where a tile cannot shift (m below one
-// tile, or odd m), an operand copied along m (n) clamps instead. A thread copies all its
-// k-rows at one m (n) position, so in a block on C's edge a thread past m copies a vector
-// inside m instead (values only rows past m use; CLAMP_SPREAD), and a thread whose 16-byte vector
-// straddles m copies it whole: one element past a column's end, inside ld (even where
-// aligned) except in the operand's last column, so the k-tile holding that column is copied
-// by the tested path. (simt clamps such operands even where they could shift; here the shift
-// ran faster where both apply: bench_kernels --dmma-shift, H200, 2026-11-29.)
+// tile, or odd m) but at least half of it lies inside m, an operand copied along m (n) clamps
+// instead. A thread copies all its k-rows at one m (n) position, so in a block on C's edge a
+// thread past m copies a vector inside m instead (values only rows past m use; CLAMP_SPREAD),
+// and a thread whose 16-byte vector straddles m copies it whole: one element past a column's
+// end, inside ld (even where aligned) except in the operand's last column, so the k-tile
+// holding that column is copied by the tested path. (simt clamped such operands even where
+// they could shift; here the shift ran faster where both apply: bench_kernels --dmma-shift,
+// H200, 2026-11-29; simt now shifts first too.)
 #ifndef CLAMP_EDGE
 #define CLAMP_EDGE 1
 #endif
 // The clamp serves tiles with at least half their rows (columns) inside m (n): at 65x8247x249
 // (64 x 64 tiles, one row of the second inside) the clamped blocks' reads past m made the
-// call 30% slower than the general loop, which reads nothing there; with 23-45 rows of 64
-// inside it was 12-32% faster (bench_kernels --dmma-clamp, H200, 2026-11-29 08:58 UTC).
-// CLAMP_SPREAD=1: a clamped thread copies the vector at its own position modulo the tile's
-// whole vectors inside m (n), so that a warp's lanes read distinct addresses; 0: the tile's
-// first vector, which every clamped lane then reads (at 99x354x8494 the call took 34% longer).
+// kernel 30% slower than the general loop, which reads nothing there; with 35-52 rows of 64
+// (23 of 32) inside it took 12-24% less time (bench_kernels --dmma-clamp, H200, 2026-11-29
+// 08:58 UTC). CLAMP_SPREAD=1: a clamped thread copies the vector at its own position modulo
+// the tile's whole vectors inside m (n), so that a warp's lanes read distinct addresses; 0:
+// the tile's first vector, which every clamped lane then reads (at 99x354x8494 the kernel
+// took 34% longer).
 #ifndef CLAMP_SPREAD
 #define CLAMP_SPREAD 1
 #endif

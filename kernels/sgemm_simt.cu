@@ -152,7 +152,8 @@
 // SHIFT_FIRST=1: with CLAMP_EDGE, an operand copied along m (n) still shifts where the tile
 // may, and clamps only where it may not (m below a tile, or m % 4 != 0), as dmma's; 0: such
 // operands always clamp, and only the k-major ones shift. 1 was 6-8% faster at 10620x236x656,
-// 809x9893x246 and 7479x182x146, none slower (bench_kernels --simt-clamp, H200, 2026-11-29).
+// 809x9893x246 and 7479x182x146, none of 10 shapes over 1% slower (bench_kernels
+// --simt-clamp, H200, 2026-11-29).
 #ifndef SHIFT_FIRST
 #define SHIFT_FIRST 1
 #endif
