@@ -131,8 +131,9 @@
 #ifndef SHIFT_EDGE
 #define SHIFT_EDGE 1
 #endif
-// CLAMP_EDGE=1: an operand copied along m (n) needs no shift: in a block on C's edge, a thread
-// whose rows (columns) lie past m (n) copies a vector inside m (n) instead (CLAMP_SPREAD), and
+// CLAMP_EDGE=1: an operand copied along m (n) needs no shift where its tile may not shift
+// (SHIFT_FIRST; anywhere with SHIFT_FIRST=0): in a block on C's edge, a thread whose rows
+// (columns) lie past m (n) copies a vector inside m (n) instead (CLAMP_SPREAD), and
 // one whose vector straddles m (n) copies it whole, up to 3 elements past the column's end
 // (inside ld, a multiple of 4 when aligned; the steady loop then leaves out the k-tile holding
 // the last column, whose end may be the operand's). Those rows of the tile hold other values
