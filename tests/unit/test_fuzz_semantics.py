@@ -47,3 +47,41 @@ def test_routine_agrees_with_scipy_and_numpy(numpy_backend, routine, data):
     case = draw_case(HypothesisDrawer(data), routine)
     problem = judge(case, numpy_backend)
     assert problem is None, f"{problem}\n  repro: {case.repro()}"
+
+
+def _gemm_in_order(scale_each_product: bool, wrong_sign: bool = False) -> Any:
+    """A dgemm that scales by alpha either the whole sum (as our kernels' epilogue does) or
+    each product (as the reference BLAS does), writing into c as the BLAS routine would."""
+    import numpy as np
+
+    def dgemm(alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0, overwrite_c=0):
+        a = np.asarray(a, np.float64).T if trans_a else np.asarray(a, np.float64)
+        b = np.asarray(b, np.float64).T if trans_b else np.asarray(b, np.float64)
+        with np.errstate(all="ignore"):
+            out = (a @ (alpha * b)) if scale_each_product else alpha * (a @ b)
+            if beta != 0:
+                out = out + beta * np.asarray(c, np.float64)
+        if wrong_sign:  # every inf, those of the open order too, of the other sign
+            out = np.where(np.isinf(out), -out, out)
+        if overwrite_c and isinstance(c, np.ndarray) and c.dtype == np.float64 \
+                and c.flags.f_contiguous:  # fmt: skip
+            c[...] = out
+            return c
+        return np.asfortranarray(out)
+
+    return dgemm
+
+
+def test_overflow_order_is_left_open_but_a_wrong_inf_is_caught():
+    """Fuzz seed 20263098 (dgemm 5x2x17, alpha 1e308, beta inf): alpha times the sum
+    overflows to inf and meets beta c's -inf (NaN), where alpha times each product does not;
+    either order is BLAS, and an inf of the wrong sign is not."""
+    import numpy as np
+    from fuzz_cases import NumpyDrawer
+
+    case = draw_case(NumpyDrawer(np.random.default_rng(20263098)), "dgemm")
+    assert case.args["alpha"] == 1e308 and np.isinf(case.args["beta"])
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    for scale_each_product in (False, True):
+        assert judge(case, {"dgemm": _gemm_in_order(scale_each_product)}) is None
+    assert judge(case, {"dgemm": _gemm_in_order(False, wrong_sign=True)}) is not None
