@@ -47,7 +47,10 @@ the family default with the cursors at squares, into bench_dmma_shift_default.js
 --simt-clamp and --dmma-clamp the table's configs with those variants, and with the clamp's
 first forms (every clamped lane copying the tile's first vector, CLAMP_SPREAD=0; simt's
 operands along m or n clamped where they could shift, SHIFT_FIRST=0), at shapes that clamp,
-into bench_simt_clamp.json and bench_dmma_clamp.json.
+into bench_simt_clamp.json and bench_dmma_clamp.json; --old-first both families' table configs
+(simt's loop twin, dmma's with the cursors) with the interior epilogue's old values loaded first
+(OLD_FIRST=1) and in turn, at beta 0 and 1 (C read), into bench_{simt,dmma}_old_first-betaB.json.
+--beta B times every other mode's calls at that beta.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
 
@@ -218,6 +221,8 @@ SWITCHES = "switches"
 # the clock drifts with the heat of the kernels before (2026-11-29: two rounds in one order
 # put 4-12% between variants whose steady loops are the same length at shapes without edges).
 ROUNDS = 2
+# beta of every timed call (--beta), ours and cuBLAS's: != 0 reads C (drawn, not NaN) too.
+BETA = 0.0
 
 
 def _ruled_out(config: Any, dtype: str, outside: bool | str) -> tuple[list[str], bool]:
@@ -255,8 +260,12 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int],
 
     m, n, k = shape
     problem = problems.make(m, n, k, dtype, *trans, padded=True)
+    if BETA != 0:
+        import numpy as np
+
+        problem.set_c(np.random.default_rng().uniform(-1, 1, (m, n)))
     row: dict[str, Any] = {"m": m, "n": n, "k": k, "trans": "".join("NT"[t] for t in trans),
-                           "config": base}  # fmt: skip
+                           "config": base, "beta": BETA}  # fmt: skip
     runs: list[tuple[str, Callable[[], Any]]] = []
     held = []  # the workspaces, alive until the timing is done
     for label, changes in variants.items():
@@ -270,7 +279,7 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int],
         nbytes = launch.workspace_bytes(config, problem.dtype, problem.form)
         held.append(cuda.allocate(nbytes) if nbytes else None)
         runs.append((label, functools.partial(
-            gpu_backend.run, problem.form, problem.dtype, 1.0, 0.0, config,
+            gpu_backend.run, problem.form, problem.dtype, 1.0, BETA, config,
             workspace=int(held[-1] or 0))))  # fmt: skip
         row[f"{label}_workspace_bytes"] = nbytes
     for label, _ in runs:
@@ -281,7 +290,7 @@ def variants_row(shape: tuple[int, int, int], base: dict[str, int],
     row["cublas_ms"] = math.nan
     if reference.status()[0]:
         row["cublas_ms"] = gpu_median_ms(lambda: reference.gemm(
-            problem.form, problem.dtype, 1.0, 0.0), warmup=3, reps=15)  # fmt: skip
+            problem.form, problem.dtype, 1.0, BETA), warmup=3, reps=15)  # fmt: skip
     return row
 
 
@@ -493,6 +502,20 @@ DMMA_SHIFT_SHAPES = [(998, 911, 12892), (342, 8090, 2562), (52, 6397, 1668), (13
                      (8192, 8192, 512), (8192, 8192, 8192)]  # fmt: skip
 
 
+# Where the epilogue weighs: small k (C's loads and stores against a short main loop), and
+# shapes where the main loop does (OLD_FIRST in both kernels: at beta != 0 the old values of a
+# group of columns loaded before any is stored; H200, 2026-11-29: the direct dmma epilogue ran
+# 0.62-0.77x cuBLAS at beta 1 at these small-k shapes, 0.86-0.93 staged).
+OLD_FIRST_SHAPES = [(12902, 2832, 54), (12902, 2832, 1), (8192, 8192, 128), (4096, 4096, 64),
+                    (800, 4595, 208), (4096, 4096, 512), (1000, 1000, 1000),
+                    (4096, 4096, 4096)]  # fmt: skip
+
+
+def old_first_variants() -> dict[str, dict[str, int]]:
+    """The interior epilogue with the old values first (the default) and without it."""
+    return {"old-first": {}, "in-turn": {"OLD_FIRST": 0}}
+
+
 DMMA_SHIFT_SQUARES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
                       (3000, 3000, 3000)]  # fmt: skip
 
@@ -598,7 +621,7 @@ def geometric_mean(values: list[float]) -> float:
 
 
 def main() -> int:
-    global ROUNDS
+    global ROUNDS, BETA
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dtype", nargs="+", default=["float32", "float64"])
     parser.add_argument("--sweep", type=int, default=0, help="extra random configs per family")
@@ -634,6 +657,10 @@ def main() -> int:
                         help="simt's clamp at C's edge, its two first forms")  # fmt: skip
     parser.add_argument("--dmma-clamp", action="store_true",
                         help="dmma's clamp at C's edge: spread or not")  # fmt: skip
+    parser.add_argument("--old-first", action="store_true",
+                        help="both families' epilogues, OLD_FIRST 1 and 0, beta 0 and 1")
+    parser.add_argument("--beta", type=float, default=0.0,
+                        help="beta of every timed call (!= 0: C is read)")  # fmt: skip
     parser.add_argument("--dmma", action="store_true",
                         help="the table's dmma config and cuBLAS's tile in our kernel")  # fmt: skip
     parser.add_argument("--fma-order", action="store_true",
@@ -641,7 +668,7 @@ def main() -> int:
     parser.add_argument("--reg-transpose", action="store_true",
                         help="TN: the table's simt config, its loop twin and TN twin")  # fmt: skip
     args = parser.parse_args()
-    ROUNDS = args.rounds
+    ROUNDS, BETA = args.rounds, args.beta
 
     from tunedgemm import cuda, reference
 
@@ -707,6 +734,18 @@ def main() -> int:
         variants_main(Path(args.out), edge_variants(), DMMA_SHIFT_SQUARES,
                       lambda shape: default, "bench_dmma_shift_default.json", "dmma", "float64",
                       outside=SWITCHES)  # fmt: skip
+        return 0
+    if args.old_first:
+        from tunedgemm.families import simt
+
+        for beta in (0.0, 1.0):
+            BETA = beta
+            variants_main(Path(args.out), old_first_variants(), OLD_FIRST_SHAPES,
+                          lambda shape: {**table_simt_config(shape), **simt.LOOP_TWIN},
+                          f"bench_simt_old_first-beta{beta:g}.json", outside=SWITCHES)  # fmt: skip
+            variants_main(Path(args.out), old_first_variants(), OLD_FIRST_SHAPES,
+                          table_dmma_steady_config, f"bench_dmma_old_first-beta{beta:g}.json",
+                          "dmma", "float64", outside=SWITCHES)  # fmt: skip
         return 0
     if args.simt_clamp:
         variants_main(Path(args.out), clamp_variants("simt"), SIMT_CLAMP_SHAPES,

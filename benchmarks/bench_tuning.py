@@ -4,9 +4,10 @@ and a grid over (M, N) at a few K for a heatmap of speed relative to cuBLAS.
 Usage: python benchmarks/bench_tuning.py [--dtype float32 float64] [--shapes 24] [--out DIR]
            [--unpadded] [--seed S] [--low 32] [--high 16384] [--no-heatmap]
            [--shape-list MxNxK,...] [--no-stream-k] [--no-layout-twins] [--tag TAG]
-           [--trans NN|NT|TN|TT]
+           [--trans NN|NT|TN|TT] [--beta B]
 Operands have leading dimensions padded to 16 bytes, as host calls lay them out (--unpadded:
-as given); every product has the transpose pair --trans (default NN). Random shapes are
+as given); every product has the transpose pair --trans (default NN) and, ours and cuBLAS's
+alike, beta --beta (default 0; otherwise C holds drawn values and is read). Random shapes are
 log-uniform in [--low, --high] per dimension (issue 15: 24 in [32, 16384]), drawn fresh each
 run unless --seed is given (the seed is printed and recorded), work capped at 2 * 8192^3
 flops. The fixed-config pool is each family's default plus the
@@ -53,6 +54,8 @@ PADDED = True
 # The transpose pair of every product (--trans): the operands as stored, op(A) = A^T where
 # trans_a, laid out as problems.make lays them.
 TRANS = (False, False)
+# beta of every timed call, ours and cuBLAS's (--beta; != 0: C is read, drawn rather than NaN).
+BETA = 0.0
 HEAT_K = [256, 4096]
 MEASUREMENTS = 2  # medians per time; the least is kept (noise only ever adds)
 
@@ -141,6 +144,8 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     from tunedgemm.tuning import problems
 
     problem = problems.make(*shape, dtype, *TRANS, padded=PADDED)
+    if BETA != 0:
+        problem.set_c(np.random.default_rng().uniform(-1, 1, shape[:2]))
     key = plans.GemmKey.of(problem.form, dtype, "ieee")
     tuned = selection.choose(dtype, *shape, *TRANS, warn=False)
     times: dict[str, float] = {}
@@ -164,7 +169,7 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
         """A config as a planned call launches it (plans.launcher: its workspace kept)."""
         try:
             run, form = plans.launcher(key, config), problem.form
-            return best(lambda: run(form.a, form.b, form.c, 1.0, 0.0, 0))
+            return best(lambda: run(form.a, form.b, form.c, 1.0, BETA, 0))
         except Exception:
             return math.inf
 
@@ -229,8 +234,12 @@ def public_call(problem: Any) -> Any:
     routine = tg.sgemm if problem.dtype == np.float32 else tg.dgemm
     a, b, c = _public_views(problem)
     trans = {"trans_a": int(problem.form.trans_a), "trans_b": int(problem.form.trans_b)}
-    problem.poison_c()
-    routine(1.0, a, b, c=c, overwrite_c=1, **trans)
+    old = np.random.default_rng().uniform(-1, 1, (problem.form.m, problem.form.n))
+    if BETA == 0:
+        problem.poison_c()
+    else:
+        problem.set_c(old)
+    routine(1.0, a, b, beta=BETA, c=c, overwrite_c=1, **trans)
     got = problem.c()
     if not np.isfinite(got).all():
         raise AssertionError(f"public call left non-finite elements: {problem.form}")
@@ -239,11 +248,13 @@ def public_call(problem: Any) -> Any:
     cols = rng.choice(got.shape[1], min(64, got.shape[1]), replace=False)
     op_a = problem.op_a[rows].astype(np.float64)
     op_b = problem.op_b[:, cols].astype(np.float64)
-    error = np.abs(got[np.ix_(rows, cols)] - op_a @ op_b).max()
-    bound = 4 * problem.form.k * np.finfo(problem.dtype).eps * (np.abs(op_a) @ np.abs(op_b)).max()
+    want = op_a @ op_b + BETA * old[np.ix_(rows, cols)]
+    error = np.abs(got[np.ix_(rows, cols)] - want).max()
+    bound = 4 * (problem.form.k + 1) * np.finfo(problem.dtype).eps * (
+        (np.abs(op_a) @ np.abs(op_b)).max() + abs(BETA))
     if error > bound:
         raise AssertionError(f"public call off by {error:.3g} (bound {bound:.3g}): {problem.form}")
-    return lambda: routine(1.0, a, b, c=c, overwrite_c=1, **trans)
+    return lambda: routine(1.0, a, b, beta=BETA, c=c, overwrite_c=1, **trans)
 
 
 def _public_choice(problem: Any) -> str:
@@ -284,7 +295,7 @@ def _cublas_call(form: Any, dtype: Any) -> Any:
 
     call = reference.direct(dtype)
     return lambda: call(form.trans_a, form.trans_b, form.m, form.n, form.k, 1.0, form.a,
-                        form.lda, form.b, form.ldb, 0.0, form.c, form.ldc, 0)  # fmt: skip
+                        form.lda, form.b, form.ldb, BETA, form.c, form.ldc, 0)  # fmt: skip
 
 
 def _table_choice(dtype: str, shape: tuple[int, int, int], cublas: bool = True) -> Any:
@@ -323,8 +334,11 @@ def main() -> int:
                         help="no layout twins (A/B of TN's REG_TRANSPOSE)")  # fmt: skip
     parser.add_argument("--trans", default="NN", choices=["NN", "NT", "TN", "TT"],
                         help="transpose pair of every product (default NN)")  # fmt: skip
+    parser.add_argument("--beta", type=float, default=0.0,
+                        help="beta of every timed call (default 0; != 0 reads C)")  # fmt: skip
     args = parser.parse_args()
-    global PADDED, TRANS
+    global PADDED, TRANS, BETA
+    BETA = args.beta
     PADDED = not args.unpadded
     TRANS = (args.trans[0] == "T", args.trans[1] == "T")
 
@@ -349,12 +363,12 @@ def main() -> int:
             FAMILIES[name] = dataclasses.replace(family, layout_twins={})
     seed = args.seed if args.seed is not None else int(time.time())
     record: dict[str, Any] = {"device": cuda.device().name(), "command": " ".join(sys.argv),
-                              "seed": seed, "trans": args.trans, "padded": PADDED,
+                              "seed": seed, "trans": args.trans, "padded": PADDED, "beta": BETA,
                               "date": datetime.datetime.now(datetime.timezone.utc).strftime(
                                   "%Y-%m-%d %H:%M UTC"), "random": {}, "heatmap": {}}  # fmt: skip
     layout = "leading dimensions padded to 16 bytes" if PADDED else "leading dimensions as given"
     print(f"# {record['device']}, {record['date']}, random shapes' seed {seed}, {args.trans}, "
-          f"{layout}")
+          f"{layout}" + (f", beta {BETA:g} (C read)" if BETA else ""))
     for dtype in args.dtype:
         pool = fixed_pool(dtype)
         shapes = (random_shapes(args.shapes, seed, args.low, args.high) if not args.shape_list

@@ -26,7 +26,8 @@
 # simt-shift (simt's edge blocks in the steady loop: their GPU test, then bench_kernels
 # --simt-shift), dmma-shift (the same for dmma), simt-clamp and dmma-clamp (the same tests,
 # then bench_kernels --simt-clamp / --dmma-clamp: the clamp's sources), memcheck-edges
-# (compute-sanitizer memcheck over both edge tests),
+# (compute-sanitizer memcheck over both edge tests), old-first (the interior epilogues' old
+# values loaded first: GPU tests that read C, then bench_kernels --old-first),
 # same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
 # whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
@@ -390,6 +391,17 @@ PY
         # bench_kernels --dmma-clamp
         variant_step dmma-clamp tests/gpu/test_dmma_shift_gpu.py ${DMMA_TEST_LIMIT:-300} \
             ${DMMA_LIMIT:-300} ;;
+    old-first)  # the interior epilogues' old values loaded first (OLD_FIRST, both families):
+        # the GPU tests that read C at beta != 0 in interior tiles (dmma's staged epilogue
+        # against the direct one, both families' edge tests), then bench_kernels --old-first
+        # (beta 0 and 1); same_bits (now at beta != 0 too) is the step same-bits
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${OLD_TEST_LIMIT:-300} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_dmma_epilogue_gpu.py tests/gpu/test_dmma_shift_gpu.py \
+            tests/gpu/test_simt_shift_gpu.py > "$OUT/gpu-old-first.txt" 2>&1
+        echo "old-first tests: exit $?"; tail -4 "$OUT/gpu-old-first.txt"
+        timeout ${OLD_LIMIT:-300} python3 benchmarks/bench_kernels.py --old-first --out "$OUT" \
+            ${BENCH_ROUNDS:+--rounds $BENCH_ROUNDS} > "$OUT/bench_old_first.txt" 2>&1
+        echo "bench_kernels --old-first: exit $?"; grep -v "^#" "$OUT/bench_old_first.txt" | tail -40 ;;
     memcheck-edges)  # compute-sanitizer memcheck over the edge tests of MEMCHECK_FAMILIES
         # (default dmma simt), the bases whose ids match MEMCHECK_DMMA / MEMCHECK_SIMT (pytest
         # -k): the clamped copies read only inside the operands. Each selection runs once
@@ -500,12 +512,15 @@ PY
     random)  # issue 15's random-shape floors: bench_tuning on 24 fresh log-uniform shapes in
         # [32, 16384], own kernels and with cuBLAS as a candidate, no heatmap (RANDOM_TRANS:
         # the transpose pair, default NN; RANDOM_UNPADDED=1: leading dimensions as given,
-        # which runs the unaligned kernels at odd sizes, as device arrays of odd rows do)
+        # which runs the unaligned kernels at odd sizes, as device arrays of odd rows do;
+        # RANDOM_BETA: beta of every call, default 0; the file is then bench_tuning-betaB.txt)
         timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap ${RANDOM_SEED:+--seed $RANDOM_SEED} \
-            ${RANDOM_UNPADDED:+--unpadded} \
+            ${RANDOM_UNPADDED:+--unpadded} ${RANDOM_BETA:+--beta $RANDOM_BETA --tag beta$RANDOM_BETA} \
             --dtype ${RANDOM_DTYPES:-float32 float64} --trans ${RANDOM_TRANS:-NN} --out "$OUT" \
-            > "$OUT/bench_tuning.txt" 2>&1
-        echo "bench_tuning: exit $?"; grep -E "^#|geometric|best single|public call|GPU time alone" "$OUT/bench_tuning.txt" ;;
+            > "$OUT/bench_tuning${RANDOM_BETA:+-beta$RANDOM_BETA}.txt" 2>&1
+        echo "bench_tuning: exit $?"
+        grep -E "^#|geometric|best single|public call|GPU time alone" \
+            "$OUT/bench_tuning${RANDOM_BETA:+-beta$RANDOM_BETA}.txt" ;;
     fused)  # dmma SPLITK_FUSED (issues 13 and 15; written 2026-11-26): its GPU test, then what
         # each split-K candidate and its fused twin cost a call at 256^3 and 512^3 float64, then
         # the public float64 calls there against cuBLAS (autotuning times the twins too)

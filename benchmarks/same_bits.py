@@ -8,8 +8,9 @@ elsewhere. For every config of FAMILY in the shipped table (the first N, spread 
 sorted list, with --limit), each transpose pair and leading dimensions padded and not, on
 shapes with edge and interior tiles, the family's template at REV (default HEAD; or in DIR, a
 copy of kernels/ at REV for a machine without the repository's history) and in the working
-tree each compute C from the same operands (C poisoned by NaN first); every byte of
-C must agree. Writes same_bits-FAMILY.json to --out. Exit status 1 where any result differs.
+tree each compute C from the same operands, at beta 0 (C poisoned by NaN first) and beta != 0
+(C drawn too); every byte of C must agree. Writes same_bits-FAMILY.json to --out. Exit status
+1 where any result differs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 # Edge tiles in m, n and k, and (the last) enough whole k-tiles for a steady state.
 SHAPES = [(257, 1000, 33), (1000, 1000, 257), (1536, 1280, 2100)]
+# beta 0 (C never read) and beta != 0 (C read: the epilogue's other path).
+SCALARS = [(1.0, 0.0), (-0.75, 0.5)]
 
 
 def use_kernels(directory: Path) -> None:
@@ -73,11 +76,15 @@ def results(configs: list[Any], dtype: str, seed: int) -> dict[str, bytes]:
     for (m, n, k), (ta, tb), padded in itertools.product(
             SHAPES, itertools.product((False, True), repeat=2), (False, True)):  # fmt: skip
         problem = problems.make(m, n, k, dtype, ta, tb, rng, padded=padded)
-        for config in configs:
-            problem.poison_c()
-            gpu_backend.run(problem.form, problem.dtype, 1.0, 0.0, config)
-            out[f"{config} {m}x{n}x{k} {'NT'[ta]}{'NT'[tb]} padded={padded}"] = (
-                whole_c(problem).tobytes())  # fmt: skip
+        old = rng.uniform(-1, 1, (m, n))
+        for config, (alpha, beta) in itertools.product(configs, SCALARS):
+            if beta == 0:
+                problem.poison_c()
+            else:
+                problem.set_c(old)  # (the rows past m NaN)
+            gpu_backend.run(problem.form, problem.dtype, alpha, beta, config)
+            out[f"{config} {m}x{n}x{k} {'NT'[ta]}{'NT'[tb]} padded={padded} "
+                f"alpha={alpha} beta={beta}"] = whole_c(problem).tobytes()  # fmt: skip
     return out
 
 
@@ -118,7 +125,8 @@ def main() -> int:
     differ = sorted(key for key in now if now[key] != base[key])
     for key in differ[:20]:
         print(f"differs: {key}")
-    print(f"{args.family}: {len(configs)} shipped configs x {len(SHAPES)} shapes x 8 layouts, "
+    print(f"{args.family}: {len(configs)} shipped configs x {len(SHAPES)} shapes x 8 layouts x "
+          f"{len(SCALARS)} (alpha, beta), "
           f"{len(differ)} of {len(now)} results differ from {args.base} (seed {seed})")  # fmt: skip
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / f"same_bits-{args.family}.json").write_text(json.dumps(
