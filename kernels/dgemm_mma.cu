@@ -157,6 +157,27 @@
 #ifndef SWAP_AB
 #define SWAP_AB 0      // 1: the mma computes C's transpose (B's tile in its A role): 16-byte C stores
 #endif
+// OLD_FIRST=1: at beta != 0 a tile wholly inside C loads the old values of OLD_GROUP of the
+// warp's mma rows (SWAP_AB, ALIGNED: 16-byte pairs) or columns (else) before it stores any of
+// them, and a tile on C's edge those of EDGE_GROUP mma columns that lie inside C. store_c's
+// load, fma and store for each element in turn let ptxas keep only one column's four loads in
+// flight (cuobjdump, nvcc 13.0, sm_90a): a round trip to memory for each of a thread's 16
+// columns. The same fma of the same values: the same bits (same_bits.py at beta 0 and 0.5,
+// H200, 2026-11-29). At beta 1 the table's configs took 8-19% less time at k of 1-208
+// (bench_kernels --old-first, H200, 2026-11-29 11:41 UTC: 12902x2832x54 0.330 -> 0.268 ms,
+// cuBLAS 0.294).
+#ifndef OLD_FIRST
+#define OLD_FIRST 1
+#endif
+// On C's edge, the old values inside C of EDGE_GROUP of the mma columns j (as the accumulators
+// are numbered, SWAP_AB or not) before their stores: about 16 doubles a thread (32, each
+// with its address, spilled in the 64 x 128 m16n8k8 tiles).
+#define EDGE_GROUP (MT * 4 * NT <= 16 ? NT : (16 / (MT * 4) > 0 ? 16 / (MT * 4) : 1))
+#if SWAP_AB   // about 32 old doubles in flight a thread (MT * 2 rows a group here, 2 * NT each)
+#define OLD_GROUP (MT * 2 * NT * 2 <= 32 ? MT : (32 / (2 * NT * 2) > 0 ? 32 / (2 * NT * 2) : 1))
+#else         // (NT columns, 2 * MT * 2 each)
+#define OLD_GROUP (NT * 2 * MT * 2 <= 32 ? NT : (32 / (2 * MT * 2) > 0 ? 32 / (2 * MT * 2) : 1))
+#endif
 // Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -202,6 +223,12 @@
 
 #if (BM % WM) || (BN % WN) || (WM % 16) || (WN % 16) || (BK % MMA_K) || (BK % 8)
 #error "tile sizes violate the constraints of dgemm_mma"
+#endif
+#if SWAP_AB ? MT % OLD_GROUP : NT % OLD_GROUP
+#error "OLD_GROUP must divide the warp's mma rows (SWAP_AB) or columns"
+#endif
+#if NT % EDGE_GROUP
+#error "EDGE_GROUP must divide the warp's mma columns"
 #endif
 #if MMA_K != 4 && MMA_K != 8 && MMA_K != 16
 #error "MMA_K must be 4, 8 or 16"
@@ -929,6 +956,33 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         // 16i + 8h + g, one 16-byte store each when ALIGNED (cuBLAS's DGEMM stores 16 bytes a
         // lane; 8-byte stores took twice the instructions and addresses).
         REAL* const cw = C + (size_t)(row0 + wm0 + 2 * t) + (size_t)(col0 + wn0 + g) * ldc;
+#if ALIGNED && SPLIT_K == 1 && OLD_FIRST
+        if (beta != 0.0) {   // (OLD_FIRST above) a group's old pairs loaded before its stores
+#pragma unroll
+            for (int i0 = 0; i0 < MT; i0 += OLD_GROUP) {
+                double2 old[OLD_GROUP][2][NT];
+#pragma unroll
+                for (int i = i0; i < i0 + OLD_GROUP; ++i)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int j = 0; j < NT; ++j)
+                            old[i - i0][h][j] = *reinterpret_cast<const double2*>(
+                                cw + (size_t)(16 * i + 8 * h) * ldc + 8 * j);
+#pragma unroll
+                for (int i = i0; i < i0 + OLD_GROUP; ++i)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int j = 0; j < NT; ++j) {
+                            const double2 o = old[i - i0][h][j];
+                            *reinterpret_cast<double2*>(cw + (size_t)(16 * i + 8 * h) * ldc + 8 * j) =
+                                make_double2(fma(beta, o.x, alpha * acc[i][j][2 * h]),
+                                             fma(beta, o.y, alpha * acc[i][j][2 * h + 1]));
+                        }
+            }
+        } else
+#endif
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -945,6 +999,33 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         // 8192x8192x128 (64 x 128, m16n8k8) half of the kernel's instructions, against a k
         // loop of 155 a k-tile (Nsight Compute, H100, 2026-11-28). The same values stored.
         REAL* const cw = C + (size_t)(row0 + wm0 + g) + (size_t)(col0 + wn0 + 2 * t) * ldc;
+#if SPLIT_K == 1 && OLD_FIRST
+        if (beta != 0.0) {   // (OLD_FIRST above) a group's old values loaded before its stores
+#pragma unroll
+            for (int j0 = 0; j0 < NT; j0 += OLD_GROUP) {
+                double old[OLD_GROUP][2][MT][2];
+#pragma unroll
+                for (int j = j0; j < j0 + OLD_GROUP; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+#pragma unroll
+                        for (int i = 0; i < MT; ++i)
+#pragma unroll
+                            for (int h = 0; h < 2; ++h)
+                                old[j - j0][e][i][h] = cw[(size_t)(8 * j + e) * ldc + 16 * i + 8 * h];
+#pragma unroll
+                for (int j = j0; j < j0 + OLD_GROUP; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+#pragma unroll
+                        for (int i = 0; i < MT; ++i)
+#pragma unroll
+                            for (int h = 0; h < 2; ++h)
+                                cw[(size_t)(8 * j + e) * ldc + 16 * i + 8 * h] =
+                                    fma(beta, old[j - j0][e][i][h], alpha * acc[i][j][2 * h + e]);
+            }
+        } else
+#endif
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
@@ -958,6 +1039,38 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             }
 #endif
     } else {   // a tile on C's edge
+#if SPLIT_K == 1 && OLD_FIRST
+      if (beta != 0.0) {   // (OLD_FIRST above) a group's old values, those inside C, first
+#pragma unroll
+        for (int j0 = 0; j0 < NT; j0 += EDGE_GROUP) {
+            double old[EDGE_GROUP][MT][2][2];
+#pragma unroll
+            for (int pass = 0; pass < 2; ++pass)   // 0: load the old values, 1: store
+#pragma unroll
+                for (int j = j0; j < j0 + EDGE_GROUP; ++j)
+#pragma unroll
+                    for (int i = 0; i < MT; ++i)
+#pragma unroll
+                        for (int h = 0; h < 2; ++h)
+#pragma unroll
+                            for (int e = 0; e < 2; ++e) {
+                                const int gi = row0 + wm0 + ACC_ROW(i, j, h, e);
+                                const int gj = col0 + wn0 + ACC_COL(i, j, h, e);
+#if SHIFTS
+                                const bool in_c = gi < m && gj < n && gi >= row_first && gj >= col_first;
+#else
+                                const bool in_c = gi < m && gj < n;
+#endif
+                                double* const c = C + (size_t)gi + (size_t)gj * ldc;
+                                double& o = old[j - j0][i][h][e];
+                                if (pass == 0)
+                                    o = in_c ? *c : 0.0;
+                                else if (in_c)
+                                    *c = fma(beta, o, alpha * acc[i][j][2 * h + e]);
+                            }
+        }
+      } else
+#endif
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll

@@ -167,6 +167,16 @@
 #else
 #define SIMT_BOUNDS __launch_bounds__(THREADS, MIN_BLOCKS)
 #endif
+// OLD_FIRST=1: a block whose tile lies wholly inside C (ALIGNED) stores it with no edge tests,
+// and at beta != 0 every block loads the old values of OLD_COLS of a thread's columns (on C's
+// edge, those inside C) before it stores any of them. store4's load, fma and store in turn,
+// each behind the edge tests' branches, had ptxas keep one 16-byte load in flight at a time
+// (cuobjdump, nvcc 13.0, sm_90a): TM * TN / 4 round trips to memory a thread. The same fma of
+// the same values: the same bits (same_bits.py at beta 0 and 0.5, H200, 2026-11-29).
+#ifndef OLD_FIRST
+#define OLD_FIRST 1
+#endif
+#define OLD_COLS (32 / TM < TN ? (32 / TM > 0 ? 32 / TM : 1) : TN)   // about 32 floats in flight
 // Derived (passed by tunedgemm/families/simt.py; defaults here match the defaults above).
 #ifndef THREADS
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -195,6 +205,7 @@
 #define CLAMPS (STEADY && CLAMP_EDGE)
 
 static_assert(WTM * WTN == 32, "a warp tile must hold exactly 32 thread tiles");
+static_assert(TN % OLD_COLS == 0, "OLD_COLS must divide the thread tile's columns");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are made of 4x4 sub-blocks");
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
 static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "THREADS must match the warp layout");
@@ -970,6 +981,105 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #endif
     // Epilogue: lane (lm, ln) owns rows  row0 + wm*WM + v*4*WTM + lm*4 + {0..3}
     //                         and columns col0 + wn*WN + u*4*WTN + ln*4 + {0..3}.
+#if ALIGNED && OLD_FIRST
+    // A tile wholly inside C (block-uniform; not shifted, so every element is its own): no
+    // edge tests, and at beta != 0 the old values of OLD_COLS of the thread's columns loaded
+    // before any of them is stored (OLD_FIRST above).
+#if SHIFTS
+    if (row0 + BM <= m && col0 + BN <= n && row0 == row_first && col0 == col_first) {
+#else
+    if (row0 + BM <= m && col0 + BN <= n) {
+#endif
+        REAL* const cw = C + (size_t)(row0 + wm * WM + lm * 4) + (size_t)(col0 + wn * WN + ln * 4) * ldc;
+#define SIMT_C(c, v) (cw + (size_t)(((c) / 4) * 4 * WTN + (c) % 4) * ldc + (v) * 4 * WTM)
+#define SIMT_ACC4(c, v) make_float4(acc[(v) * 4][c], acc[(v) * 4 + 1][c], acc[(v) * 4 + 2][c], \
+                                    acc[(v) * 4 + 3][c])
+#if SPLIT_K == 1
+        if (beta != 0.f) {
+#pragma unroll
+            for (int c0 = 0; c0 < TN; c0 += OLD_COLS) {
+                float4 old[OLD_COLS][TM / 4];
+#pragma unroll
+                for (int c = c0; c < c0 + OLD_COLS; ++c)
+#pragma unroll
+                    for (int v = 0; v < TM / 4; ++v)
+                        old[c - c0][v] = *reinterpret_cast<const float4*>(SIMT_C(c, v));
+#pragma unroll
+                for (int c = c0; c < c0 + OLD_COLS; ++c)
+#pragma unroll
+                    for (int v = 0; v < TM / 4; ++v) {
+                        const float4 o = old[c - c0][v], a = SIMT_ACC4(c, v);
+                        *reinterpret_cast<float4*>(SIMT_C(c, v)) =
+                            make_float4(fmaf(beta, o.x, alpha * a.x), fmaf(beta, o.y, alpha * a.y),
+                                        fmaf(beta, o.z, alpha * a.z), fmaf(beta, o.w, alpha * a.w));
+                    }
+            }
+        } else
+#endif
+        {
+#pragma unroll
+            for (int c = 0; c < TN; ++c)
+#pragma unroll
+                for (int v = 0; v < TM / 4; ++v)
+                    store4(SIMT_C(c, v), SIMT_ACC4(c, v), alpha, beta);
+        }
+#undef SIMT_C
+#undef SIMT_ACC4
+    } else
+#endif
+#if SPLIT_K == 1 && OLD_FIRST
+    if (beta != 0.f) {   // (OLD_FIRST above) on C's edge: a group's old values inside C first
+#pragma unroll
+        for (int c0 = 0; c0 < TN; c0 += OLD_COLS) {
+            float old[OLD_COLS][TM];
+#pragma unroll
+            for (int pass = 0; pass < 2; ++pass)   // 0: load the old values, 1: store
+#pragma unroll
+                for (int c = c0; c < c0 + OLD_COLS; ++c) {
+                    const int gj = col0 + wn * WN + (c / 4) * 4 * WTN + ln * 4 + c % 4;
+#if SHIFTS
+                    const bool col_in = gj < n && gj >= col_first;
+#else
+                    const bool col_in = gj < n;
+#endif
+                    REAL* const ccol = C + (size_t)gj * ldc;
+#pragma unroll
+                    for (int v = 0; v < TM / 4; ++v) {
+                        const int gi = row0 + wm * WM + v * 4 * WTM + lm * 4;
+#if SHIFTS   // (the edge loop's tests below, as one flag)
+                        const bool in_c = col_in && gi >= row_first;
+#else
+                        const bool in_c = col_in;
+#endif
+                        float* const o = old[c - c0] + v * 4;
+#if ALIGNED
+                        if (in_c && gi + 3 < m) {
+                            if (pass == 0) {
+                                const float4 q = *reinterpret_cast<const float4*>(ccol + gi);
+                                o[0] = q.x, o[1] = q.y, o[2] = q.z, o[3] = q.w;
+                            } else {
+                                *reinterpret_cast<float4*>(ccol + gi) = make_float4(
+                                    fmaf(beta, o[0], alpha * acc[v * 4][c]),
+                                    fmaf(beta, o[1], alpha * acc[v * 4 + 1][c]),
+                                    fmaf(beta, o[2], alpha * acc[v * 4 + 2][c]),
+                                    fmaf(beta, o[3], alpha * acc[v * 4 + 3][c]));
+                            }
+                            continue;
+                        }
+#endif
+#pragma unroll
+                        for (int rb = 0; rb < 4; ++rb) {
+                            if (!in_c || gi + rb >= m) continue;
+                            if (pass == 0)
+                                o[rb] = ccol[gi + rb];
+                            else
+                                ccol[gi + rb] = fmaf(beta, o[rb], alpha * acc[v * 4 + rb][c]);
+                        }
+                    }
+                }
+        }
+    } else
+#endif
 #pragma unroll
     for (int u = 0; u < TN / 4; ++u) {
 #pragma unroll
