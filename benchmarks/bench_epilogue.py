@@ -54,9 +54,12 @@ def configs_at(shape: tuple[int, int, int], given: str | None) -> list[Any]:
 
 
 def with_epilogue(config: Any, value: int) -> Any:
+    """config with EPILOGUE=value; the staged epilogue (1) with the mma unswapped (SWAP_AB=0:
+    a swapped config's 16-byte pairs are stored from the fragments)."""
     from tunedgemm.params import KernelConfig
 
-    return KernelConfig.make(config.family, {**config.as_dict(), "EPILOGUE": value})
+    swap = {"SWAP_AB": 0} if value else {}
+    return KernelConfig.make(config.family, {**config.as_dict(), "EPILOGUE": value, **swap})
 
 
 def label(config: Any) -> str:
