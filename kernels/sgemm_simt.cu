@@ -169,9 +169,9 @@
 #endif
 // OLD_FIRST=1: a block whose tile lies wholly inside C (ALIGNED) stores it with no edge tests,
 // and at beta != 0 every block loads the old values of OLD_COLS of a thread's columns (on C's
-// edge, those inside C) before it stores any of them. Not in the unaligned kernels: their
-// scalar loads, 32 with their addresses, spilled (200 bytes in the family default at 128
-// registers). store4's load, fma and store in turn,
+// edge, those inside C) before it stores any of them. Not in the unaligned kernels, nor in
+// streamk_gemm: there the scalar loads, 32 with their addresses, and the walk's state beside
+// the group spilled (200 and 336 bytes in the family default at 128 registers). store4's load, fma and store in turn,
 // each behind the edge tests' branches, had ptxas keep one 16-byte load in flight at a time
 // (cuobjdump, nvcc 13.0, sm_90a): TM * TN / 4 round trips to memory a thread. The same fma of
 // the same values: the same bits (same_bits.py at beta 0 and 0.5, H200, 2026-11-29).
@@ -983,7 +983,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #endif
     // Epilogue: lane (lm, ln) owns rows  row0 + wm*WM + v*4*WTM + lm*4 + {0..3}
     //                         and columns col0 + wn*WN + u*4*WTN + ln*4 + {0..3}.
-#if ALIGNED && OLD_FIRST
+#if ALIGNED && OLD_FIRST && !STREAM_K
     // A tile wholly inside C (block-uniform; not shifted, so every element is its own): no
     // edge tests, and at beta != 0 the old values of OLD_COLS of the thread's columns loaded
     // before any of them is stored (OLD_FIRST above).
@@ -1029,7 +1029,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #undef SIMT_ACC4
     } else
 #endif
-#if ALIGNED && SPLIT_K == 1 && OLD_FIRST
+#if ALIGNED && SPLIT_K == 1 && OLD_FIRST && !STREAM_K
     if (beta != 0.f) {   // (OLD_FIRST above) on C's edge: a group's old values inside C first
 #pragma unroll
         for (int c0 = 0; c0 < TN; c0 += OLD_COLS) {

@@ -1,7 +1,7 @@
 """OLD_FIRST in both families' epilogues (kernels/dgemm_mma.cu, kernels/sgemm_simt.cu): at
 beta != 0 the old values of C are loaded a group at a time before their stores. It is on by
-default wherever C is read (one k-slice; in simt, aligned kernels only) and leaves split-K's
-raw partial sums alone; the GPU
+default wherever C is read (one k-slice; in simt, aligned data-parallel kernels only) and
+leaves split-K's raw partial sums alone; the GPU
 side (the same bits at beta 0 and 0.5) is benchmarks/same_bits.py and the edge tests."""
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def test_dmma_split_k_slices_read_no_c_either_way(tmp_path):
 
 @pytest.mark.parametrize("aligned", [0, 1])
 def test_simt_reads_c_a_group_at_a_time_by_default_where_aligned(tmp_path, aligned):
-    """The unaligned kernels keep their epilogue: their scalar loads of a group spilled."""
+    """The unaligned kernels keep their epilogue: their scalar loads of a group spilled (as
+    did streamk_gemm's, which keeps it too: test_stream_k.py compiles it)."""
     for (ta, tb), changes in itertools.product([(0, 0), (1, 0)], ({}, simt.LOOP_TWIN)):
         text, on, off = _texts(tmp_path, "simt", "float32", changes, ta, tb, aligned)
         assert text == on and (text != off) == bool(aligned), (ta, tb, changes)
