@@ -169,14 +169,25 @@
 #ifndef OLD_FIRST
 #define OLD_FIRST 1
 #endif
+// Old doubles in flight a thread, by the registers __launch_bounds__ leaves it (65536 over
+// THREADS * MIN_BLOCKS, at most 255): 32 at 255, 16 at 128, 8 below. Of the shipped configs
+// and their twins, those whose groups these caps change all split k (no C is read there), so
+// every shipped kernel is the one GPU-tested with 32 and 16 (2026-11-29).
+#define OLD_VALUES (THREADS * MIN_BLOCKS <= 256 ? 32 : THREADS * MIN_BLOCKS <= 512 ? 16 : 8)
 // On C's edge, the old values inside C of EDGE_GROUP of the mma columns j (as the accumulators
-// are numbered, SWAP_AB or not) before their stores: about 16 doubles a thread (32, each
-// with its address, spilled in the 64 x 128 m16n8k8 tiles).
-#define EDGE_GROUP (MT * 4 * NT <= 16 ? NT : (16 / (MT * 4) > 0 ? 16 / (MT * 4) : 1))
-#if SWAP_AB   // about 32 old doubles in flight a thread (MT * 2 rows a group here, 2 * NT each)
-#define OLD_GROUP (MT * 2 * NT * 2 <= 32 ? MT : (32 / (2 * NT * 2) > 0 ? 32 / (2 * NT * 2) : 1))
+// are numbered, SWAP_AB or not) before their stores, each with its address: 16 (32 spilled in
+// the 64 x 128 m16n8k8 tiles), and under a 128-register cap 16 beside 16 accumulators a
+// thread but 8 beside more (16 spilled 8-24 bytes beside the 32 of sixteen 32 x 32 warps).
+#define EDGE_VALUES (THREADS * MIN_BLOCKS <= 256 ? 16 : MT * NT * 4 <= 16 ? (OLD_VALUES < 16 ? \
+                     OLD_VALUES : 16) : OLD_VALUES / 2)
+#define EDGE_GROUP (MT * 4 * NT <= EDGE_VALUES ? NT : \
+                    (EDGE_VALUES / (MT * 4) > 0 ? EDGE_VALUES / (MT * 4) : 1))
+#if SWAP_AB   // (MT * 2 rows a group here, 2 * NT doubles each)
+#define OLD_GROUP (MT * 2 * NT * 2 <= OLD_VALUES ? MT : \
+                   (OLD_VALUES / (2 * NT * 2) > 0 ? OLD_VALUES / (2 * NT * 2) : 1))
 #else         // (NT columns, 2 * MT * 2 each)
-#define OLD_GROUP (NT * 2 * MT * 2 <= 32 ? NT : (32 / (2 * MT * 2) > 0 ? 32 / (2 * MT * 2) : 1))
+#define OLD_GROUP (NT * 2 * MT * 2 <= OLD_VALUES ? NT : \
+                   (OLD_VALUES / (2 * MT * 2) > 0 ? OLD_VALUES / (2 * MT * 2) : 1))
 #endif
 // Derived (passed by tunedgemm/families/dmma.py; defaults here match the defaults above).
 #ifndef THREADS
