@@ -48,8 +48,9 @@ the family default with the cursors at squares, into bench_dmma_shift_default.js
 first forms (every clamped lane copying the tile's first vector, CLAMP_SPREAD=0; simt's
 operands along m or n clamped where they could shift, SHIFT_FIRST=0), at shapes that clamp,
 into bench_simt_clamp.json and bench_dmma_clamp.json; --old-first both families' table configs
-(simt's loop twin, dmma's with the cursors) with the interior epilogue's old values loaded first
-(OLD_FIRST=1) and in turn, at beta 0 and 1 (C read), into bench_{simt,dmma}_old_first-betaB.json.
+(simt's loop twin, dmma's with the cursors) with the epilogue's old values of C loaded a group
+at a time before the stores (OLD_FIRST=1) and in turn, at beta 0 and 1 (C read), into
+bench_{simt,dmma}_old_first-betaB.json.
 --beta B times every other mode's calls at that beta.
 
     python benchmarks/bench_kernels.py --fma-order [--out DIR]
@@ -512,7 +513,7 @@ OLD_FIRST_SHAPES = [(12902, 2832, 54), (12902, 2832, 1), (8192, 8192, 128), (409
 
 
 def old_first_variants() -> dict[str, dict[str, int]]:
-    """The interior epilogue with the old values first (the default) and without it."""
+    """The epilogue with C's old values loaded first (the default) and in turn."""
     return {"old-first": {}, "in-turn": {"OLD_FIRST": 0}}
 
 
@@ -585,7 +586,7 @@ def variants_main(out: Path, variants: dict[str, dict[str, int]], shapes: list[A
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# {device}, {cuda.sm_count()} SMs, {stamp}, {reference.status()[1]}")
     print("# ms (CUDA-event medians); ratio = cuBLAS ms / ours; nan: ruled out for the config")
-    names = {label: ",".join(f"{k}={v}" for k, v in changes.items())
+    names = {label: ",".join(f"{k}={v}" for k, v in changes.items()) or label
              for label, changes in variants.items()}  # fmt: skip
     width = {label: max(11, len(name)) for label, name in names.items()}
     print(f"{'m x n x k':>18} " + " ".join(f"{names[x]:>{width[x]}} {'ratio':>6}" for x in names) +

@@ -26,8 +26,8 @@
 # simt-shift (simt's edge blocks in the steady loop: their GPU test, then bench_kernels
 # --simt-shift), dmma-shift (the same for dmma), simt-clamp and dmma-clamp (the same tests,
 # then bench_kernels --simt-clamp / --dmma-clamp: the clamp's sources), memcheck-edges
-# (compute-sanitizer memcheck over both edge tests), old-first (the interior epilogues' old
-# values loaded first: GPU tests that read C, then bench_kernels --old-first),
+# (compute-sanitizer memcheck over both edge tests), old-first (the epilogues' old values of
+# C loaded first: GPU tests that read C, then bench_kernels --old-first),
 # same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
 # whole rounds of blocks, at the table's losing entries), dgemm-probe (what autotuning times
@@ -391,7 +391,7 @@ PY
         # bench_kernels --dmma-clamp
         variant_step dmma-clamp tests/gpu/test_dmma_shift_gpu.py ${DMMA_TEST_LIMIT:-300} \
             ${DMMA_LIMIT:-300} ;;
-    old-first)  # the interior epilogues' old values loaded first (OLD_FIRST, both families):
+    old-first)  # the epilogues' old values of C loaded first (OLD_FIRST, both families):
         # the GPU tests that read C at beta != 0 in interior tiles (dmma's staged epilogue
         # against the direct one, both families' edge tests), then bench_kernels --old-first
         # (beta 0 and 1); same_bits (now at beta != 0 too) is the step same-bits
