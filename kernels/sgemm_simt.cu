@@ -167,14 +167,15 @@
 #else
 #define SIMT_BOUNDS __launch_bounds__(THREADS, MIN_BLOCKS)
 #endif
-// OLD_FIRST=1: a block whose tile lies wholly inside C (ALIGNED) stores it with no edge tests,
-// and at beta != 0 every block loads the old values of OLD_COLS of a thread's columns (on C's
-// edge, those inside C) before it stores any of them. Not in the unaligned kernels, nor in
-// streamk_gemm: there the scalar loads, 32 with their addresses, and the walk's state beside
-// the group spilled (200 and 336 bytes in the family default at 128 registers). store4's load, fma and store in turn,
-// each behind the edge tests' branches, had ptxas keep one 16-byte load in flight at a time
+// OLD_FIRST=1: a block whose tile lies wholly inside C stores it with no edge tests, and at
+// beta != 0 every block loads the old values of OLD_COLS of a thread's columns (on C's edge,
+// those inside C) before it stores any of them. store4's load, fma and store in turn, each
+// behind the edge tests' branches, had ptxas keep one 16-byte load in flight at a time
 // (cuobjdump, nvcc 13.0, sm_90a): TM * TN / 4 round trips to memory a thread. The same fma of
-// the same values: the same bits (same_bits.py at beta 0 and 0.5, H200, 2026-11-29).
+// the same values: the same bits (same_bits.py at beta 0 and 0.5, H200, 2026-11-29). Aligned
+// data-parallel kernels only: in the unaligned ones the scalar loads, 32 with their addresses,
+// and in streamk_gemm the walk's state beside the group, spilled (200 and 336 bytes in the
+// family default at 128 registers).
 #ifndef OLD_FIRST
 #define OLD_FIRST 1
 #endif
@@ -1054,7 +1055,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                         const bool in_c = col_in;
 #endif
                         float* const o = old[c - c0] + v * 4;
-#if ALIGNED
                         if (in_c && gi + 3 < m) {
                             if (pass == 0) {
                                 const float4 q = *reinterpret_cast<const float4*>(ccol + gi);
@@ -1068,7 +1068,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                             }
                             continue;
                         }
-#endif
 #pragma unroll
                         for (int rb = 0; rb < 4; ++rb) {
                             if (!in_c || gi + rb >= m) continue;

@@ -1,8 +1,8 @@
 """OLD_FIRST in both families' epilogues (kernels/dgemm_mma.cu, kernels/sgemm_simt.cu): at
 beta != 0 the old values of C are loaded a group at a time before their stores. It is on by
 default wherever C is read (one k-slice; in simt, aligned data-parallel kernels only) and
-leaves split-K's raw partial sums alone; the GPU
-side (the same bits at beta 0 and 0.5) is benchmarks/same_bits.py and the edge tests."""
+leaves split-K's raw partial sums alone; the GPU side (the same bits at beta 0 and 0.5) is
+benchmarks/same_bits.py and the edge tests."""
 
 from __future__ import annotations
 
