@@ -2,7 +2,8 @@
 # One GPU-machine session: GPU tests, then the benchmarks; logs to $OUT.
 # Run there as:  source .device/setup.sh && bash benchmarks/gpu_session.sh [STEP ...]
 # Steps (default: tests device precision host): tests (info and the GPU tests; GPU_TESTS names
-# files to run instead of all of tests/, TESTS_LIMIT the seconds), device
+# files to run instead of all of tests/, TESTS_LIMIT the seconds), tests-sharded (the same
+# tests less the shipped table's, in SHARDS processes at once: gpu_tests_sharded.py), device
 # (bench_device: public calls on device arrays against their peers), precision (bench_tf32),
 # host (bench_host), tuning (bench_tuning), sanitize (compute-sanitizer over the shipped
 # configs), fuzz (the differential fuzzer on the GPU backend), faults (the fault tests 20 times),
@@ -152,6 +153,13 @@ for step in $steps; do
         timeout ${TESTS_LIMIT:-330} python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=30 \
             --deselect tests/gpu/test_shipped_table.py ${GPU_TESTS:-tests} > "$OUT/gpu-tests.txt" 2>&1
         echo "GPU tests: exit $?"; tail -6 "$OUT/gpu-tests.txt" ;;
+    tests-sharded)  # the GPU tests in SHARDS (default 12) pytest processes at once, each its
+        # own kernel cache (gpu_tests_sharded.py), the shipped-table test left out (its 3,000-odd
+        # compiles are the shipped step's); SHARDS_LIMIT seconds for all of them
+        timeout $(( ${SHARDS_LIMIT:-400} + 60 )) python3 benchmarks/gpu_tests_sharded.py \
+            --shards ${SHARDS:-12} --limit ${SHARDS_LIMIT:-400} --out "$OUT" \
+            --skip tests/gpu/test_shipped_table.py ${GPU_TESTS:-tests} > "$OUT/gpu-tests.txt" 2>&1
+        echo "GPU tests, sharded: exit $?"; cat "$OUT/gpu-tests.txt" ;;
     shipped)  # every config of the shipped table (slow on a fresh machine: it compiles them)
         timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_shipped_table.py \
             > "$OUT/gpu-shipped.txt" 2>&1
