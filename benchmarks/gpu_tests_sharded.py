@@ -20,18 +20,20 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
-PYTEST = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"]
+PYTEST = [sys.executable, "-m", "pytest", "-v", "-m", "gpu", "-p", "no:cacheprovider"]
+OUTCOME = re.compile(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\b")
 
 
 def collect(paths: list[str], skip: list[str]) -> dict[str, list[str]]:
     """Node ids of the GPU tests, by file, in collection order, less the files in skip."""
-    listing = subprocess.run([*PYTEST, "--collect-only", *paths], capture_output=True,
+    listing = subprocess.run([*PYTEST, "-q", "-q", "--collect-only", *paths], capture_output=True,
                              text=True, check=False).stdout  # fmt: skip
     by_file: dict[str, list[str]] = defaultdict(list)
     for line in listing.splitlines():
@@ -64,6 +66,16 @@ def deal(by_file: dict[str, list[str]], shards: int) -> list[list[str]]:
     return [shard for shard in dealt if shard]
 
 
+def outcomes(log: Path) -> dict[str, str]:
+    """Node id -> outcome (PASSED, FAILED, SKIPPED, ...) from a shard's verbose log."""
+    found = {}
+    for line in log.read_text(errors="replace").splitlines():
+        match = OUTCOME.match(line)
+        if match:
+            found[match[1]] = match[2]
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=["tests"])
@@ -71,35 +83,53 @@ def main() -> int:
     parser.add_argument("--limit", type=float, default=420.0, help="seconds for all shards")
     parser.add_argument("--out", default=".")
     parser.add_argument("--skip", action="append", default=[], help="a test file to leave out")
+    parser.add_argument("--after", type=Path, help="an earlier run's --out: the tests its "
+                        "shard logs report are left out")  # fmt: skip
     args = parser.parse_args()
     out = Path(args.out)
     start = time.monotonic()
-    shards = deal(collect(args.paths, args.skip), args.shards)
-    print(f"collected in {time.monotonic() - start:.0f} s; {len(shards)} shards")
+    earlier = sorted(args.after.glob("gpu-tests-shard-*.txt")) if args.after else []
+    done = {node for log in earlier for node in outcomes(log)}
+    by_file = {path: [node for node in ids if node not in done] if done else ids
+               for path, ids in collect(args.paths, args.skip).items()}  # fmt: skip
+    shards = deal({path: ids for path, ids in by_file.items() if ids}, args.shards)
+    print(f"collected in {time.monotonic() - start:.0f} s; {len(done)} run before; "
+          f"{sum(map(len, by_file.values()))} tests in {len(shards)} shards")  # fmt: skip
     running = []
     for index, items in enumerate(shards):
         env = dict(os.environ, XDG_CACHE_HOME=f"/tmp/tunedgemm-shard-cache-{index}",
-                   TUNEDGEMM_TEST_PRECOMPILE="0")
-        log = open(out / f"gpu-tests-shard-{index}.txt", "w")  # noqa: SIM115 (closed below)
-        log.write(" ".join(items if len(items) < 20 else [*items[:3], "..."]) + "\n")
-        log.flush()
-        process = subprocess.Popen([*PYTEST, *items], stdout=log, stderr=subprocess.STDOUT, env=env)
-        running.append((index, process, log))
-    failed = False
-    for index, process, log in running:
-        left = max(1.0, args.limit - (time.monotonic() - start))
+                   TUNEDGEMM_TEST_PRECOMPILE="0")  # fmt: skip
+        log_path = out / f"gpu-tests-shard-{index}.txt"
+        with log_path.open("w") as log:
+            process = subprocess.Popen([*PYTEST, *items], stdout=log, stderr=subprocess.STDOUT,
+                                       env=env)  # fmt: skip
+        running.append((index, process, log_path))
+    deadline = start + args.limit
+    totals: dict[str, int] = defaultdict(int)
+    cut = 0
+    for index, process, log_path in running:
         try:
-            code = process.wait(timeout=left)
+            code: int | str = process.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            process.kill()
-            code = "cut by the time limit"
-        log.close()
-        tail = (out / f"gpu-tests-shard-{index}.txt").read_text().strip().splitlines()[-1:]
-        summary = tail[0] if tail and re.search(r"passed|failed|error|skipped", tail[0]) else "-"
-        failed |= code != 0
-        print(f"shard {index}: exit {code}; {summary}")
-    print(f"all shards: {time.monotonic() - start:.0f} s")
-    return 1 if failed else 0
+            # SIGINT: pytest stops after the test in hand and still prints its summary
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+            code, cut = "cut by the time limit", cut + 1
+        found = outcomes(log_path)
+        for outcome in found.values():
+            totals[outcome] += 1
+        failed = [node for node, outcome in found.items() if outcome in ("FAILED", "ERROR")]
+        dealt = sum(len(by_file.get(item, [item])) for item in shards[index])
+        print(f"shard {index}: exit {code}; {len(found)} of {dealt} run")
+        for node in failed:
+            print(f"  failed: {node}")
+    print(f"all shards: {time.monotonic() - start:.0f} s; " + ", ".join(
+        f"{count} {outcome.lower()}" for outcome, count in sorted(totals.items()))
+        + f"; {cut} shards cut")  # fmt: skip
+    return 1 if cut or totals["FAILED"] or totals["ERROR"] else 0
 
 
 if __name__ == "__main__":
