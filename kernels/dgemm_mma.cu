@@ -1050,6 +1050,13 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             }
 #endif
     } else {   // a tile on C's edge
+        // Whether C's element (gi, gj) is the tile's to store, one test for both loops below: a
+        // macro, as a helper function changed the whole kernel's SASS (nvcc 13.0, sm_90a).
+#if SHIFTS
+#define EDGE_IN_C(gi, gj) ((gi) < m && (gj) < n && (gi) >= row_first && (gj) >= col_first)
+#else
+#define EDGE_IN_C(gi, gj) ((gi) < m && (gj) < n)
+#endif
 #if SPLIT_K == 1 && OLD_FIRST
       if (beta != 0.0) {   // (OLD_FIRST above) a group's old values, those inside C, first
 #pragma unroll
@@ -1067,11 +1074,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                             for (int e = 0; e < 2; ++e) {
                                 const int gi = row0 + wm0 + ACC_ROW(i, j, h, e);
                                 const int gj = col0 + wn0 + ACC_COL(i, j, h, e);
-#if SHIFTS
-                                const bool in_c = gi < m && gj < n && gi >= row_first && gj >= col_first;
-#else
-                                const bool in_c = gi < m && gj < n;
-#endif
+                                const bool in_c = EDGE_IN_C(gi, gj);
                                 double* const c = C + (size_t)gi + (size_t)gj * ldc;
                                 double& o = old[j - j0][i][h][e];
                                 if (pass == 0)
@@ -1092,11 +1095,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                     for (int e = 0; e < 2; ++e) {
                         const int gi = row0 + wm0 + ACC_ROW(i, j, h, e);
                         const int gj = col0 + wn0 + ACC_COL(i, j, h, e);
-#if SHIFTS
-                        if (gi < m && gj < n && gi >= row_first && gj >= col_first)
-#else
-                        if (gi < m && gj < n)
-#endif
+                        if (EDGE_IN_C(gi, gj))
                             store_c(C + (size_t)gi + (size_t)gj * ldc, acc[i][j][2 * h + e],
                                     alpha, beta);
                     }
