@@ -178,7 +178,8 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     # What a call runs: the table's candidates timed once at this shape (tunedgemm/autotune.py).
     start = time.perf_counter()
     refined = autotune.choose(problem.form, problem.dtype,
-                              plans.own_candidates(tuned.candidates or (tuned.config,), key))
+                              plans.own_candidates(tuned.candidates or (tuned.config,), key),
+                              reads_c=BETA != 0)  # fmt: skip
     times["refine_once_ms"] = (time.perf_counter() - start) * 1e3
     # What that pass timed (ms per candidate, first round), where this shape was timed anew.
     history = autotune.history()
@@ -191,7 +192,8 @@ def time_all(shape: tuple[int, int, int], dtype: str, configs: list[Any]) -> dic
     # The same with cuBLAS allowed: cuBLAS competes among the candidates.
     allowed = _table_choice(dtype, shape)
     final = autotune.choose(problem.form, problem.dtype,
-                            plans.own_candidates(allowed.candidates or (allowed.config,), key))
+                            plans.own_candidates(allowed.candidates or (allowed.config,), key),
+                            reads_c=BETA != 0)  # fmt: skip
     times["table_choice"] = str(final)  # type: ignore[assignment]
     for config in configs:
         times[str(config)] = timed(config)
@@ -262,7 +264,7 @@ def _public_choice(problem: Any) -> str:
 
     a, b, c = _public_views(problem)
     return tg.plan(a, b, c, trans_a=int(problem.form.trans_a), trans_b=int(problem.form.trans_b),
-                   dtype=problem.dtype).explain()  # fmt: skip
+                   dtype=problem.dtype, beta=BETA).explain()  # fmt: skip
 
 
 @contextlib.contextmanager

@@ -27,7 +27,8 @@
 # simt-shift (simt's edge blocks in the steady loop: their GPU test, then bench_kernels
 # --simt-shift), dmma-shift (the same for dmma), simt-clamp and dmma-clamp (the same tests,
 # then bench_kernels --simt-clamp / --dmma-clamp: the clamp's sources), memcheck-edges
-# (compute-sanitizer memcheck over both edge tests), old-first (the epilogues' old values of
+# (compute-sanitizer memcheck over both edge tests), reads-c (autotuning at beta != 0: its
+# GPU tests, then probe_reads_c.py), old-first (the epilogues' old values of
 # C loaded first: GPU tests that read C, then bench_kernels --old-first),
 # same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
@@ -426,6 +427,15 @@ PY
                     "$OUT/memcheck-$fam-edges.txt" | tail -3
             done
         done ;;
+    reads-c)  # autotuning at beta != 0 (GemmKey.reads_c, 2026-11-29): the GPU tests of calls
+        # that read C, then probe_reads_c.py (READS_C_SEED; cuBLAS a candidate): each random
+        # shape's beta-0 and beta-1 plans, both timed at beta 1 where they differ
+        timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -k "read_c or tiled_pipeline or out_of_core" \
+            tests/gpu/test_plans_gpu.py tests/gpu/test_host_pipeline.py > "$OUT/gpu-tests-reads-c.txt" 2>&1
+        echo "GPU tests (reads C): exit $?"; tail -3 "$OUT/gpu-tests-reads-c.txt"
+        timeout ${READS_C_LIMIT:-300} python3 benchmarks/probe_reads_c.py ${READS_C_SEED:+--seed $READS_C_SEED} \
+            --out "$OUT" > "$OUT/probe_reads_c.txt" 2>&1
+        echo "probe_reads_c: exit $?"; cat "$OUT/probe_reads_c.txt" ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
         # device machine has no git history), SAME_BITS_LIMIT configs (default 24)

@@ -72,6 +72,10 @@ SEPARATED_MARGIN = 0.015
 # allocation. benchmarks/profile_new_result.py on the H100 machine (2026-11-23): sgemm into c
 # on CuPy at 512^3 took 24.2 us a call, host-bound, of which cuBLASLt's call 15.5 us.
 FRONT_DOOR_MS = 0.008
+# beta of the timed calls where the calls read C (reads_c): the epilogue's loads of C and
+# split-K's reduction reading C cost differently by config (C's old values were loaded one
+# column at a time until 2026-11-29, 0.66x cuBLAS at one random shape at beta 1 on the H200).
+READ_BETA = 1.0
 
 Config = KernelConfig | str
 Batch = tuple[int, tuple[int, int, int]]  # (products, element strides of A, B, C between them)
@@ -99,15 +103,16 @@ def enabled() -> bool:
 
 
 def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
-           precision: str = "ieee", stream: Any = None,
-           batch: Batch = NO_BATCH) -> Config:  # fmt: skip
+           precision: str = "ieee", stream: Any = None, batch: Batch = NO_BATCH,
+           reads_c: bool = False) -> Config:  # fmt: skip
     """The fastest of `candidates` at this form's shape (timed on first use, then remembered).
 
     Candidates come best-predicted first; a tie, or one that fails, keeps the incumbent.
     `batch`: (count, element strides of A, B, C) of a strided batch, whose candidates are
-    cuBLASLt algorithms made for it."""
+    cuBLASLt algorithms made for it. `reads_c`: the calls have beta != 0, and the candidates
+    are timed so (READ_BETA)."""
     shape = (dtype_name(dtype), form.m, form.n, form.k, form.trans_a, form.trans_b,
-             form.aligned(), precision, batch)  # fmt: skip
+             form.aligned(), precision, batch, reads_c)  # fmt: skip
     hit = _by_identity.get((id(candidates), *shape))
     if hit is not None and hit[0] is candidates:
         return hit[1]
@@ -115,7 +120,8 @@ def choose(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
     with _lock:  # one thread times a shape; the others then find its result
         found = _best.get(key)
         if found is None:
-            found = _fastest(form, dtype, candidates, stream, shape, precision, batch)
+            found = _fastest(form, dtype, candidates, stream, shape, precision, batch,
+                             READ_BETA if reads_c else 0.0)  # fmt: skip
             _best[key] = found
         _by_identity[(id(candidates), *shape)] = (candidates, found)
     return found
@@ -130,10 +136,10 @@ def incumbent(candidates: tuple[Config, ...]) -> Config:
 
 
 def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], stream: Any,
-             shape: tuple[Any, ...], precision: str = "ieee",
-             batch: Batch = NO_BATCH) -> Config:  # fmt: skip
+             shape: tuple[Any, ...], precision: str = "ieee", batch: Batch = NO_BATCH,
+             beta: float = 0.0) -> Config:  # fmt: skip
     holder = incumbent(candidates)
-    times = time_candidates(form, dtype, candidates, stream, precision, batch)
+    times = time_candidates(form, dtype, candidates, stream, precision, batch, beta=beta)
     record: dict[str, Any] = {"shape": shape, "candidates": [str(c) for c in candidates],
                               "ms": times, "confirm": None}  # fmt: skip
     _history.append(record)
@@ -142,7 +148,8 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
     if len(entrants) > 1:
         pass_ms = [times[candidates.index(c)] for c in entrants]
         again = time_candidates(form, dtype, entrants * CONFIRM_ROUNDS, stream, precision,
-                                batch, rounds=1, expected_ms=pass_ms * CONFIRM_ROUNDS)  # fmt: skip
+                                batch, rounds=1, expected_ms=pass_ms * CONFIRM_ROUNDS,
+                                beta=beta)  # fmt: skip
         turns = [again[i :: len(entrants)] for i in range(len(entrants))]
         medians = [float(np.median(t)) for t in turns]
         best = min(range(1, len(entrants)), key=lambda i: medians[i])
@@ -169,12 +176,13 @@ def finalists(candidates: tuple[Config, ...], times: list[float],
 
 def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...],
                     stream: Any = None, precision: str = "ieee", batch: Batch = NO_BATCH,
-                    rounds: int = ROUNDS,
-                    expected_ms: list[float] | None = None) -> list[float]:  # fmt: skip
+                    rounds: int = ROUNDS, expected_ms: list[float] | None = None,
+                    beta: float = 0.0) -> list[float]:  # fmt: skip
     """Ms per call of each candidate on the form's operands (the median GPU time, or the
     least host time plus FRONT_DOOR_MS where that is longer: call_cost), writing
-    scratch memory instead of C (alpha 1, beta 0; every product of a batch); one that fails
-    to compile or run costs infinity, one that drops out (PRUNE_ABOVE) its first round's.
+    scratch memory instead of C (alpha 1 and `beta`, the scratch zeroed where beta != 0 so
+    that it reads zeros; every product of a batch); one that fails to compile or run costs
+    infinity, one that drops out (PRUNE_ABOVE) its first round's.
     `rounds` turns each, back and forth; `expected_ms` (each candidate's time, as far as
     known) sizes the first round's warm-up as the later ones' are (SETTLE_MS)."""
     from . import _driver, cublaslt, cuda, launch, plans, reference
@@ -187,8 +195,12 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
                    jobs=len(own))  # fmt: skip
     itemsize = np.dtype(dtype).itemsize
     count, strides = batch
-    scratch = cuda.allocate((max(form.ldc, 1) * max(form.n, 1) + (count - 1) * strides[2])
-                            * itemsize)  # fmt: skip
+    scratch_bytes = (max(form.ldc, 1) * max(form.n, 1) + (count - 1) * strides[2]) * itemsize
+    scratch = cuda.allocate(scratch_bytes)
+    handle = _driver.stream_handle(stream)
+    if beta != 0.0:  # C's old values read: zeros, not what the allocation last held (NaN)
+        zero = _driver.lib().cuMemsetD32Async(int(scratch), 0, scratch_bytes // 4, handle)
+        _driver.check(zero, "cuMemsetD32Async")
     trial = dataclasses.replace(form, c=int(scratch))
     # One split-K workspace for every candidate (they run in turn on one stream), so that
     # split-K configs are timed as plans run them, without an allocation per launch.
@@ -199,7 +211,6 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     lt = cublaslt.runner(dtype_name(dtype), precision, trial.trans_a, trial.trans_b, trial.m,
                          trial.n, trial.k, trial.lda, trial.ldb, trial.ldc) \
         if table.CUBLAS in candidates else None  # fmt: skip
-    handle = _driver.stream_handle(stream)
     works: list[Any] = []  # None: a config that does not compile or launch here
     for config in candidates:
         try:
@@ -217,15 +228,15 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
 
         def work(config: Config = config, kernels: Any = kernels, replay: Any = replay) -> None:
             if replay is not None:
-                replay(trial.a, trial.b, trial.c, 1.0, 0.0, handle, workspace_ptr)
+                replay(trial.a, trial.b, trial.c, 1.0, beta, handle, workspace_ptr)
             elif kernels is not None:
-                kernels(trial, 1.0, 0.0, handle, workspace_ptr)
+                kernels(trial, 1.0, beta, handle, workspace_ptr)
             elif getattr(config, "is_cublas", False):  # one cuBLASLt algorithm
-                config(trial.a, trial.b, trial.c, 1.0, 0.0, handle)  # type: ignore[operator]
+                config(trial.a, trial.b, trial.c, 1.0, beta, handle)  # type: ignore[operator]
             elif lt is not None:  # cuBLAS
-                lt(trial.a, trial.b, trial.c, 1.0, 0.0, handle)
+                lt(trial.a, trial.b, trial.c, 1.0, beta, handle)
             else:
-                reference.gemm(trial, dtype, 1.0, 0.0, stream, precision)
+                reference.gemm(trial, dtype, 1.0, beta, stream, precision)
 
         works.append(work)
     gpu_ms: list[list[float]] = [[] for _ in candidates]

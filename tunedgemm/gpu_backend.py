@@ -83,9 +83,9 @@ def tile_launcher(dtype: np.dtype, config: KernelConfig | None = None,
 
 class TileLauncher:
     """launch(form, alpha, beta, stream) runs one tile's product of a host call;
-    reserve(form, stream), called for each tile shape before the first tile, allocates what
-    those launches will need, so that running out of device memory stops the call before
-    any tile reaches the caller's c."""
+    reserve(form, stream, reads_c), called for each tile shape (and beta != 0 or not) before
+    the first tile, allocates what those launches will need, so that running out of device
+    memory stops the call before any tile reaches the caller's c."""
 
     def __init__(self, dtype: np.dtype, config: KernelConfig | None, precision: str) -> None:
         self.dtype, self.config, self.precision = dtype, config, precision
@@ -104,13 +104,14 @@ class TileLauncher:
         run(form, self.dtype, alpha, beta, self.config, stream, self.precision, workspace,
             plans.cache_here())
 
-    def reserve(self, form: BlasForm, stream: Any) -> None:
+    def reserve(self, form: BlasForm, stream: Any, reads_c: bool = False) -> None:
         from ._driver import stream_handle
 
-        if self.config is None:
+        if self.config is None:  # the plan of launches at beta != 0 (reads_c) or at 0
             plans.current()
             handle = stream_handle(stream)
-            key = plans.GemmKey.of(form, dtype_name(self.dtype), self.precision)
+            key = plans.GemmKey.of(form, dtype_name(self.dtype), self.precision,
+                                   reads_c=reads_c)  # fmt: skip
             plans.device_plan(key, form, handle, plans.cache_here()).reserve(handle)
         elif isinstance(self.config, KernelConfig):
             nbytes = launch.workspace_bytes(self.config, self.dtype, form)
@@ -212,8 +213,8 @@ def run(
     if config is None:
         plans.current()
         cache = plans.device_plans if plan_cache is None else plan_cache
-        plan = plans.device_plan(plans.GemmKey.of(form, dtype_name(dtype), precision), form,
-                                 handle, cache)  # fmt: skip
+        key = plans.GemmKey.of(form, dtype_name(dtype), precision, reads_c=beta != 0.0)
+        plan = plans.device_plan(key, form, handle, cache)
         plan.run(form.a, form.b, form.c, alpha, beta, handle)
         return plan.choice
     if config == table.CUBLAS:

@@ -122,7 +122,8 @@ UNQUERIED_BYTES = 256 << 20  # operands this small skip the free-memory query (u
 _ALIGN_BYTES = 16
 # The product of one tile: launch(form, alpha, beta, stream), given by the caller (the GPU
 # backend decides what runs, through its plans); the pipeline only moves data. A launch with
-# a `reserve(form, stream)` method is asked to allocate before the first tile (_Run._reserve).
+# a `reserve(form, stream, reads_c=...)` method is asked to allocate before the first tile
+# (_Run._reserve).
 Launch = Callable[[BlasForm, float, float, Any], Any]
 # A list to append (what, start, end) perf_counter spans of host work to; None: no tracing.
 # benchmarks/profile_calls.py sets it to see where a large call's time goes.
@@ -673,13 +674,17 @@ class _Run:
         shapes = {(rows, j1 - j0, k1 - k0) for i0, i1 in ranges(p.m, p.tm)
                   for rows in {i1 - i0, *self._segments_of_a(i1 - i0)}
                   for j0, j1 in ranges(p.n, p.tn) for k0, k1 in ranges(p.k, p.tk)}  # fmt: skip
+        # A tile's first k slice reads C where beta != 0, its later slices always (they
+        # accumulate): the plans of both kinds of launch (tunedgemm/plans.py GemmKey.reads_c).
+        reads = {problem.beta != 0.0} | ({True} if len(ranges(p.k, p.tk)) > 1 else set())
         for rows, cols, depth in sorted(shapes):
             a_mat, b_mat, c_mat = (
                 self._device_block(ring, slot, shape, order)
                 for ring, slot, shape, order in zip(
                     (self.ring_a, self.ring_b, self.ring_c), blocks,
                     ((rows, depth), (depth, cols), (rows, cols)), orders, strict=True))  # fmt: skip
-            reserve(blas_form(a_mat, b_mat, c_mat), self.streams.compute)
+            for reads_c in sorted(reads):
+                reserve(blas_form(a_mat, b_mat, c_mat), self.streams.compute, reads_c=reads_c)
 
     def execute(self) -> None:
         """Every tile, row by row (one GPU)."""

@@ -53,18 +53,22 @@ class GemmKey:
     aligned: bool
     batch: int = 1
     batch_strides: tuple[int, int, int] = (0, 0, 0)  # elements between products of A, B, C
+    # beta != 0: the product reads C's old values. Autotuning times the candidates so (their
+    # epilogues' loads, split-K's reduction reading C), and a call at beta 0 keeps its pick.
+    reads_c: bool = False
 
     @classmethod
     def of(cls, form: BlasForm, dtype: str, precision: str, batch: int = 1,
-           batch_strides: tuple[int, int, int] = (0, 0, 0)) -> GemmKey:  # fmt: skip
+           batch_strides: tuple[int, int, int] = (0, 0, 0), reads_c: bool = False) -> GemmKey:
         return cls(dtype, precision, form.m, form.n, form.k, form.trans_a, form.trans_b,
-                   form.lda, form.ldb, form.ldc, form.aligned(), batch, batch_strides)  # fmt: skip
+                   form.lda, form.ldb, form.ldc, form.aligned(), batch, batch_strides,
+                   reads_c)  # fmt: skip
 
     def __str__(self) -> str:
         batch = f" x{self.batch}" if self.batch > 1 else ""
         return (f"{self.dtype}/{self.precision} {self.m}x{self.n}x{self.k}{batch} "
                 f"{'T' if self.trans_a else 'N'}{'T' if self.trans_b else 'N'}"
-                f"{' aligned' if self.aligned else ''}")  # fmt: skip
+                f"{' aligned' if self.aligned else ''}{' reads C' if self.reads_c else ''}")
 
 
 class _Cache:
@@ -148,7 +152,8 @@ class DevicePlan:
         if key.k > 0 and key.batch == 1 and autotune.enabled():
             timed = _with_lt_algorithms(key, own_candidates(candidates, key)) + _composed(key)
         if len(timed) > 1:
-            tuned = autotune.choose(form, np.dtype(key.dtype), timed, key.precision)
+            tuned = autotune.choose(form, np.dtype(key.dtype), timed, key.precision,
+                                    reads_c=key.reads_c)  # fmt: skip
             if tuned != config:
                 reason = f"{tuned}: fastest when timed at this shape; table: {reason}"
             config = table.CUBLAS if getattr(tuned, "is_cublas", False) else tuned
@@ -163,7 +168,8 @@ class DevicePlan:
             algorithms = _lt_algorithms(key)
             if len(algorithms) > 1:
                 tuned = autotune.choose(form, np.dtype(key.dtype), algorithms, key.precision,
-                                        batch=(key.batch, key.batch_strides))  # fmt: skip
+                                        batch=(key.batch, key.batch_strides),
+                                        reads_c=key.reads_c)  # fmt: skip
                 reason = f"{tuned}: fastest of cuBLASLt's batched algorithms here; {reason}"
         self.choice, self.reason = config, reason
         # A cuBLASLt algorithm that autotuning timed fastest runs as it was timed.
@@ -879,7 +885,7 @@ def cache_here() -> _Cache:
 class CallPlan:
     """One kind of device call of a public routine, mapped onto its product: the operands'
     order in the column-major form (`swap`: C is row-major, so C^T = B^T A^T), the result
-    to make (None: c in place), and the DevicePlans by alignment."""
+    to make (None: c in place), and the DevicePlans by alignment and by whether C is read."""
 
     __slots__ = (
         "batch",
@@ -911,7 +917,7 @@ class CallPlan:
         self.outer = outer
         if outer and any((o * size) % 16 for offsets in outer for o in offsets):
             self.ld_aligned = False
-        self.plans: dict[bool, DevicePlan] = {}
+        self.plans: dict[int, DevicePlan] = {}
         self.spares = None if new is None else recycle.Spares.of(
             kind, int(np.prod(new[0], dtype=np.int64)) * size)
         self.make: Any = None if new is None else kind.result_maker(new[0], dtype, new[1])
@@ -943,10 +949,11 @@ class CallPlan:
         pc = kind.ptr(result)
         if self.swap:
             pa, pb = pb, pa
-        aligned = self.ld_aligned and not (pa | pb | pc) & 15
-        plan = self.plans.get(aligned)
+        # plans by alignment (bit 0) and whether C is read (bit 1: beta != 0)
+        slot = (self.ld_aligned and not (pa | pb | pc) & 15) + 2 * (beta != 0.0)
+        plan = self.plans.get(slot)
         if plan is None:
-            plan = self._plan(aligned, pa, pb, pc, handle)
+            plan = self._plan(slot, pa, pb, pc, handle)
         if self.outer is None:
             plan.run(pa, pb, pc, alpha, beta, handle)
         else:
@@ -955,12 +962,13 @@ class CallPlan:
                 plan.run(pa + oa * size, pb + ob * size, pc + oc * size, alpha, beta, handle)
         return result
 
-    def _plan(self, aligned: bool, pa: int, pb: int, pc: int, stream: int) -> DevicePlan:
+    def _plan(self, slot: int, pa: int, pb: int, pc: int, stream: int) -> DevicePlan:
         t = self.template
         form = BlasForm(t.trans_a, t.trans_b, t.m, t.n, t.k, pa, t.lda, pb, t.ldb, pc, t.ldc,
                         t.itemsize)  # fmt: skip
-        key = GemmKey.of(form, self.dtype.name, self.precision, *self.batch)
-        plan = self.plans[aligned] = device_plan(key, form, stream)
+        key = GemmKey.of(form, self.dtype.name, self.precision, *self.batch,
+                         reads_c=slot >= 2)  # fmt: skip
+        plan = self.plans[slot] = device_plan(key, form, stream)
         return plan
 
 
@@ -1057,12 +1065,15 @@ class Gemm:
     transposes (and c's, when the plan writes into c); `run` takes any arrays of that kind,
     and a different kind is a ValueError. On device arrays `run` costs reading the
     addresses, making the result from the library's allocator and one launch; the first
-    decision (and any autotuning, TUNEDGEMM_REFINE) happens in `plan`. On host arrays `run`
+    decision (and any autotuning, TUNEDGEMM_REFINE) happens in `plan`, for the `beta` the
+    runs will use: a plan into c given beta != 0 times its candidates reading C, and a run
+    at the other kind of beta (0 or not) decides on its first call. On host arrays `run`
     is sgemm/dgemm's host path (small products on NumPy, large ones through the pipeline).
     """
 
     def __init__(self, a: Any, b: Any, c: Any = None, *, trans_a: int = 0, trans_b: int = 0,
-                 dtype: Any = None, precision: str | None = None) -> None:  # fmt: skip
+                 dtype: Any = None, precision: str | None = None,
+                 beta: float = 0.0) -> None:  # fmt: skip
         from . import api
         from ._args import normalise
         from .precision import resolve
@@ -1092,8 +1103,9 @@ class Gemm:
                 pa, pb = pb, pa
             cuda.context()
             aligned = call.ld_aligned and not (pa | pb | pc) & 15
+            reads_c = c is not None and beta != 0
             stream = kind.stream(a)  # type: ignore[union-attr]
-            self._device_plan = call._plan(aligned, pa, pb, pc, stream)
+            self._device_plan = call._plan(aligned + 2 * reads_c, pa, pb, pc, stream)
 
     def run(self, a: Any, b: Any, c: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
             stream: Any = None) -> Any:  # fmt: skip
@@ -1144,6 +1156,7 @@ def _signatures(kind: Any, a: Any, b: Any, c: Any) -> Any:
 
 
 def plan(a: Any, b: Any, c: Any = None, *, trans_a: int = 0, trans_b: int = 0,
-         dtype: Any = None, precision: str | None = None) -> Gemm:  # fmt: skip
+         dtype: Any = None, precision: str | None = None, beta: float = 0.0) -> Gemm:  # fmt: skip
     """A Gemm plan for calls like sgemm(alpha, a, b, beta, c, trans_a, trans_b): see Gemm."""
-    return Gemm(a, b, c, trans_a=trans_a, trans_b=trans_b, dtype=dtype, precision=precision)
+    return Gemm(a, b, c, trans_a=trans_a, trans_b=trans_b, dtype=dtype, precision=precision,
+                beta=beta)  # fmt: skip

@@ -255,3 +255,29 @@ def test_a_tensor_saved_for_backward_is_never_written_again(rng, monkeypatch):
     loss.backward()
     want = np.ones((7, n), np.float32) @ saved.T
     np.testing.assert_allclose(w.grad.cpu().numpy(), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_calls_that_read_c_get_a_plan_of_their_own_and_stay_right(rng, dtype):
+    """beta != 0 plans (and autotunes) apart from beta 0 at the same shape (GemmKey.reads_c),
+    and each kind of call, alternating, is right; a plan made for beta != 0 is the one its
+    runs at that beta use."""
+    cupy = pytest.importorskip("cupy")
+    m, n, k = 300, 257, 129
+    routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+    ha, hb = uniform(rng, (m, k), dtype), uniform(rng, (k, n), dtype)
+    a, b = cupy.asarray(ha), cupy.asarray(hb)
+    plans.clear()
+    for beta in (0.0, 0.75, 0.0, -1.5):
+        hc = uniform(rng, (m, n), dtype) if beta else np.full((m, n), np.nan, dtype)
+        c = cupy.asarray(np.asfortranarray(hc))
+        assert routine(1.25, a, b, beta, c, overwrite_c=1) is c
+        assert_gemm(cupy.asnumpy(c), 1.25, ha, hb, beta, hc if beta else None, dtype)
+    keys = [key for key in plans.device_plans.items if {key.m, key.n} == {m, n}]
+    assert sorted(key.reads_c for key in keys) == [False, True]
+    hc = uniform(rng, (m, n), dtype)
+    c = cupy.asarray(np.asfortranarray(hc))
+    planned = tg.plan(a, b, c, beta=0.5)
+    assert planned._device_plan is not None and planned._device_plan.key.reads_c
+    planned.run(a, b, c, alpha=1.25, beta=0.5)
+    assert_gemm(cupy.asnumpy(c), 1.25, ha, hb, 0.5, hc, dtype)

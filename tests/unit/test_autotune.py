@@ -47,6 +47,34 @@ def test_fastest_candidate_wins_and_each_shape_is_timed_once(timings):
     assert len(requests) == 4
 
 
+def test_calls_that_read_c_are_timed_reading_c_and_remembered_apart(monkeypatch):
+    """reads_c (beta != 0): the candidates are timed at READ_BETA, and the shape's pick at
+    beta 0 is neither reused for it nor replaced by it."""
+    betas = []
+
+    def fake(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH,
+             beta=0.0, **_):  # fmt: skip
+        betas.append(beta)
+        fast = "y" if beta == 0.0 else "x"  # another winner once C is read
+        return [0.5 if c == fast else 1.0 for c in candidates]
+
+    monkeypatch.setattr(autotune, "time_candidates", fake)
+    plans.clear()
+    f32 = np.dtype(np.float32)
+    try:
+        assert autotune.choose(form(), f32, ("x", "y")) == "y"
+        assert set(betas) == {0.0}
+        betas.clear()
+        assert autotune.choose(form(), f32, ("x", "y"), reads_c=True) == "x"
+        assert betas and set(betas) == {autotune.READ_BETA} and autotune.READ_BETA != 0.0
+        betas.clear()
+        assert autotune.choose(form(), f32, ("x", "y")) == "y"  # both remembered
+        assert autotune.choose(form(), f32, ("x", "y"), reads_c=True) == "x"
+        assert betas == []
+    finally:
+        plans.clear()
+
+
 def test_incumbent_is_cublas_where_it_competes_else_the_first_pick():
     assert autotune.incumbent(("a", "b", table.CUBLAS)) == table.CUBLAS
     assert autotune.incumbent(("a", "b")) == "a"
@@ -314,7 +342,7 @@ def test_a_finalist_behind_in_the_pass_wins_where_retiming_shows_it(monkeypatch)
     retimed = {"first": 1.10, "lucky": 1.06, "real": 1.00}
 
     def timed(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH,
-              rounds=autotune.ROUNDS, expected_ms=None):  # fmt: skip
+              rounds=autotune.ROUNDS, expected_ms=None, **_):  # fmt: skip
         passes.append((candidates, rounds, expected_ms))
         return [(retimed if passes[1:] else pass_ms)[c] for c in candidates]
 

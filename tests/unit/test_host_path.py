@@ -374,13 +374,15 @@ def test_pipeline_allocates_everything_before_the_first_tile():
         return Buffer(0x1000_0000 * len(taken))
 
     reserved = []
-    launcher = types.SimpleNamespace(reserve=lambda form, stream: reserved.append(form))
+    reads = []
+    launcher = types.SimpleNamespace(reserve=lambda form, stream, reads_c: (
+        reserved.append(form), reads.append(reads_c)))  # fmt: skip
     m, n, k = 700, 601, 333
     plan = pipeline.Plan(m, n, k, 512, 512, 256, True, 4)  # 2 x 2 tiles, 2 k-slices
     run = pipeline._Run.__new__(pipeline._Run)
     run.problem = types.SimpleNamespace(a=np.zeros((m, k), np.float32),
                                         b=np.zeros((k, n), np.float32, order="F"),
-                                        out=np.zeros((m, n), np.float32, order="F"))
+                                        out=np.zeros((m, n), np.float32, order="F"), beta=0.0)
     run.plan, run.launch, run.dtype, run.keep = plan, launcher, np.dtype(np.float32), []
     run.allocate = allocate
     run.streams = types.SimpleNamespace(compute="the compute stream")
@@ -391,7 +393,9 @@ def test_pipeline_allocates_everything_before_the_first_tile():
     for ring in (run.ring_a, run.ring_b, run.ring_c):
         assert all(slot.matrix is not None for slot in ring.slots)
     shapes = {(f.m, f.n, f.k) for f in reserved}
-    assert len(reserved) == len(shapes) == 8  # rows {512, 188} x cols {512, 89} x k {256, 77}
+    # rows {512, 188} x cols {512, 89} x k {256, 77}, each at beta 0 (a tile's first k slice)
+    # and reading C (the second slice adds to the first)
+    assert len(reserved) == 2 * len(shapes) == 16 and reads == [False, True] * 8
     assert shapes == set(itertools.product((512, 188), (512, 89), (256, 77)))
     for f in reserved:  # as execute lays the blocks out: padded leading dimensions
         assert f.ldc == pipeline.padded(f.m, 4) and not f.trans_b
@@ -613,7 +617,9 @@ def test_early_products_reserve_their_segment_shapes_before_the_first_tile(monke
     monkeypatch.setattr(pipeline, "EARLY_PRODUCTS", True)
     reserved: list = []
     run = early_run(600, 300, 100, 256 * 400, [])
-    run.launch = types.SimpleNamespace(reserve=lambda form, stream: reserved.append(form))
+    run.launch = types.SimpleNamespace(reserve=lambda form, stream, reads_c: reserved.append(
+        (form, reads_c)))  # fmt: skip
     run._reserve()
-    assert sorted((f.m, f.n, f.k) for f in reserved) == [(88, 300, 100), (256, 300, 100),
-                                                         (600, 300, 100)]  # fmt: skip
+    assert sorted((f.m, f.n, f.k) for f, _ in reserved) == [(88, 300, 100), (256, 300, 100),
+                                                            (600, 300, 100)]  # fmt: skip
+    assert not any(reads_c for _, reads_c in reserved)  # beta 0, one k slice: C never read

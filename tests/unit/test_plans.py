@@ -124,6 +124,8 @@ def test_gemm_key_fields():
     batched = plans.GemmKey.of(form(a=4100), "float64", "ieee", 8, (0, 3, 5))
     assert str(batched) == "float64/ieee 300x500x700 x8 NT"
     assert not batched.aligned and batched.batch_strides == (0, 3, 5)
+    assert not key.reads_c
+    assert str(plans.GemmKey.of(form(), "float32", "tf32", reads_c=True)).endswith(" reads C")
 
 
 def test_gemm_keys_are_equal_exactly_when_the_products_are():
@@ -141,6 +143,7 @@ def test_gemm_keys_are_equal_exactly_when_the_products_are():
         plans.GemmKey.of(form(c=12292), "float32", "ieee"),  # unaligned
         plans.GemmKey.of(form(), "float32", "ieee", 2, (0, 0, 0)),
         plans.GemmKey.of(form(), "float32", "ieee", 2, (0, 1, 0)),
+        plans.GemmKey.of(form(), "float32", "ieee", reads_c=True),  # beta != 0: timed so
     ]
     assert len({key, *others}) == 1 + len(others)
 
