@@ -8,7 +8,8 @@ Until 2026-11-29 a call at beta != 0 ran the pick autotuning had timed at beta 0
 plans of a shape come from tunedgemm/plans.py's device_plan, on the same operands (leading
 dimensions padded, NN, C drawn), each autotuned afresh (cuBLAS a candidate unless
 --own-only); where their choices differ, both run at beta 1 in alternation (ROUNDS turns,
-CUDA-event medians by tunedgemm.timing, the least of the turns). Prints a table and the
+CUDA-event medians by tunedgemm.timing, the least of the turns; the JSON keeps what each
+plan's autotuning timed: candidates, first-pass ms, the confirming turns). Prints a table and the
 geometric mean of (beta-0 pick's ms / beta-1 pick's ms) over the shapes that differ and over
 all; writes probe_reads_c-<tag>.json.
 """
@@ -33,7 +34,7 @@ ROUNDS = 4
 
 
 def probe(shape: tuple[int, int, int], dtype: str) -> dict[str, Any]:
-    from tunedgemm import plans
+    from tunedgemm import autotune, plans
     from tunedgemm.timing import gpu_and_host_ms
     from tunedgemm.tuning import problems
 
@@ -41,12 +42,17 @@ def probe(shape: tuple[int, int, int], dtype: str) -> dict[str, Any]:
     problem.set_c(np.random.default_rng().uniform(-1, 1, shape[:2]))
     form = problem.form
     made = {}
+    passes = {}
     for reads_c in (False, True):
         key = plans.GemmKey.of(form, dtype, "ieee", reads_c=reads_c)
+        seen = len(autotune.history())
         made[reads_c] = plans.device_plan(key, form, 0)
+        passes[reads_c] = autotune.history()[seen:]  # what autotuning timed for this plan
     row: dict[str, Any] = {"shape": shape, "dtype": dtype,
-                              "beta0_choice": str(made[False].choice),
-                              "beta1_choice": str(made[True].choice)}  # fmt: skip
+                           "beta0_choice": str(made[False].choice),
+                           "beta1_choice": str(made[True].choice),
+                           "beta0_autotune": passes[False],
+                           "beta1_autotune": passes[True]}  # fmt: skip
     if row["beta0_choice"] == row["beta1_choice"]:
         return row
     turns: dict[bool, list[float]] = {False: [], True: []}
