@@ -882,6 +882,11 @@ def cache_here() -> _Cache:
     return cache
 
 
+# CallPlan.plans' keys: 1 for aligned operands, plus READS_C for a call that reads C (beta != 0);
+# an int, not a tuple, as CallPlan.run makes one every call.
+READS_C = 2
+
+
 class CallPlan:
     """One kind of device call of a public routine, mapped onto its product: the operands'
     order in the column-major form (`swap`: C is row-major, so C^T = B^T A^T), the result
@@ -949,8 +954,7 @@ class CallPlan:
         pc = kind.ptr(result)
         if self.swap:
             pa, pb = pb, pa
-        # plans by alignment (bit 0) and whether C is read (bit 1: beta != 0)
-        slot = (self.ld_aligned and not (pa | pb | pc) & 15) + 2 * (beta != 0.0)
+        slot = (self.ld_aligned and not (pa | pb | pc) & 15) + READS_C * (beta != 0.0)
         plan = self.plans.get(slot)
         if plan is None:
             plan = self._plan(slot, pa, pb, pc, handle)
@@ -967,7 +971,7 @@ class CallPlan:
         form = BlasForm(t.trans_a, t.trans_b, t.m, t.n, t.k, pa, t.lda, pb, t.ldb, pc, t.ldc,
                         t.itemsize)  # fmt: skip
         key = GemmKey.of(form, self.dtype.name, self.precision, *self.batch,
-                         reads_c=slot >= 2)  # fmt: skip
+                         reads_c=slot >= READS_C)  # fmt: skip
         plan = self.plans[slot] = device_plan(key, form, stream)
         return plan
 
@@ -1105,7 +1109,7 @@ class Gemm:
             aligned = call.ld_aligned and not (pa | pb | pc) & 15
             reads_c = c is not None and beta != 0
             stream = kind.stream(a)  # type: ignore[union-attr]
-            self._device_plan = call._plan(aligned + 2 * reads_c, pa, pb, pc, stream)
+            self._device_plan = call._plan(aligned + READS_C * reads_c, pa, pb, pc, stream)
 
     def run(self, a: Any, b: Any, c: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
             stream: Any = None) -> Any:  # fmt: skip
