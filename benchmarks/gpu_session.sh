@@ -28,7 +28,8 @@
 # --simt-shift), dmma-shift (the same for dmma), simt-clamp and dmma-clamp (the same tests,
 # then bench_kernels --simt-clamp / --dmma-clamp: the clamp's sources), memcheck-edges
 # (compute-sanitizer memcheck over both edge tests), reads-c (autotuning at beta != 0: its
-# GPU tests, then probe_reads_c.py), old-first (the epilogues' old values of
+# GPU tests, then probe_reads_c.py), host-ties (autotune.HOST_TIES: its GPU test, then
+# probe_host_ties.py), old-first (the epilogues' old values of
 # C loaded first: GPU tests that read C, then bench_kernels --old-first),
 # same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
@@ -436,6 +437,16 @@ PY
         timeout ${READS_C_LIMIT:-300} python3 benchmarks/probe_reads_c.py ${READS_C_SEED:+--seed $READS_C_SEED} \
             --out "$OUT" > "$OUT/probe_reads_c.txt" 2>&1
         echo "probe_reads_c: exit $?"; cat "$OUT/probe_reads_c.txt" ;;
+    host-ties)  # autotune.HOST_TIES (2026-11-29): its GPU test and the autotuning tests, then
+        # probe_host_ties.py (HOST_TIES_PASSES, default 3; HOST_TIES_OWN=1: own kernels only):
+        # picks and the public call's times at launch-bound shapes with the ties off and on
+        timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -k "host_bound or read_c" \
+            tests/gpu/test_plans_gpu.py > "$OUT/gpu-tests-host-ties.txt" 2>&1
+        echo "GPU tests (host ties): exit $?"; tail -3 "$OUT/gpu-tests-host-ties.txt"
+        timeout ${HOST_TIES_LIMIT:-300} python3 benchmarks/probe_host_ties.py \
+            --passes ${HOST_TIES_PASSES:-3} ${HOST_TIES_OWN:+--own-only} --out "$OUT" \
+            > "$OUT/probe_host_ties.txt" 2>&1
+        echo "probe_host_ties: exit $?"; cat "$OUT/probe_host_ties.txt" ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
         # device machine has no git history), SAME_BITS_LIMIT configs (default 24)

@@ -76,6 +76,14 @@ FRONT_DOOR_MS = 0.008
 # split-K's reduction reading C cost differently by config (C's old values were loaded one
 # column at a time until 2026-11-29, 0.66x cuBLAS at one random shape at beta 1 on the H200).
 READ_BETA = 1.0
+# Own configs queueing as many launches (the same graph replay or cuLaunchKernel calls, only
+# the arguments differ) share one host time: the median of their least host times. Taken
+# one by one, that least time is noise: at 148x96x64 float32 (H200, 2026-11-29 15:25 UTC,
+# benchmarks/probe_reads_c.py) 16 of 17 candidates cost 10.7-12.4 us, all bound by the
+# host, and the pick flipped between passes among kernels of 4.3-6.7 us of GPU time. With
+# the shared host time such candidates tie, and the tie goes to the least GPU time (which
+# a call's latency, and other work on the GPU, see).
+HOST_TIES = True
 
 Config = KernelConfig | str
 Batch = tuple[int, tuple[int, int, int]]  # (products, element strides of A, B, C between them)
@@ -90,6 +98,25 @@ _lock = threading.Lock()
 # explanations: dicts with shape, candidates, ms, confirm (incumbent's and challenger's ms
 # when retimed) and chosen.
 _history: list[dict[str, Any]] = []
+
+
+class Cost(float):
+    """Ms per call of a candidate (call_cost), carrying its median GPU ms and least host ms:
+    a float wherever a time is compared, its GPU ms the tie-break where the host binds."""
+
+    __slots__ = ("gpu", "host")
+    gpu: float
+    host: float
+
+    def __new__(cls, ms: float, gpu: float, host: float) -> Cost:
+        cost = super().__new__(cls, ms)
+        cost.gpu, cost.host = gpu, host
+        return cost
+
+
+def gpu_ms_of(time: float) -> float:
+    """The GPU ms of a timing (a Cost's; a plain float is its own)."""
+    return getattr(time, "gpu", time)
 
 
 def history() -> list[dict[str, Any]]:
@@ -141,7 +168,9 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
     holder = incumbent(candidates)
     times = time_candidates(form, dtype, candidates, stream, precision, batch, beta=beta)
     record: dict[str, Any] = {"shape": shape, "candidates": [str(c) for c in candidates],
-                              "ms": times, "confirm": None}  # fmt: skip
+                              "ms": times, "gpu_ms": [gpu_ms_of(t) for t in times],
+                              "host_ms": [getattr(t, "host", None) for t in times],
+                              "confirm": None}  # fmt: skip
     _history.append(record)
     chosen = holder
     entrants = (holder, *finalists(candidates, times, holder))
@@ -152,11 +181,19 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
                                 beta=beta)  # fmt: skip
         turns = [again[i :: len(entrants)] for i in range(len(entrants))]
         medians = [float(np.median(t)) for t in turns]
-        best = min(range(1, len(entrants)), key=lambda i: medians[i])
+        gpu_medians = [float(np.median([gpu_ms_of(x) for x in t])) for t in turns]
+        best = min(range(1, len(entrants)), key=lambda i: (medians[i], gpu_medians[i]))
         record["confirm"] = (medians[0], medians[best])
         record["finalists"] = {str(c): m for c, m in zip(entrants, medians, strict=True)}
+        record["finalists_gpu"] = {str(c): m for c, m in zip(entrants, gpu_medians,
+                                                              strict=True)}  # fmt: skip
         separated = max(turns[best]) < min(turns[0])
-        if medians[best] < medians[0] * (1 - (SEPARATED_MARGIN if separated else MARGIN)):
+        margin = SEPARATED_MARGIN if separated else MARGIN
+        cheaper = medians[best] < medians[0] * (1 - margin)
+        # a tie of host-bound calls (HOST_TIES): the one with less GPU time, by the margin
+        less_gpu = gpu_medians[best] < gpu_medians[0] * (1 - MARGIN)
+        tie_won = medians[best] <= medians[0] and less_gpu
+        if cheaper or tie_won:
             chosen = entrants[best]
     record["chosen"] = str(chosen)
     return chosen
@@ -165,12 +202,12 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
 def finalists(candidates: tuple[Config, ...], times: list[float],
               holder: Config) -> tuple[Config, ...]:  # fmt: skip
     """The pass's fastest FINALISTS other than the holder, within FINALIST_SPREAD of its best
-    (the fastest always, where it is not the holder)."""
-    ranked = sorted((t, i) for i, t in enumerate(times) if math.isfinite(t))
+    (the fastest always, where it is not the holder); of equal times, less GPU time first."""
+    ranked = sorted((t, gpu_ms_of(t), i) for i, t in enumerate(times) if math.isfinite(t))
     if not ranked:
         return ()
     best = ranked[0][0]
-    return tuple(candidates[i] for t, i in ranked[:FINALISTS]
+    return tuple(candidates[i] for t, _, i in ranked[:FINALISTS]
                  if candidates[i] != holder and t <= best * (1 + FINALIST_SPREAD))  # fmt: skip
 
 
@@ -179,7 +216,8 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
                     rounds: int = ROUNDS, expected_ms: list[float] | None = None,
                     beta: float = 0.0) -> list[float]:  # fmt: skip
     """Ms per call of each candidate on the form's operands (the median GPU time, or the
-    least host time plus FRONT_DOOR_MS where that is longer: call_cost), writing
+    least host time plus FRONT_DOOR_MS where that is longer: call_cost; as Costs, the host
+    time of own configs shared as HOST_TIES says), writing
     scratch memory instead of C (alpha 1 and `beta`, the scratch zeroed where beta != 0 so
     that it reads zeros; every product of a batch); one that fails to compile or run costs
     infinity, one that drops out (PRUNE_ABOVE) its first round's.
@@ -212,7 +250,9 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
                          trial.n, trial.k, trial.lda, trial.ldb, trial.ldc) \
         if table.CUBLAS in candidates else None  # fmt: skip
     works: list[Any] = []  # None: a config that does not compile or launch here
+    host_groups: list[Any] = []  # candidates of one group queue alike (HOST_TIES)
     for config in candidates:
+        host_groups.append(None)
         try:
             # an own config's kernel(s) as a plan queues them: the launcher made once
             kernels = (launch.launcher(config, np.dtype(dtype), trial.trans_a, trial.trans_b,
@@ -221,6 +261,8 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
         except Exception:
             works.append(None)
             continue
+        if kernels is not None:
+            host_groups[-1] = launch_count(kernels, trial)
 
         # Repeated as calls repeat them, own launches are replayed as graphs, as plans
         # replay them (plans.replayed): the host time timed is the replay's.
@@ -267,8 +309,31 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
             keep = min(cost) * PRUNE_ABOVE
             timed = [w if c <= keep else None for w, c in zip(timed, cost, strict=True)]
     del scratch, workspace  # every timed launch has finished: the timing waited for the last
-    return [call_cost(statistics.median(gpu_ms[i]), min(host_ms[i])) if work is not None
+    gpu = [statistics.median(gpu_ms[i]) if work else math.inf for i, work in enumerate(works)]
+    host = [min(host_ms[i]) if work else math.inf for i, work in enumerate(works)]
+    shared = shared_host_ms(host, host_groups, [w is not None for w in timed]) \
+        if HOST_TIES else host  # fmt: skip
+    return [Cost(call_cost(gpu[i], shared[i]), gpu[i], host[i]) if work is not None
             else math.inf for i, work in enumerate(works)]  # fmt: skip
+
+
+def launch_count(kernels: Any, form: BlasForm) -> int | None:
+    """How many launches an own launcher queues for the form (None where it cannot say)."""
+    count = getattr(kernels, "launch_count", None)
+    return count(form) if count is not None else None
+
+
+def shared_host_ms(host_ms: list[float], groups: list[Any], whole: list[bool]) -> list[float]:
+    """host_ms with each group's times (candidates whose group is not None and alike)
+    replaced by the median of those timed in every round (`whole`; else of all of them)."""
+    shared = list(host_ms)
+    for group in {g for g in groups if g is not None}:
+        members = [i for i, g in enumerate(groups) if g == group and math.isfinite(host_ms[i])]
+        pooled = [host_ms[i] for i in members if whole[i]] or [host_ms[i] for i in members]
+        if pooled:
+            for i in members:
+                shared[i] = statistics.median(pooled)
+    return shared
 
 
 def _queue_of(kernels: Any, form: BlasForm, workspace: int) -> Any:

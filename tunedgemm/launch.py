@@ -168,6 +168,13 @@ class GemmLauncher:
         self.reduce.launch(p.reduce_grid(m, n), stream,
                            (m, n, alpha, workspace, ldw, beta, form.c, form.ldc))  # fmt: skip
 
+    def launch_count(self, form: BlasForm) -> int:
+        """How many kernels one call on the form queues (with split-K's reduction or
+        stream-K's fixup where it has one)."""
+        if self.fixup is not None:
+            return 1 + bool(self.plan.schedule(form.m, form.n, form.k, self.sms).fixup_blocks)
+        return 1 + (self.reduce is not None)
+
     def workspace_bytes(self, m: int, n: int, k: int) -> int:
         """The workspace one m x n x k call of this launcher needs (0: none)."""
         return self.plan.workspace_bytes(m, n, k, self.sms)

@@ -281,3 +281,39 @@ def test_calls_that_read_c_get_a_plan_of_their_own_and_stay_right(rng, dtype):
     assert planned._device_plan is not None and planned._device_plan.key.reads_c
     planned.run(a, b, c, alpha=1.25, beta=0.5)
     assert_gemm(cupy.asnumpy(c), 1.25, ha, hb, 0.5, hc, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_host_bound_own_candidates_tie_and_the_tie_goes_to_less_gpu_time(rng, dtype):
+    """At a launch-bound shape (autotune.HOST_TIES) own candidates that queue as many
+    launches cost one shared host time, so where that binds they cost the same, and the
+    retiming's ties go to the least GPU time; the call stays right."""
+    cupy = pytest.importorskip("cupy")
+    from tunedgemm import autotune, selection
+
+    m, n, k = 96, 80, 64  # a few microseconds of work: the host's time binds every call
+    routine = tg.sgemm if dtype == np.float32 else tg.dgemm
+    ha, hb = uniform(rng, (m, k), dtype), uniform(rng, (k, n), dtype)
+    a, b = cupy.asarray(ha), cupy.asarray(hb)
+    c = cupy.asarray(np.full((m, n), np.nan, dtype, order="F"))
+    plans.clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(selection.CUBLAS_ENV, "0")  # own kernels alone: every candidate can tie
+        plans.clear()
+        assert routine(1.0, a, b, c=c, overwrite_c=1) is c
+        records = [r for r in autotune.history() if r["shape"][1:4] == (m, n, k)]
+    plans.clear()
+    assert_gemm(cupy.asnumpy(c), 1.0, ha, hb, 0.0, None, dtype)
+    assert records, "the call autotuned"
+    record = records[-1]
+    costs, gpu = record["ms"], record["gpu_ms"]
+    bound = [i for i, t in enumerate(costs) if np.isfinite(t) and gpu[i] < t]
+    assert len(bound) >= 2, "at least two candidates bound by the host"
+    by_cost: dict[float, list[int]] = {}
+    for i in bound:
+        by_cost.setdefault(float(costs[i]), []).append(i)
+    assert max(len(group) for group in by_cost.values()) >= 2  # they tie exactly
+    holder, chosen = record["candidates"][0], record["chosen"]
+    if record["confirm"] is not None and chosen != holder:  # the retiming's least, cost first
+        retimed, retimed_gpu = record["finalists"], record["finalists_gpu"]
+        assert min((retimed[c], retimed_gpu[c], c) for c in retimed if c != holder)[2] == chosen

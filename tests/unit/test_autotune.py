@@ -355,3 +355,78 @@ def test_a_finalist_behind_in_the_pass_wins_where_retiming_shows_it(monkeypatch)
                          [1.10, 1.00, 1.04] * autotune.CONFIRM_ROUNDS)  # fmt: skip
     assert autotune.history()[-1]["finalists"] == retimed
     autotune.clear()
+
+
+def test_own_configs_that_queue_alike_share_one_host_time(monkeypatch):
+    """HOST_TIES: own configs of as many launches cost one host time (the median of their
+    least host times), so where the host binds they tie, whatever each one's host noise; a
+    config of two launches keeps a time of its own group, and each Cost keeps its GPU ms."""
+    from tunedgemm import compiler, cuda, launch, timing
+    from tunedgemm.params import KernelConfig
+
+    fast, slow, noisy, split = (KernelConfig.make("simt", {"STAGES": s}) for s in (2, 3, 4, 5))
+    gpu_of = {fast: 0.004, slow: 0.006, noisy: 0.005, split: 0.003}
+    host_of = {fast: 0.0040, slow: 0.0030, noisy: 0.0050, split: 0.0060}
+
+    class Launcher:
+        def __init__(self, config):
+            self.config = config
+
+        def __call__(self, *args):
+            pass
+
+        def launch_count(self, form):
+            return 2 if self.config == split else 1
+
+    def samples(work, warmup, reps, stream):
+        config = work.__defaults__[0]
+        return [gpu_of[config]] * reps, [host_of[config]] * reps
+
+    monkeypatch.setattr(timing, "samples", samples)
+    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
+    monkeypatch.setattr(cuda, "allocate", lambda nbytes: 0)
+    monkeypatch.setattr(cuda, "context", lambda: None)
+    monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
+    monkeypatch.setattr(launch, "launcher", lambda config, *a: Launcher(config))
+    monkeypatch.setattr(plans, "replayed", lambda queue: None)
+    times = autotune.time_candidates(form(), np.dtype(np.float32), (fast, slow, noisy, split))
+    shared = 0.0040 + autotune.FRONT_DOOR_MS  # the median of 4, 3 and 5 us, and the front door
+    assert times[:3] == [pytest.approx(shared)] * 3 and len(set(times[:3])) == 1
+    assert times[3] == pytest.approx(0.0060 + autotune.FRONT_DOOR_MS)
+    assert [t.gpu for t in times] == [0.004, 0.006, 0.005, 0.003]
+    assert [t.host for t in times] == [0.0040, 0.0030, 0.0050, 0.0060]  # as timed
+    monkeypatch.setattr(autotune, "HOST_TIES", False)
+    alone = autotune.time_candidates(form(), np.dtype(np.float32), (fast, slow, noisy, split))
+    assert alone[1] < alone[0] < alone[2]  # each its own host noise: the slowest kernel first
+
+
+def test_shared_host_time_is_of_the_candidates_timed_in_every_round():
+    host = [1.0, 2.0, 9.0, math.inf, 5.0]
+    groups = [1, 1, 1, 1, None]
+    whole = [True, True, False, False, True]
+    assert autotune.shared_host_ms(host, groups, whole) == [1.5, 1.5, 1.5, math.inf, 5.0]
+    assert autotune.shared_host_ms(host, groups, [False] * 5)[:3] == [2.0] * 3  # else all
+
+
+@pytest.mark.parametrize("challenger_gpu, switch", [(0.004, True), (0.0059, False)])
+def test_a_host_bound_tie_goes_to_the_less_gpu_time(monkeypatch, challenger_gpu, switch):
+    """Both cost the shared host time; the challenger wins only by MARGIN of GPU time."""
+    cost = 0.012
+
+    def timed(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH,
+              **_):  # fmt: skip
+        gpu = {"first": 0.006, "other": challenger_gpu}
+        return [autotune.Cost(cost, gpu[c], 0.004) for c in candidates]
+
+    monkeypatch.setattr(autotune, "time_candidates", timed)
+    autotune.clear()
+    chosen = autotune.choose(form(), np.dtype(np.float32), ("first", "other"))
+    assert chosen == ("other" if switch else "first")
+    record = autotune.history()[-1]
+    assert record["gpu_ms"] == [0.006, challenger_gpu] and record["host_ms"] == [0.004] * 2
+    autotune.clear()
+
+
+def test_finalists_of_equal_time_come_less_gpu_time_first():
+    times = [autotune.Cost(1.0, gpu, 0.5) for gpu in (0.9, 0.5, 0.7, 0.6)]
+    assert autotune.finalists(("h", "a", "b", "c"), times, "h") == ("a", "c", "b")

@@ -214,3 +214,24 @@ def test_stream_k_with_the_loop_twin_compiles_without_spills(tmp_path):
 @pytest.mark.parametrize("stream_k", simt.STREAM_K_ON)
 def test_stream_k_all_variants_compile_without_spills(stream_k, tmp_path):
     _compile(stream_k, list(itertools.product((0, 1), (0, 1), (0, 1))), tmp_path)
+
+
+@pytest.mark.parametrize("stream_k", simt.STREAM_K_ON)
+def test_launch_count_counts_the_fixup_where_the_schedule_has_one(stream_k):
+    """autotune.HOST_TIES groups own candidates by it: a fixup is one more launch to queue."""
+    from tunedgemm._layout import BlasForm
+
+    runner = launch.GemmLauncher.__new__(launch.GemmLauncher)  # no kernels compiled
+    runner.plan = launch.plan(_with(STREAM_K=stream_k), "float32", False, False, True)
+    runner.fixup, runner.reduce, runner.sms = object(), None, 132
+    # 3072x96x3072 splits tiles between blocks; 264 tiles of 128 x 128 are whole rounds
+    for m, n, k in ((3072, 96, 3072), (33792, 128, 64)):
+        shape = BlasForm(m=m, n=n, k=k, a=0, lda=m, b=0, ldb=k, c=0, ldc=m, trans_a=False,
+                         trans_b=False, itemsize=4)  # fmt: skip
+        fixups = runner.plan.schedule(m, n, k, 132).fixup_blocks
+        assert runner.launch_count(shape) == 1 + (fixups > 0)
+        assert (fixups > 0) == (m == 3072)
+    runner.fixup, runner.reduce = None, object()  # split-K: the slices, then the reduction
+    assert runner.launch_count(shape) == 2
+    runner.reduce = None
+    assert runner.launch_count(shape) == 1

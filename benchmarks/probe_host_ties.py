@@ -1,0 +1,144 @@
+"""What autotune.HOST_TIES changes at launch-bound shapes: picks from pass to pass, and the
+public call's GPU time and cost, with and without it, beside cuBLAS in the same run.
+
+    python benchmarks/probe_host_ties.py [--shapes MxNxK,...] [--dtype float32 float64]
+        [--passes 3] [--own-only] [--out DIR]
+
+Per shape and dtype, on one set of operands (NN, leading dimensions padded, as a PyCUDA
+user's column-major GPUArrays: bench_tuning.public_call), PASSES times with HOST_TIES off
+and PASSES times with it on, in alternation: every plan is made afresh (the kernels stay
+compiled), the public call sgemm/dgemm(1.0, a, b, c=c) autotunes once and is checked
+against a float64 product, then timed in a run of calls (tunedgemm.timing: the GPU's median
+by CUDA events, the host's least time to queue it; the least of two measurements by their
+larger part). cuBLAS into c through scikit-cuda's binding, on the same operands, is timed
+the same way once per shape. Prints per shape and mode the distinct picks and the medians
+over the passes; per dtype the shapes whose pick changed between passes and the geometric
+means of GPU ms and call ms; writes probe_host_ties-<tag>.json after each shape (each pass's
+pick, times and what autotuning timed: candidates, cost, GPU and host ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_tuning import _cublas_call, _public_choice, cublas_setting, gmean, public_call
+
+# Launch-bound at both dtypes on the H200 (2026-11-29, probe_reads_c.py: under 15 us a call),
+# from a 64^3 product to a 512^3 one.
+SHAPES = [(148, 96, 64), (64, 64, 64), (128, 256, 128), (256, 256, 256), (512, 512, 128),
+          (384, 128, 512), (96, 1000, 64), (1024, 64, 256), (300, 300, 300),
+          (512, 512, 512)]  # fmt: skip
+MEASUREMENTS = 2
+
+
+def call_parts(work: Any) -> tuple[float, float]:
+    """(GPU, host) ms of a run of calls of `work`, the least of MEASUREMENTS by their larger."""
+    from tunedgemm.timing import gpu_and_host_ms
+
+    return min((gpu_and_host_ms(work, warmup=3, reps=10) for _ in range(MEASUREMENTS)), key=max)
+
+
+def one_pass(problem: Any, ties: bool, own_only: bool) -> dict[str, Any]:
+    """A fresh plan of the public call with HOST_TIES as given: its pick and times."""
+    from tunedgemm import autotune
+
+    autotune.HOST_TIES = ties
+    with cublas_setting(not own_only):  # plans (and autotuning's history) cleared on entry
+        call = public_call(problem)  # plans and autotunes afresh
+        timed = autotune.history()
+        gpu, host = call_parts(call)
+        explained = _public_choice(problem)
+    # what autotuning chose (the explanation's reason holds timings that differ every pass)
+    pick = " / ".join(record["chosen"] for record in timed) or explained
+    return {"ties": ties, "pick": pick, "explain": explained, "gpu_ms": gpu, "host_ms": host,
+            "call_ms": max(gpu, host), "autotune": timed}  # fmt: skip
+
+
+def probe(shape: tuple[int, int, int], dtype: str, passes: int, own_only: bool) -> dict[str, Any]:
+    from tunedgemm.tuning import problems
+
+    problem = problems.make(*shape, dtype, False, False, padded=True)
+    gpu, host = call_parts(_cublas_call(problem.form, problem.dtype))
+    runs = [one_pass(problem, ties, own_only)
+            for _ in range(passes) for ties in (False, True)]  # fmt: skip
+    return {"shape": shape, "dtype": dtype, "cublas_gpu_ms": gpu, "cublas_host_ms": host,
+            "cublas_call_ms": max(gpu, host), "passes": runs}  # fmt: skip
+
+
+def summary(row: dict[str, Any], ties: bool) -> dict[str, Any]:
+    runs = [r for r in row["passes"] if r["ties"] == ties]
+    return {"picks": len({r["pick"] for r in runs}),
+            "gpu_ms": statistics.median(r["gpu_ms"] for r in runs),
+            "call_ms": statistics.median(r["call_ms"] for r in runs)}  # fmt: skip
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    m, n, k = (int(x) for x in text.split("x"))
+    return m, n, k
+
+
+def means(rows: list[dict[str, Any]], ties: bool) -> str:
+    """One mode's line over the shapes: picks that changed, geometric means."""
+    modes = [summary(r, ties) for r in rows]
+    peer = [r["cublas_call_ms"] / x["call_ms"] for r, x in zip(rows, modes, strict=True)]
+    return (f"picks changed between passes at {sum(x['picks'] > 1 for x in modes)} of "
+            f"{len(modes)} shapes; geometric means: GPU "
+            f"{gmean([x['gpu_ms'] * 1e3 for x in modes]):.2f} us, call "
+            f"{gmean([x['call_ms'] * 1e3 for x in modes]):.2f} us; cuBLAS / ours {gmean(peer):.2f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default=None, help="MxNxK,... (default: SHAPES)")
+    parser.add_argument("--dtype", nargs="+", default=["float32", "float64"])
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--own-only", action="store_true")
+    parser.add_argument("--out", default=".")
+    args = parser.parse_args()
+    shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    from tunedgemm import autotune, cuda
+
+    cuda.context()
+    print(f"# {'own kernels only' if args.own_only else 'cuBLAS a candidate'}; "
+          f"{args.passes} passes a mode; {cuda.device_name()}; "
+          f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
+    tag = "own" if args.own_only else "auto"
+    out = Path(args.out) / f"probe_host_ties-{tag}.json"
+    rows: list[dict[str, Any]] = []
+    try:
+        for dtype in args.dtype:
+            print(f"{dtype:8} {'m x n x k':>14} {'cuBLAS us':>9} | {'ties off: picks':>14} "
+                  f"{'GPU us':>7} {'call us':>7} | {'ties on: picks':>14} {'GPU us':>7} "
+                  f"{'call us':>7}")  # fmt: skip
+            for shape in shapes:
+                start = time.perf_counter()
+                row = probe(shape, dtype, args.passes, args.own_only)
+                row["seconds"] = time.perf_counter() - start
+                rows.append(row)  # written after each shape: a run cut short keeps its rows
+                out.write_text(json.dumps({"device": cuda.device_name(), "rows": rows},
+                                          indent=1, default=str))  # fmt: skip
+                cells = " | ".join(f"{x['picks']:14d} {x['gpu_ms'] * 1e3:7.1f} "
+                                   f"{x['call_ms'] * 1e3:7.1f}"
+                                   for x in (summary(row, False), summary(row, True)))  # fmt: skip
+                shape_name = "x".join(map(str, shape))
+                print(f"{'':8} {shape_name:>14} {row['cublas_call_ms'] * 1e3:9.1f} | {cells}",
+                      flush=True)  # fmt: skip
+            for ties in (False, True):
+                print(f"{dtype}: ties {'on ' if ties else 'off'}: "
+                      + means([r for r in rows if r["dtype"] == dtype], ties))
+    finally:
+        autotune.HOST_TIES = True
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
