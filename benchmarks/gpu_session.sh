@@ -437,9 +437,9 @@ PY
         timeout ${READS_C_LIMIT:-300} python3 benchmarks/probe_reads_c.py ${READS_C_SEED:+--seed $READS_C_SEED} \
             --out "$OUT" > "$OUT/probe_reads_c.txt" 2>&1
         echo "probe_reads_c: exit $?"; cat "$OUT/probe_reads_c.txt" ;;
-    host-ties)  # autotune.HOST_TIES (2026-11-29): its GPU test and the autotuning tests, then
-        # probe_host_ties.py (HOST_TIES_PASSES, default 3; HOST_TIES_OWN=1: own kernels only):
-        # picks and the public call's times at launch-bound shapes with the ties off and on
+    host-ties)  # autotune.HOST_TIES (2026-11-29): its GPU test and those of calls that read C,
+        # then probe_host_ties.py (HOST_TIES_PASSES, default 3; HOST_TIES_OWN=1: own kernels
+        # only): picks and the public call's times at launch-bound shapes, before and after
         timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -k "host_bound or read_c" \
             tests/gpu/test_plans_gpu.py > "$OUT/gpu-tests-host-ties.txt" 2>&1
         echo "GPU tests (host ties): exit $?"; tail -3 "$OUT/gpu-tests-host-ties.txt"

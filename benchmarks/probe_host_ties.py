@@ -1,12 +1,13 @@
-"""What autotune.HOST_TIES changes at launch-bound shapes: picks from pass to pass, and the
-public call's GPU time and cost, with and without it, beside cuBLAS in the same run.
+"""What autotune.HOST_TIES and its smaller FRONT_DOOR_MS change at launch-bound shapes: picks
+from pass to pass, and the public call's GPU time and cost, before and after, beside cuBLAS.
 
     python benchmarks/probe_host_ties.py [--shapes MxNxK,...] [--dtype float32 float64]
         [--passes 3] [--own-only] [--out DIR]
 
 Per shape and dtype, on one set of operands (NN, leading dimensions padded, as a PyCUDA
-user's column-major GPUArrays: bench_tuning.public_call), PASSES times with HOST_TIES off
-and PASSES times with it on, in alternation: every plan is made afresh (the kernels stay
+user's column-major GPUArrays: bench_tuning.public_call), PASSES times as autotuning was
+before 2026-11-29 (BEFORE: no shared host times, an 8 us front door) and PASSES times as it
+is, in alternation: every plan is made afresh (the kernels stay
 compiled), the public call sgemm/dgemm(1.0, a, b, c=c) autotunes once and is checked
 against a float64 product, then timed in a run of calls (tunedgemm.timing: the GPU's median
 by CUDA events, the host's least time to queue it; the least of two measurements by their
@@ -37,6 +38,7 @@ SHAPES = [(148, 96, 64), (64, 64, 64), (128, 256, 128), (256, 256, 256), (512, 5
           (384, 128, 512), (96, 1000, 64), (1024, 64, 256), (300, 300, 300),
           (512, 512, 512)]  # fmt: skip
 MEASUREMENTS = 2
+BEFORE = {"HOST_TIES": False, "FRONT_DOOR_MS": 0.008}  # autotune's settings until 2026-11-29
 
 
 def call_parts(work: Any) -> tuple[float, float]:
@@ -46,11 +48,13 @@ def call_parts(work: Any) -> tuple[float, float]:
     return min((gpu_and_host_ms(work, warmup=3, reps=10) for _ in range(MEASUREMENTS)), key=max)
 
 
-def one_pass(problem: Any, ties: bool, own_only: bool) -> dict[str, Any]:
-    """A fresh plan of the public call with HOST_TIES as given: its pick and times."""
+def one_pass(problem: Any, after: bool, own_only: bool, now: dict[str, Any]) -> dict[str, Any]:
+    """A fresh plan of the public call with autotuning as it is (`after`: `now`, its settings)
+    or as it was (BEFORE): its pick and times."""
     from tunedgemm import autotune
 
-    autotune.HOST_TIES = ties
+    for name, value in (now if after else BEFORE).items():
+        setattr(autotune, name, value)
     with cublas_setting(not own_only):  # plans (and autotuning's history) cleared on entry
         call = public_call(problem)  # plans and autotunes afresh
         timed = autotune.history()
@@ -58,23 +62,24 @@ def one_pass(problem: Any, ties: bool, own_only: bool) -> dict[str, Any]:
         explained = _public_choice(problem)
     # what autotuning chose (the explanation's reason holds timings that differ every pass)
     pick = " / ".join(record["chosen"] for record in timed) or explained
-    return {"ties": ties, "pick": pick, "explain": explained, "gpu_ms": gpu, "host_ms": host,
+    return {"after": after, "pick": pick, "explain": explained, "gpu_ms": gpu, "host_ms": host,
             "call_ms": max(gpu, host), "autotune": timed}  # fmt: skip
 
 
-def probe(shape: tuple[int, int, int], dtype: str, passes: int, own_only: bool) -> dict[str, Any]:
+def probe(shape: tuple[int, int, int], dtype: str, passes: int, own_only: bool,
+          now: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     from tunedgemm.tuning import problems
 
     problem = problems.make(*shape, dtype, False, False, padded=True)
     gpu, host = call_parts(_cublas_call(problem.form, problem.dtype))
-    runs = [one_pass(problem, ties, own_only)
-            for _ in range(passes) for ties in (False, True)]  # fmt: skip
+    runs = [one_pass(problem, after, own_only, now)
+            for _ in range(passes) for after in (False, True)]  # fmt: skip
     return {"shape": shape, "dtype": dtype, "cublas_gpu_ms": gpu, "cublas_host_ms": host,
             "cublas_call_ms": max(gpu, host), "passes": runs}  # fmt: skip
 
 
-def summary(row: dict[str, Any], ties: bool) -> dict[str, Any]:
-    runs = [r for r in row["passes"] if r["ties"] == ties]
+def summary(row: dict[str, Any], after: bool) -> dict[str, Any]:
+    runs = [r for r in row["passes"] if r["after"] == after]
     return {"picks": len({r["pick"] for r in runs}),
             "gpu_ms": statistics.median(r["gpu_ms"] for r in runs),
             "call_ms": statistics.median(r["call_ms"] for r in runs)}  # fmt: skip
@@ -85,9 +90,9 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return m, n, k
 
 
-def means(rows: list[dict[str, Any]], ties: bool) -> str:
+def means(rows: list[dict[str, Any]], after: bool) -> str:
     """One mode's line over the shapes: picks that changed, geometric means."""
-    modes = [summary(r, ties) for r in rows]
+    modes = [summary(r, after) for r in rows]
     peer = [r["cublas_call_ms"] / x["call_ms"] for r, x in zip(rows, modes, strict=True)]
     return (f"picks changed between passes at {sum(x['picks'] > 1 for x in modes)} of "
             f"{len(modes)} shapes; geometric means: GPU "
@@ -113,14 +118,16 @@ def main() -> int:
     tag = "own" if args.own_only else "auto"
     out = Path(args.out) / f"probe_host_ties-{tag}.json"
     rows: list[dict[str, Any]] = []
+    now = {name: getattr(autotune, name) for name in BEFORE}
+    print(f"# before: {BEFORE}; after: {now}")
     try:
         for dtype in args.dtype:
-            print(f"{dtype:8} {'m x n x k':>14} {'cuBLAS us':>9} | {'ties off: picks':>14} "
-                  f"{'GPU us':>7} {'call us':>7} | {'ties on: picks':>14} {'GPU us':>7} "
+            print(f"{dtype:8} {'m x n x k':>14} {'cuBLAS us':>9} | {'before: picks':>14} "
+                  f"{'GPU us':>7} {'call us':>7} | {'after: picks':>14} {'GPU us':>7} "
                   f"{'call us':>7}")  # fmt: skip
             for shape in shapes:
                 start = time.perf_counter()
-                row = probe(shape, dtype, args.passes, args.own_only)
+                row = probe(shape, dtype, args.passes, args.own_only, now)
                 row["seconds"] = time.perf_counter() - start
                 rows.append(row)  # written after each shape: a run cut short keeps its rows
                 out.write_text(json.dumps({"device": cuda.device_name(), "rows": rows},
@@ -131,11 +138,12 @@ def main() -> int:
                 shape_name = "x".join(map(str, shape))
                 print(f"{'':8} {shape_name:>14} {row['cublas_call_ms'] * 1e3:9.1f} | {cells}",
                       flush=True)  # fmt: skip
-            for ties in (False, True):
-                print(f"{dtype}: ties {'on ' if ties else 'off'}: "
-                      + means([r for r in rows if r["dtype"] == dtype], ties))
+            for after in (False, True):
+                print(f"{dtype}: {'after ' if after else 'before'}: "
+                      + means([r for r in rows if r["dtype"] == dtype], after))
     finally:
-        autotune.HOST_TIES = True
+        for name, value in now.items():
+            setattr(autotune, name, value)
     print(f"wrote {out}")
     return 0
 

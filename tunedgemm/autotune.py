@@ -69,15 +69,22 @@ MARGIN = 0.03  # a challenger must be this much faster than the incumbent to dis
 # than its first in both passes, and the 3% margin kept the slower one.
 SEPARATED_MARGIN = 0.015
 # Host time of a public device call outside its launch: signature, plan lookup, the result's
-# allocation. benchmarks/profile_new_result.py on the H100 machine (2026-11-23): sgemm into c
-# on CuPy at 512^3 took 24.2 us a call, host-bound, of which cuBLASLt's call 15.5 us.
-FRONT_DOOR_MS = 0.008
+# allocation. benchmarks/probe_host_ties.py on the H200 machine (2026-11-29 17:43 UTC): sgemm
+# and dgemm into c on GPUArrays took 4.1-5.6 us of host time a call at 10 launch-bound
+# shapes, where the graph replay of the own kernel alone took 1.5-1.7: about 3 us. (8 us
+# until then: 24.2 us a call on CuPy at 512^3 on the H100 machine, 2026-11-23, of which
+# cuBLASLt's call 15.5, before calls took the C route and replayed graphs.) Too small is the
+# cheaper error: a pick by GPU time then costs at most the host time between two kinds of
+# candidate (0.3 us between graphs of own kernels and cuBLASLt's); too large, it hides GPU
+# time: at 512x512x128 float64 every candidate under 9.6 us cost the same.
+FRONT_DOOR_MS = 0.003
 # beta of the timed calls where the calls read C (reads_c): the epilogue's loads of C and
 # split-K's reduction reading C cost differently by config (C's old values were loaded one
 # column at a time until 2026-11-29, 0.66x cuBLAS at one random shape at beta 1 on the H200).
 READ_BETA = 1.0
-# Own configs queueing as many launches (the same graph replay or cuLaunchKernel calls, only
-# the arguments differ) share one host time: the median of their least host times. Taken
+# Candidates that queue alike (own configs replayed as graphs, own configs of as many direct
+# launches, cuBLAS's algorithms: autotune.host_group) share one host time: the median of
+# their least host times. Taken
 # one by one, that least time is noise: at 148x96x64 float32 (H200, 2026-11-29 15:25 UTC,
 # benchmarks/probe_reads_c.py) 16 of 17 candidates cost 10.7-12.4 us, all bound by the
 # host, and the pick flipped between passes among kernels of 4.3-6.7 us of GPU time. With
@@ -217,7 +224,7 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
                     beta: float = 0.0) -> list[float]:  # fmt: skip
     """Ms per call of each candidate on the form's operands (the median GPU time, or the
     least host time plus FRONT_DOOR_MS where that is longer: call_cost; as Costs, the host
-    time of own configs shared as HOST_TIES says), writing
+    time of candidates that queue alike shared as HOST_TIES says), writing
     scratch memory instead of C (alpha 1 and `beta`, the scratch zeroed where beta != 0 so
     that it reads zeros; every product of a batch); one that fails to compile or run costs
     infinity, one that drops out (PRUNE_ABOVE) its first round's.
@@ -261,12 +268,11 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
         except Exception:
             works.append(None)
             continue
-        if kernels is not None:
-            host_groups[-1] = launch_count(kernels, trial)
 
         # Repeated as calls repeat them, own launches are replayed as graphs, as plans
         # replay them (plans.replayed): the host time timed is the replay's.
         replay = plans.replayed(_queue_of(kernels, trial, workspace_ptr)) if kernels else None
+        host_groups[-1] = host_group(config, kernels, replay, lt, trial)
 
         def work(config: Config = config, kernels: Any = kernels, replay: Any = replay) -> None:
             if replay is not None:
@@ -304,23 +310,39 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
             host_ms[i] += host
             expected[i] = statistics.median(gpu_ms[i])
         if round_ == 0 and rounds > 1:  # the far slower ones have shown enough
-            cost = [call_cost(expected[i], min(host_ms[i])) if w else math.inf
-                    for i, w in enumerate(timed)]  # fmt: skip
+            cost = costs(gpu_ms, host_ms, timed, host_groups)
             keep = min(cost) * PRUNE_ABOVE
             timed = [w if c <= keep else None for w, c in zip(timed, cost, strict=True)]
     del scratch, workspace  # every timed launch has finished: the timing waited for the last
+    return costs(gpu_ms, host_ms, works, host_groups, whole=[w is not None for w in timed])
+
+
+def costs(gpu_ms: list[list[float]], host_ms: list[list[float]], works: list[Any],
+          groups: list[Any], whole: list[bool] | None = None) -> list[float]:  # fmt: skip
+    """Each candidate's Cost from its samples (infinity where `works` has None): the median
+    GPU ms and the least host ms, shared within its host group (HOST_TIES) by those timed in
+    every round (`whole`, default all)."""
     gpu = [statistics.median(gpu_ms[i]) if work else math.inf for i, work in enumerate(works)]
     host = [min(host_ms[i]) if work else math.inf for i, work in enumerate(works)]
-    shared = shared_host_ms(host, host_groups, [w is not None for w in timed]) \
-        if HOST_TIES else host  # fmt: skip
+    shared = shared_host_ms(host, groups, whole or [True] * len(works)) if HOST_TIES else host
     return [Cost(call_cost(gpu[i], shared[i]), gpu[i], host[i]) if work is not None
             else math.inf for i, work in enumerate(works)]  # fmt: skip
 
 
-def launch_count(kernels: Any, form: BlasForm) -> int | None:
-    """How many launches an own launcher queues for the form (None where it cannot say)."""
-    count = getattr(kernels, "launch_count", None)
-    return count(form) if count is not None else None
+def host_group(config: Config, kernels: Any, replay: Any, lt: Any, form: BlasForm) -> Any:
+    """Which candidates queue alike on the host (HOST_TIES), or None for one alone: own
+    configs replayed as graphs (one cuGraphLaunch, whatever their launches: at 512x512x128
+    float64 on the H200, 2026-11-29, the least host times of those with a split-K reduction
+    and of those without were 1.42-1.66 and 1.45-1.66 us), own configs launched directly by
+    how many launches they queue, and cuBLAS's algorithms (one cublasLtMatmul each)."""
+    if kernels is not None:
+        if replay is not None:
+            return "own graph"
+        count = getattr(kernels, "launch_count", None)
+        return ("own launches", count(form)) if count is not None else None
+    if getattr(config, "is_cublas", False) or (config == table.CUBLAS and lt is not None):
+        return "cublasLt"
+    return None
 
 
 def shared_host_ms(host_ms: list[float], groups: list[Any], whole: list[bool]) -> list[float]:

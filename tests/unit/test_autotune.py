@@ -358,9 +358,10 @@ def test_a_finalist_behind_in_the_pass_wins_where_retiming_shows_it(monkeypatch)
 
 
 def test_own_configs_that_queue_alike_share_one_host_time(monkeypatch):
-    """HOST_TIES: own configs of as many launches cost one host time (the median of their
-    least host times), so where the host binds they tie, whatever each one's host noise; a
-    config of two launches keeps a time of its own group, and each Cost keeps its GPU ms."""
+    """HOST_TIES: own configs of as many direct launches cost one host time (the median of
+    their least host times), so where the host binds they tie, whatever each one's host
+    noise, also when the pass drops the far slower ones; a config of two launches keeps a
+    time of its own group, and each Cost keeps its GPU ms."""
     from tunedgemm import compiler, cuda, launch, timing
     from tunedgemm.params import KernelConfig
 
@@ -378,8 +379,11 @@ def test_own_configs_that_queue_alike_share_one_host_time(monkeypatch):
         def launch_count(self, form):
             return 2 if self.config == split else 1
 
+    turns = []
+
     def samples(work, warmup, reps, stream):
         config = work.__defaults__[0]
+        turns.append(config)
         return [gpu_of[config]] * reps, [host_of[config]] * reps
 
     monkeypatch.setattr(timing, "samples", samples)
@@ -395,6 +399,8 @@ def test_own_configs_that_queue_alike_share_one_host_time(monkeypatch):
     assert times[3] == pytest.approx(0.0060 + autotune.FRONT_DOOR_MS)
     assert [t.gpu for t in times] == [0.004, 0.006, 0.005, 0.003]
     assert [t.host for t in times] == [0.0040, 0.0030, 0.0050, 0.0060]  # as timed
+    # its own host time would have put `noisy` out after the first round (PRUNE_ABOVE)
+    assert turns.count(noisy) == autotune.ROUNDS
     monkeypatch.setattr(autotune, "HOST_TIES", False)
     alone = autotune.time_candidates(form(), np.dtype(np.float32), (fast, slow, noisy, split))
     assert alone[1] < alone[0] < alone[2]  # each its own host noise: the slowest kernel first
@@ -430,3 +436,25 @@ def test_a_host_bound_tie_goes_to_the_less_gpu_time(monkeypatch, challenger_gpu,
 def test_finalists_of_equal_time_come_less_gpu_time_first():
     times = [autotune.Cost(1.0, gpu, 0.5) for gpu in (0.9, 0.5, 0.7, 0.6)]
     assert autotune.finalists(("h", "a", "b", "c"), times, "h") == ("a", "c", "b")
+
+
+def test_candidates_that_queue_alike_share_a_host_group():
+    """Graph replays of own kernels are one group whatever their launches (one cuGraphLaunch);
+    direct launches group by count; cuBLAS's algorithms are one group; the rest stand alone."""
+
+    class Kernels:
+        def __init__(self, count):
+            self.launch_count = lambda form: count
+
+    class Algorithm:
+        is_cublas = True
+
+    group = autotune.host_group
+    replay = object()
+    assert group("x", Kernels(1), replay, None, form()) == group("y", Kernels(2), replay, None,
+                                                                 form())  # fmt: skip
+    assert group("x", Kernels(1), None, None, form()) != group("y", Kernels(2), None, None,
+                                                               form())  # fmt: skip
+    assert group(Algorithm(), None, None, None, form()) == "cublasLt"
+    assert group(table.CUBLAS, None, None, object(), form()) == "cublasLt"
+    assert group(table.CUBLAS, None, None, None, form()) is None  # scikit-cuda's own path
