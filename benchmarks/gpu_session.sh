@@ -180,8 +180,11 @@ for step in $steps; do
     tuning)
         timeout 240 python3 benchmarks/bench_tuning.py --out "$OUT" > "$OUT/bench_tuning.txt" 2>&1
         grep -v heatmap "$OUT/bench_tuning.txt" ;;
-    sanitize)
-        timeout 480 python3 benchmarks/sanitize.py > "$OUT/sanitize.txt" 2>&1
+    sanitize)  # SANITIZE_TOOLS (default all three), SANITIZE_LIMIT seconds: on a fresh H200
+        # (2026-11-29 18:02 UTC) the compiles alone took 297 s of the 480, and every tool
+        # over every config did not fit in one call
+        timeout ${SANITIZE_LIMIT:-480} python3 benchmarks/sanitize.py ${SANITIZE_TOOLS:+--tools $SANITIZE_TOOLS} \
+            ${SANITIZE_CONFIGS:+--max-configs $SANITIZE_CONFIGS} > "$OUT/sanitize.txt" 2>&1
         echo "sanitize: exit $?"; tail -12 "$OUT/sanitize.txt" ;;
     fuzz)
         timeout ${FUZZ_LIMIT:-300} python3 benchmarks/fuzz.py --calls ${FUZZ_CALLS:-10000} --backend gpu --out "$OUT" \

@@ -270,8 +270,10 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
             continue
 
         # Repeated as calls repeat them, own launches are replayed as graphs, as plans
-        # replay them (plans.replayed): the host time timed is the replay's.
-        replay = plans.replayed(_queue_of(kernels, trial, workspace_ptr)) if kernels else None
+        # replay them (plans.replayed): the host time timed is the replay's. Stream-K's
+        # plans launch directly (plans.launcher), so their candidates are timed so too.
+        replayed = kernels is not None and getattr(kernels, "fixup", None) is None
+        replay = plans.replayed(_queue_of(kernels, trial, workspace_ptr)) if replayed else None
         host_groups[-1] = host_group(config, kernels, replay, lt, trial)
 
         def work(config: Config = config, kernels: Any = kernels, replay: Any = replay) -> None:

@@ -458,3 +458,41 @@ def test_candidates_that_queue_alike_share_a_host_group():
     assert group(Algorithm(), None, None, None, form()) == "cublasLt"
     assert group(table.CUBLAS, None, None, object(), form()) == "cublasLt"
     assert group(table.CUBLAS, None, None, None, form()) is None  # scikit-cuda's own path
+
+
+def test_stream_k_candidates_are_timed_launched_directly_as_their_plans_run(monkeypatch):
+    """plans.launcher replays one-launch and split-K runners as graphs, not stream-K ones:
+    autotuning times each as its plan runs it, so a stream-K candidate's host time is that
+    of its direct launches, in a host group of its own."""
+    from tunedgemm import compiler, cuda, launch, timing
+    from tunedgemm.params import KernelConfig
+
+    plain, streamed = (KernelConfig.make("simt", {"STAGES": s}) for s in (2, 3))
+    replays, direct = [], []
+
+    class Launcher:
+        def __init__(self, config):
+            self.fixup = object() if config == streamed else None
+            self.config = config
+
+        def __call__(self, *args):
+            direct.append(self.config)
+
+        def launch_count(self, form):
+            return 2 if self.fixup else 1
+
+    def replayed(queue):
+        def replay(*args):
+            replays.append(queue)
+        return replay
+
+    monkeypatch.setattr(timing, "samples", lambda work, warmup, reps, stream: (
+        work(), ([0.001] * reps, [0.001] * reps))[1])  # fmt: skip
+    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
+    monkeypatch.setattr(cuda, "allocate", lambda nbytes: 0)
+    monkeypatch.setattr(cuda, "context", lambda: None)
+    monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
+    monkeypatch.setattr(launch, "launcher", lambda config, *a: Launcher(config))
+    monkeypatch.setattr(plans, "replayed", replayed)
+    autotune.time_candidates(form(), np.dtype(np.float32), (plain, streamed))
+    assert replays and set(direct) == {streamed}
