@@ -46,11 +46,12 @@ def probe(shape: tuple[int, int, int], dtype: str) -> dict[str, Any]:
     costs = autotune.time_candidates(problem.form, problem.dtype, timed)
     ms = dict(zip(map(str, timed), costs, strict=True))
     best_now = min(costs[: len(now)])
-    best_more = min(costs[len(now) : len(now) + len(more)], default=math.inf)
+    more_costs = costs[len(now) : len(now) + len(more)]
+    best_more = min(more_costs, default=math.inf)
+    best_twin = str(more[more_costs.index(best_more)]) if math.isfinite(best_more) else None
     return {"shape": shape, "dtype": dtype, "now": len(now), "more": len(more),
             "cublas_ms": ms[table.CUBLAS], "best_now_ms": best_now, "best_more_ms": best_more,
-            "best_more": str(more[costs.index(best_more) - len(now)]) if more and
-            math.isfinite(best_more) else None, "ms": ms}  # fmt: skip
+            "best_more": best_twin, "ms": ms}  # fmt: skip
 
 
 def main() -> int:

@@ -6,9 +6,10 @@ from pass to pass, and the public call's GPU time and cost, before and after, be
 
 Per shape and dtype, on one set of operands (NN, leading dimensions padded, as a PyCUDA
 user's column-major GPUArrays: bench_tuning.public_call), PASSES times as autotuning was
-before 2026-11-29 (BEFORE: no shared host times, an 8 us front door) and PASSES times as it
-is, in alternation: every plan is made afresh (the kernels stay
-compiled), the public call sgemm/dgemm(1.0, a, b, c=c) autotunes once and is checked
+before 2026-11-29 (BEFORE: HOST_TIES off, so no shared host times and no tie-break by GPU
+time, and an 8 us front door; stream-K candidates are timed as now in both) and PASSES
+times as it is, in alternation: every plan is made afresh (the kernels stay compiled), the
+public call sgemm/dgemm(1.0, a, b, c=c) autotunes once and is checked
 against a float64 product, then timed in a run of calls (tunedgemm.timing: the GPU's median
 by CUDA events, the host's least time to queue it; the least of two measurements by their
 larger part). cuBLAS into c through scikit-cuda's binding, on the same operands, is timed
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import statistics
 import sys
 import time
@@ -61,17 +63,20 @@ def one_pass(problem: Any, after: bool, own_only: bool, now: dict[str, Any]) -> 
         gpu, host = call_parts(call)
         explained = _public_choice(problem)
     # what autotuning chose (the explanation's reason holds timings that differ every pass)
-    pick = " / ".join(record["chosen"] for record in timed) or explained
+    pick = " / ".join(record.get("chosen", "?") for record in timed) or explained
     return {"after": after, "pick": pick, "explain": explained, "gpu_ms": gpu, "host_ms": host,
             "call_ms": max(gpu, host), "autotune": timed}  # fmt: skip
 
 
 def probe(shape: tuple[int, int, int], dtype: str, passes: int, own_only: bool,
           now: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    from tunedgemm import reference
     from tunedgemm.tuning import problems
 
     problem = problems.make(*shape, dtype, False, False, padded=True)
-    gpu, host = call_parts(_cublas_call(problem.form, problem.dtype))
+    gpu = host = math.nan  # the peer, where scikit-cuda's cuBLAS loads
+    if reference.status()[0]:
+        gpu, host = call_parts(_cublas_call(problem.form, problem.dtype))
     runs = [one_pass(problem, after, own_only, now)
             for _ in range(passes) for after in (False, True)]  # fmt: skip
     return {"shape": shape, "dtype": dtype, "cublas_gpu_ms": gpu, "cublas_host_ms": host,

@@ -83,13 +83,14 @@ FRONT_DOOR_MS = 0.003
 # column at a time until 2026-11-29, 0.66x cuBLAS at one random shape at beta 1 on the H200).
 READ_BETA = 1.0
 # Candidates that queue alike (own configs replayed as graphs, own configs of as many direct
-# launches, cuBLAS's algorithms: autotune.host_group) share one host time: the median of
-# their least host times. Taken
-# one by one, that least time is noise: at 148x96x64 float32 (H200, 2026-11-29 15:25 UTC,
-# benchmarks/probe_reads_c.py) 16 of 17 candidates cost 10.7-12.4 us, all bound by the
-# host, and the pick flipped between passes among kernels of 4.3-6.7 us of GPU time. With
-# the shared host time such candidates tie, and the tie goes to the least GPU time (which
-# a call's latency, and other work on the GPU, see).
+# launches, cuBLAS's algorithms: host_group) share one host time: the median of their least
+# host times. Taken one by one, that least time is noise: at 148x96x64 float32 (H200,
+# 2026-11-29 15:25 UTC, benchmarks/probe_reads_c.py) 16 of 17 candidates cost 10.7-12.4 us,
+# all bound by the host, and the pick flipped between passes among kernels of 4.3-6.7 us of
+# GPU time. With the shared host time such candidates tie, and the tie goes to the least GPU
+# time (which a call's latency, and other work on the GPU, see). At 10 launch-bound shapes
+# the picks' GPU time fell 12% (float32) and 20% (float64) (H200, 2026-11-29 17:48 UTC,
+# benchmarks/probe_host_ties.py).
 HOST_TIES = True
 
 Config = KernelConfig | str
@@ -120,10 +121,14 @@ class Cost(float):
         cost.gpu, cost.host = gpu, host
         return cost
 
+    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle pass the three times
+        return (Cost, (float(self), self.gpu, self.host))
+
 
 def gpu_ms_of(time: float) -> float:
-    """The GPU ms of a timing (a Cost's; a plain float is its own)."""
-    return getattr(time, "gpu", time)
+    """The GPU ms of a timing (a Cost's; a plain float is its own), where HOST_TIES breaks
+    ties by it; else the timing itself, so that ties are broken as before it."""
+    return getattr(time, "gpu", time) if HOST_TIES else time
 
 
 def history() -> list[dict[str, Any]]:
@@ -175,7 +180,7 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
     holder = incumbent(candidates)
     times = time_candidates(form, dtype, candidates, stream, precision, batch, beta=beta)
     record: dict[str, Any] = {"shape": shape, "candidates": [str(c) for c in candidates],
-                              "ms": times, "gpu_ms": [gpu_ms_of(t) for t in times],
+                              "ms": times, "gpu_ms": [getattr(t, "gpu", t) for t in times],
                               "host_ms": [getattr(t, "host", None) for t in times],
                               "confirm": None}  # fmt: skip
     _history.append(record)
@@ -188,8 +193,9 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
                                 beta=beta)  # fmt: skip
         turns = [again[i :: len(entrants)] for i in range(len(entrants))]
         medians = [float(np.median(t)) for t in turns]
-        gpu_medians = [float(np.median([gpu_ms_of(x) for x in t])) for t in turns]
-        best = min(range(1, len(entrants)), key=lambda i: (medians[i], gpu_medians[i]))
+        gpu_medians = [float(np.median([getattr(x, "gpu", x) for x in t])) for t in turns]
+        best = min(range(1, len(entrants)),
+                   key=lambda i: (medians[i], gpu_medians[i] if HOST_TIES else 0.0))  # fmt: skip
         record["confirm"] = (medians[0], medians[best])
         record["finalists"] = {str(c): m for c, m in zip(entrants, medians, strict=True)}
         record["finalists_gpu"] = {str(c): m for c, m in zip(entrants, gpu_medians,
@@ -199,7 +205,7 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
         cheaper = medians[best] < medians[0] * (1 - margin)
         # a tie of host-bound calls (HOST_TIES): the one with less GPU time, by the margin
         less_gpu = gpu_medians[best] < gpu_medians[0] * (1 - MARGIN)
-        tie_won = medians[best] <= medians[0] and less_gpu
+        tie_won = HOST_TIES and medians[best] <= medians[0] and less_gpu
         if cheaper or tie_won:
             chosen = entrants[best]
     record["chosen"] = str(chosen)

@@ -414,15 +414,23 @@ def test_shared_host_time_is_of_the_candidates_timed_in_every_round():
     assert autotune.shared_host_ms(host, groups, [False] * 5)[:3] == [2.0] * 3  # else all
 
 
-@pytest.mark.parametrize("challenger_gpu, switch", [(0.004, True), (0.0059, False)])
-def test_a_host_bound_tie_goes_to_the_less_gpu_time(monkeypatch, challenger_gpu, switch):
-    """Both cost the shared host time; the challenger wins only by MARGIN of GPU time."""
-    cost = 0.012
+@pytest.mark.parametrize("challenger_ms, challenger_gpu, ties, switch", [
+    (0.012, 0.004, True, True),  # a tie, a third less GPU time: it wins
+    (0.012, 0.0059, True, False),  # a tie, under MARGIN less GPU time: the incumbent stays
+    (0.0121, 0.004, True, False),  # less GPU time but a dearer call: no tie to break
+    (0.012, 0.004, False, False),  # HOST_TIES off: equal costs keep the incumbent, as before
+])  # fmt: skip
+def test_a_host_bound_tie_goes_to_the_less_gpu_time(monkeypatch, challenger_ms, challenger_gpu,
+                                                    ties, switch):  # fmt: skip
+    """Both cost the shared host time; the challenger wins only by MARGIN of GPU time, and
+    only where its call costs no more."""
+    monkeypatch.setattr(autotune, "HOST_TIES", ties)
 
     def timed(form, dtype, candidates, stream=None, precision="ieee", batch=autotune.NO_BATCH,
               **_):  # fmt: skip
+        cost = {"first": 0.012, "other": challenger_ms}
         gpu = {"first": 0.006, "other": challenger_gpu}
-        return [autotune.Cost(cost, gpu[c], 0.004) for c in candidates]
+        return [autotune.Cost(cost[c], gpu[c], 0.004) for c in candidates]
 
     monkeypatch.setattr(autotune, "time_candidates", timed)
     autotune.clear()
@@ -433,9 +441,51 @@ def test_a_host_bound_tie_goes_to_the_less_gpu_time(monkeypatch, challenger_gpu,
     autotune.clear()
 
 
-def test_finalists_of_equal_time_come_less_gpu_time_first():
+def test_finalists_of_equal_time_come_less_gpu_time_first(monkeypatch):
     times = [autotune.Cost(1.0, gpu, 0.5) for gpu in (0.9, 0.5, 0.7, 0.6)]
     assert autotune.finalists(("h", "a", "b", "c"), times, "h") == ("a", "c", "b")
+    monkeypatch.setattr(autotune, "HOST_TIES", False)  # as before: the pass's first three
+    assert autotune.finalists(("h", "a", "b", "c"), times, "h") == ("a", "b")  # less "h"
+
+
+def test_costs_survive_copy_and_pickle():
+    import copy
+    import pickle
+
+    cost = autotune.Cost(0.012, 0.004, 0.002)
+    for twin in (copy.deepcopy(cost), pickle.loads(pickle.dumps(cost))):
+        assert (twin, twin.gpu, twin.host) == (0.012, 0.004, 0.002)
+
+
+def test_a_group_shares_the_host_time_of_its_members_timed_every_round(monkeypatch):
+    """A member pruned after the first round (far slower on the GPU) leaves the median to
+    those timed throughout, and gets the shared time too."""
+    from tunedgemm import compiler, cuda, launch, timing
+    from tunedgemm.params import KernelConfig
+
+    a, b, pruned = (KernelConfig.make("simt", {"STAGES": s}) for s in (2, 3, 4))
+    gpu_of, host_of = {a: 0.010, b: 0.010, pruned: 0.100}, {a: 0.001, b: 0.003, pruned: 0.050}
+
+    class Launcher:
+        def __call__(self, *args):
+            pass
+
+        def launch_count(self, form):
+            return 1
+
+    monkeypatch.setattr(timing, "samples", lambda work, warmup, reps, stream: (
+        [gpu_of[work.__defaults__[0]]] * reps, [host_of[work.__defaults__[0]]] * reps))  # fmt: skip
+    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
+    monkeypatch.setattr(cuda, "allocate", lambda nbytes: 0)
+    monkeypatch.setattr(cuda, "context", lambda: None)
+    monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
+    monkeypatch.setattr(launch, "launcher", lambda config, *a: Launcher())
+    monkeypatch.setattr(plans, "replayed", lambda queue: None)
+    monkeypatch.setattr(autotune, "FRONT_DOOR_MS", 0.020)  # every call bound by the host
+    times = autotune.time_candidates(form(), np.dtype(np.float32), (a, b, pruned))
+    shared = 0.002 + 0.020  # the median of a's and b's, not of all three (0.003)
+    assert times[0] == times[1] == pytest.approx(shared)
+    assert times[2] == pytest.approx(0.100)  # its GPU time binds it
 
 
 def test_candidates_that_queue_alike_share_a_host_group():
