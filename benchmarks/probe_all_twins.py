@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_epilogue import parse_shape
 from bench_tuning import cublas_setting, gmean
-from probe_host_ties import parse_shape
 
 # float64's worst random shapes of the day and the sessions before (docs/tuning.md)
 SHAPES = [(6904, 698, 3920), (700, 2460, 2744), (3556, 131, 436), (1626, 342, 9572),

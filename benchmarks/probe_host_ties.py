@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_epilogue import parse_shape
 from bench_tuning import _cublas_call, _public_choice, cublas_setting, gmean, public_call
 
 # Launch-bound at both dtypes on the H200 (2026-11-29, probe_reads_c.py: under 15 us a call),
@@ -88,11 +89,6 @@ def summary(row: dict[str, Any], after: bool) -> dict[str, Any]:
     return {"picks": len({r["pick"] for r in runs}),
             "gpu_ms": statistics.median(r["gpu_ms"] for r in runs),
             "call_ms": statistics.median(r["call_ms"] for r in runs)}  # fmt: skip
-
-
-def parse_shape(text: str) -> tuple[int, int, int]:
-    m, n, k = (int(x) for x in text.split("x"))
-    return m, n, k
 
 
 def means(rows: list[dict[str, Any]], after: bool) -> str:

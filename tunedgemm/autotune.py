@@ -126,9 +126,14 @@ class Cost(float):
 
 
 def gpu_ms_of(time: float) -> float:
-    """The GPU ms of a timing (a Cost's; a plain float is its own), where HOST_TIES breaks
-    ties by it; else the timing itself, so that ties are broken as before it."""
-    return getattr(time, "gpu", time) if HOST_TIES else time
+    """The GPU ms of a timing (a Cost's; a plain float is its own)."""
+    return getattr(time, "gpu", time)
+
+
+def _tie_break(gpu_ms: float) -> float:
+    """What breaks a tie of equal costs: the GPU ms under HOST_TIES, else nothing (the
+    candidates' order, as before it)."""
+    return gpu_ms if HOST_TIES else 0.0
 
 
 def history() -> list[dict[str, Any]]:
@@ -180,7 +185,7 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
     holder = incumbent(candidates)
     times = time_candidates(form, dtype, candidates, stream, precision, batch, beta=beta)
     record: dict[str, Any] = {"shape": shape, "candidates": [str(c) for c in candidates],
-                              "ms": times, "gpu_ms": [getattr(t, "gpu", t) for t in times],
+                              "ms": times, "gpu_ms": [gpu_ms_of(t) for t in times],
                               "host_ms": [getattr(t, "host", None) for t in times],
                               "confirm": None}  # fmt: skip
     _history.append(record)
@@ -193,9 +198,8 @@ def _fastest(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, ...], st
                                 beta=beta)  # fmt: skip
         turns = [again[i :: len(entrants)] for i in range(len(entrants))]
         medians = [float(np.median(t)) for t in turns]
-        gpu_medians = [float(np.median([getattr(x, "gpu", x) for x in t])) for t in turns]
-        best = min(range(1, len(entrants)),
-                   key=lambda i: (medians[i], gpu_medians[i] if HOST_TIES else 0.0))  # fmt: skip
+        gpu_medians = [float(np.median([gpu_ms_of(x) for x in t])) for t in turns]
+        best = min(range(1, len(entrants)), key=lambda i: (medians[i], _tie_break(gpu_medians[i])))
         record["confirm"] = (medians[0], medians[best])
         record["finalists"] = {str(c): m for c, m in zip(entrants, medians, strict=True)}
         record["finalists_gpu"] = {str(c): m for c, m in zip(entrants, gpu_medians,
@@ -216,7 +220,8 @@ def finalists(candidates: tuple[Config, ...], times: list[float],
               holder: Config) -> tuple[Config, ...]:  # fmt: skip
     """The pass's fastest FINALISTS other than the holder, within FINALIST_SPREAD of its best
     (the fastest always, where it is not the holder); of equal times, less GPU time first."""
-    ranked = sorted((t, gpu_ms_of(t), i) for i, t in enumerate(times) if math.isfinite(t))
+    ranked = sorted((t, _tie_break(gpu_ms_of(t)), i) for i, t in enumerate(times)
+                    if math.isfinite(t))  # fmt: skip
     if not ranked:
         return ()
     best = ranked[0][0]
