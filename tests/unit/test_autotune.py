@@ -19,6 +19,21 @@ def form(m=300, n=500, k=700):
                     trans_a=False, trans_b=False, itemsize=4)  # fmt: skip
 
 
+def stand_in_gpu(monkeypatch, samples, launcher, replayed=None):
+    """time_candidates without a GPU: `samples` for timing.samples, `launcher(config)` for
+    each own config's launcher, `replayed` for plans.replayed (None: leave it as it is)."""
+    from tunedgemm import compiler, cuda, launch, timing
+
+    monkeypatch.setattr(timing, "samples", samples)
+    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
+    monkeypatch.setattr(cuda, "allocate", lambda nbytes: 0)
+    monkeypatch.setattr(cuda, "context", lambda: None)
+    monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
+    monkeypatch.setattr(launch, "launcher", lambda config, *a: launcher(config))
+    if replayed is not None:
+        monkeypatch.setattr(plans, "replayed", replayed)
+
+
 @pytest.fixture
 def timings(monkeypatch):
     """Stand-in timings by candidate; records each timing request."""
@@ -293,7 +308,6 @@ def test_a_pass_times_the_candidates_in_turn_back_and_forth(monkeypatch):
     turn after the first warmed up for SETTLE_MS of its GPU time, so that a GPU warming up,
     heating or held at its power cap favours none; the cost is from all its samples, one that
     fails to launch costs infinity, and one far behind after the first round drops out."""
-    from tunedgemm import compiler, cuda, launch, timing
     from tunedgemm.params import KernelConfig
 
     simt = KernelConfig.make("simt", {})
@@ -310,12 +324,7 @@ def test_a_pass_times_the_candidates_in_turn_back_and_forth(monkeypatch):
             raise RuntimeError("launch failed")
         return [gpu_of[config]] * reps, [0.001] * reps
 
-    monkeypatch.setattr(timing, "samples", samples)
-    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
-    monkeypatch.setattr(cuda, "allocate", lambda nbytes: 0)
-    monkeypatch.setattr(cuda, "context", lambda: None)
-    monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
-    monkeypatch.setattr(launch, "launcher", lambda *a: (lambda *args: None))
+    stand_in_gpu(monkeypatch, samples, lambda config: (lambda *args: None))
     times = autotune.time_candidates(form(), np.dtype(np.float32), (simt, fails, other, slow))
     assert times == [10.0, math.inf, 12.0, 13.0]
     warm = autotune.WARMUP
@@ -362,7 +371,6 @@ def test_own_configs_that_queue_alike_share_one_host_time(monkeypatch):
     their least host times), so where the host binds they tie, whatever each one's host
     noise, also when the pass drops the far slower ones; a config of two launches keeps a
     time of its own group, and each Cost keeps its GPU ms."""
-    from tunedgemm import compiler, cuda, launch, timing
     from tunedgemm.params import KernelConfig
 
     fast, slow, noisy, split = (KernelConfig.make("simt", {"STAGES": s}) for s in (2, 3, 4, 5))
@@ -386,13 +394,7 @@ def test_own_configs_that_queue_alike_share_one_host_time(monkeypatch):
         turns.append(config)
         return [gpu_of[config]] * reps, [host_of[config]] * reps
 
-    monkeypatch.setattr(timing, "samples", samples)
-    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
-    monkeypatch.setattr(cuda, "allocate", lambda nbytes: 0)
-    monkeypatch.setattr(cuda, "context", lambda: None)
-    monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
-    monkeypatch.setattr(launch, "launcher", lambda config, *a: Launcher(config))
-    monkeypatch.setattr(plans, "replayed", lambda queue: None)
+    stand_in_gpu(monkeypatch, samples, Launcher, replayed=lambda queue: None)
     times = autotune.time_candidates(form(), np.dtype(np.float32), (fast, slow, noisy, split))
     shared = 0.0040 + autotune.FRONT_DOOR_MS  # the median of 4, 3 and 5 us, and the front door
     assert times[:3] == [pytest.approx(shared)] * 3 and len(set(times[:3])) == 1
@@ -460,7 +462,6 @@ def test_costs_survive_copy_and_pickle():
 def test_a_group_shares_the_host_time_of_its_members_timed_every_round(monkeypatch):
     """A member pruned after the first round (far slower on the GPU) leaves the median to
     those timed throughout, and gets the shared time too."""
-    from tunedgemm import compiler, cuda, launch, timing
     from tunedgemm.params import KernelConfig
 
     a, b, pruned = (KernelConfig.make("simt", {"STAGES": s}) for s in (2, 3, 4))
@@ -473,14 +474,9 @@ def test_a_group_shares_the_host_time_of_its_members_timed_every_round(monkeypat
         def launch_count(self, form):
             return 1
 
-    monkeypatch.setattr(timing, "samples", lambda work, warmup, reps, stream: (
-        [gpu_of[work.__defaults__[0]]] * reps, [host_of[work.__defaults__[0]]] * reps))  # fmt: skip
-    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
-    monkeypatch.setattr(cuda, "allocate", lambda nbytes: 0)
-    monkeypatch.setattr(cuda, "context", lambda: None)
-    monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
-    monkeypatch.setattr(launch, "launcher", lambda config, *a: Launcher())
-    monkeypatch.setattr(plans, "replayed", lambda queue: None)
+    stand_in_gpu(monkeypatch, lambda work, warmup, reps, stream: (
+        [gpu_of[work.__defaults__[0]]] * reps, [host_of[work.__defaults__[0]]] * reps),
+        lambda config: Launcher(), replayed=lambda queue: None)  # fmt: skip
     monkeypatch.setattr(autotune, "FRONT_DOOR_MS", 0.020)  # every call bound by the host
     times = autotune.time_candidates(form(), np.dtype(np.float32), (a, b, pruned))
     shared = 0.002 + 0.020  # the median of a's and b's, not of all three (0.003)
@@ -514,7 +510,6 @@ def test_stream_k_candidates_are_timed_launched_directly_as_their_plans_run(monk
     """plans.launcher replays one-launch and split-K runners as graphs, not stream-K ones:
     autotuning times each as its plan runs it, so a stream-K candidate's host time is that
     of its direct launches, in a host group of its own."""
-    from tunedgemm import compiler, cuda, launch, timing
     from tunedgemm.params import KernelConfig
 
     plain, streamed = (KernelConfig.make("simt", {"STAGES": s}) for s in (2, 3))
@@ -536,13 +531,7 @@ def test_stream_k_candidates_are_timed_launched_directly_as_their_plans_run(monk
             replays.append(queue)
         return replay
 
-    monkeypatch.setattr(timing, "samples", lambda work, warmup, reps, stream: (
-        work(), ([0.001] * reps, [0.001] * reps))[1])  # fmt: skip
-    monkeypatch.setattr(compiler, "precompile", lambda *a, **k: None)
-    monkeypatch.setattr(cuda, "allocate", lambda nbytes: 0)
-    monkeypatch.setattr(cuda, "context", lambda: None)
-    monkeypatch.setattr(launch, "workspace_bytes", lambda *a: 0)
-    monkeypatch.setattr(launch, "launcher", lambda config, *a: Launcher(config))
-    monkeypatch.setattr(plans, "replayed", replayed)
+    stand_in_gpu(monkeypatch, lambda work, warmup, reps, stream: (
+        work(), ([0.001] * reps, [0.001] * reps))[1], Launcher, replayed=replayed)  # fmt: skip
     autotune.time_candidates(form(), np.dtype(np.float32), (plain, streamed))
     assert replays and set(direct) == {streamed}
