@@ -358,6 +358,37 @@ for r in body:
     print(r[names.index("Kernel Name")][:24], " ".join(f"{n} {v:.2f}" for v, n in top))
 PY
         ;;
+    ncu-census)  # what each kernel is at NCU_SHAPES (space-separated; NCU_DTYPE, default
+        # float64): the own config a call runs there (own kernels only) and cuBLAS's, by
+        # Nsight Compute's launch statistics alone: name, grid, block, registers, shared
+        # memory, time, SM and DRAM throughput (ncu-census.txt)
+        export PATH=$PATH:/usr/local/cuda/bin
+        timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
+            --section LaunchStats --section SpeedOfLight --section Occupancy \
+            -o "$OUT/ncu-census" python3 benchmarks/ncu_simt.py --dtype ${NCU_DTYPE:-float64} \
+            --shape ${NCU_SHAPES:-6904x698x3920} > "$OUT/ncu-census-run.txt" 2>&1
+        echo "ncu census: exit $?"; grep -v "^==PROF==" "$OUT/ncu-census-run.txt" | tail -30
+        ncu --import "$OUT/ncu-census.ncu-rep" --page raw --csv > "$OUT/ncu-census-raw.csv" 2>&1
+        python3 - "$OUT/ncu-census-raw.csv" > "$OUT/ncu-census.txt" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+names, units, body = rows[head], rows[head + 1], [r for r in rows[head + 2:] if r]
+print("time unit:", units[names.index("gpu__time_duration.sum")] if "gpu__time_duration.sum" in names else "?")
+def get(r, *keys):
+    for key in keys:
+        if key in names:
+            return r[names.index(key)]
+    return "?"
+for r in body:
+    print(get(r, "Kernel Name")[:90], "| grid", get(r, "launch__grid_size"),
+          "block", get(r, "launch__block_size"), "regs", get(r, "launch__registers_per_thread"),
+          "smem", get(r, "launch__shared_mem_per_block"), "waves", get(r, "launch__waves_per_multiprocessor"),
+          "| time", get(r, "gpu__time_duration.sum"),
+          "sm%", get(r, "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+          "dram%", get(r, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"))
+PY
+        cat "$OUT/ncu-census.txt" ;;
     around)  # simt EARLY_BARRIER (issue 15, item 3; written 2026-11-26 from ncu's stall
         # samples): its GPU test, then bench_kernels --around (the table's 4096^3 and 8192^3
         # config, its neighbours, each with EARLY_BARRIER 0 and 1)

@@ -3,7 +3,7 @@
 Usage (on the GPU machine; `gpu_session.sh ncu` runs it):
 
     ncu --clock-control none --profile-from-start off --section WarpStateStats ... \
-        python benchmarks/ncu_simt.py [--shape 4096x4096x4096] [--variants advance0 advance1 ...]
+        python benchmarks/ncu_simt.py [--shape 4096x4096x4096 ...] [--variants advance0 ...]
         [--simt-changes ADVANCE=1,STEADY_LOOP=0 ...]
         [--dtype float64 [--dmma-changes SPLIT_K=6 SPLIT_K=1,STREAM_K=2 ...]]
 
@@ -18,6 +18,7 @@ With --dtype float64 the launches are instead the own config a dgemm call runs a
 (TUNEDGEMM_CUBLAS=0: the table's choice refined by autotuning, as the public call) and cuBLAS's
 DGEMM, on float64 NN operands; --dmma-changes adds that config with each set of changes
 (comma-separated NAME=VALUE), as a k-split against stream-K.
+With several shapes, each shape's launches in turn (the report lists them in that order).
 """
 
 from __future__ import annotations
@@ -49,19 +50,9 @@ def _changes(text: str) -> dict[str, int]:
     return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", default="4096x4096x4096")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    parser.add_argument("--variants", nargs="+", help="labels of bench_kernels.around_variants",
-                        default=["advance1", "early", "early,maxnreg=224",
-                                 "STAGES=4,early,maxnreg=224"])  # fmt: skip
-    parser.add_argument("--dmma-changes", nargs="*", default=[],
-                        help="float64: dgemm's own config with these changes too")  # fmt: skip
-    parser.add_argument("--simt-changes", nargs="*", default=[],
-                        help="float32: the table's config with these changes too")  # fmt: skip
-    args = parser.parse_args()
-    m, n, k = (int(d) for d in args.shape.split("x"))
+def _launches(shape: str, args: argparse.Namespace, held: list[Any]) -> list[tuple[str, Any]]:
+    """(label, launch) of each config to profile at one shape, then cuBLAS's."""
+    m, n, k = (int(d) for d in shape.split("x"))
 
     from bench_kernels import around_variants, table_simt_config
 
@@ -70,10 +61,6 @@ def main() -> int:
     from tunedgemm.params import KernelConfig
     from tunedgemm.tuning import problems
 
-    ok, why = cuda.status()
-    if not ok:
-        print(f"ncu_simt: needs a GPU ({why})")
-        return 1
     problem = problems.make(m, n, k, args.dtype, padded=True)
     configs = []
     if args.dtype == "float64":
@@ -91,15 +78,41 @@ def main() -> int:
         configs += [(text, KernelConfig.make("simt", {**base, **_changes(text)}))
                     for text in args.simt_changes]  # fmt: skip
     launches = []
-    held = []  # workspaces, alive to the end
     for label, config in configs:
         nbytes = launch.workspace_bytes(config, problem.dtype, problem.form)
         held.append(cuda.allocate(nbytes) if nbytes else None)
-        launches.append((f"{label}: {config}", functools.partial(
+        launches.append((f"{shape} {label}: {config}", functools.partial(
             gpu_backend.run, problem.form, problem.dtype, 1.0, 0.0, config,
             workspace=int(held[-1] or 0))))  # fmt: skip
     if reference.status()[0]:
-        launches.append(("cuBLAS", lambda: reference.gemm(problem.form, problem.dtype, 1.0, 0.0)))
+        launches.append((f"{shape} cuBLAS",
+                         lambda: reference.gemm(problem.form, problem.dtype, 1.0, 0.0)))
+    return launches
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", nargs="+", default=["4096x4096x4096"])
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    parser.add_argument("--variants", nargs="+", help="labels of bench_kernels.around_variants",
+                        default=["advance1", "early", "early,maxnreg=224",
+                                 "STAGES=4,early,maxnreg=224"])  # fmt: skip
+    parser.add_argument("--dmma-changes", nargs="*", default=[],
+                        help="float64: dgemm's own config with these changes too")  # fmt: skip
+    parser.add_argument("--simt-changes", nargs="*", default=[],
+                        help="float32: the table's config with these changes too")  # fmt: skip
+    args = parser.parse_args()
+
+    from tunedgemm import cuda
+
+    ok, why = cuda.status()
+    if not ok:
+        print(f"ncu_simt: needs a GPU ({why})")
+        return 1
+    launches: list[tuple[str, Any]] = []
+    held: list[Any] = []  # workspaces, alive to the end
+    for shape in args.shape:
+        launches += _launches(shape, args, held)
     for _, work in launches:
         for _ in range(3):
             work()
@@ -108,7 +121,7 @@ def main() -> int:
     driver = ctypes.CDLL("libcuda.so.1")
     driver.cuProfilerStart()
     for label, work in launches:
-        print(f"{m}x{n}x{k} {label}", flush=True)
+        print(label, flush=True)
         work()
         context.synchronize()
     driver.cuProfilerStop()
