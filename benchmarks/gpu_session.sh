@@ -29,7 +29,9 @@
 # then bench_kernels --simt-clamp / --dmma-clamp: the clamp's sources), memcheck-edges
 # (compute-sanitizer memcheck over both edge tests), reads-c (autotuning at beta != 0: its
 # GPU tests, then probe_reads_c.py), host-ties (autotune.HOST_TIES: its GPU test, then
-# probe_host_ties.py), old-first (the epilogues' old values of
+# probe_host_ties.py), medium-tiles (dmma's three-block tiles: their GPU test, then
+# probe_medium_tiles.py), ncu-census (what kernels cuBLAS and our calls run at NCU_SHAPES),
+# old-first (the epilogues' old values of
 # C loaded first: GPU tests that read C, then bench_kernels --old-first),
 # same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
 # (bench_kernels --dmma-large), splits (probe_skinny --splits around: k-splits that fill
@@ -481,6 +483,19 @@ PY
             --passes ${HOST_TIES_PASSES:-3} ${HOST_TIES_OWN:+--own-only} --out "$OUT" \
             > "$OUT/probe_host_ties.txt" 2>&1
         echo "probe_host_ties: exit $?"; cat "$OUT/probe_host_ties.txt" ;;
+    medium-tiles)  # dmma's medium tiles (2026-11-29: three blocks an SM, timed by autotuning at
+        # skinny and medium shapes): their GPU test, then probe_medium_tiles.py (own kernels
+        # only, then auto; MEDIUM_PASSES, default 2) through the public dgemm call
+        timeout ${MEDIUM_TESTS_LIMIT:-200} python3 -m pytest -q -m gpu -p no:cacheprovider \
+            tests/gpu/test_dmma_medium_tiles_gpu.py > "$OUT/gpu-tests-medium-tiles.txt" 2>&1
+        echo "GPU tests (medium tiles): exit $?"; tail -3 "$OUT/gpu-tests-medium-tiles.txt"
+        for mode in own auto; do
+            timeout ${MEDIUM_LIMIT:-200} python3 benchmarks/probe_medium_tiles.py \
+                --passes ${MEDIUM_PASSES:-2} $([ $mode = own ] && echo --own-only) \
+                ${MEDIUM_SHAPES:+--shapes $MEDIUM_SHAPES} --out "$OUT" \
+                > "$OUT/probe_medium_tiles-$mode.txt" 2>&1
+            echo "probe_medium_tiles ($mode): exit $?"; cat "$OUT/probe_medium_tiles-$mode.txt"
+        done ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the
         # device machine has no git history), SAME_BITS_LIMIT configs (default 24)

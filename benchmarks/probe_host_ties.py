@@ -17,12 +17,14 @@ the same way once per shape. Prints per shape and mode the distinct picks and th
 over the passes; per dtype the shapes whose pick changed between passes and the geometric
 means of GPU ms and call ms; writes probe_host_ties-<tag>.json after each shape (each pass's
 pick, times and what autotuning timed: candidates, cost, GPU and host ms).
+`main` takes another change's settings and shapes (probe_medium_tiles.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import math
 import statistics
@@ -41,7 +43,24 @@ SHAPES = [(148, 96, 64), (64, 64, 64), (128, 256, 128), (256, 256, 256), (512, 5
           (384, 128, 512), (96, 1000, 64), (1024, 64, 256), (300, 300, 300),
           (512, 512, 512)]  # fmt: skip
 MEASUREMENTS = 2
-BEFORE = {"HOST_TIES": False, "FRONT_DOOR_MS": 0.008}  # autotune's settings until 2026-11-29
+# autotune's settings until 2026-11-29, as "module.NAME" of tunedgemm (probe_medium_tiles.py
+# sets its own)
+BEFORE = {"autotune.HOST_TIES": False, "autotune.FRONT_DOOR_MS": 0.008}
+
+
+def _module_and_name(setting: str) -> tuple[Any, str]:
+    module, name = setting.rsplit(".", 1)
+    return importlib.import_module(f"tunedgemm.{module}"), name
+
+
+def current(settings: dict[str, Any]) -> dict[str, Any]:
+    """The values the settings named have now."""
+    return {s: getattr(*_module_and_name(s)) for s in settings}
+
+
+def apply(settings: dict[str, Any]) -> None:
+    for setting, value in settings.items():
+        setattr(*_module_and_name(setting), value)
 
 
 def call_parts(work: Any) -> tuple[float, float]:
@@ -51,13 +70,13 @@ def call_parts(work: Any) -> tuple[float, float]:
     return min((gpu_and_host_ms(work, warmup=3, reps=10) for _ in range(MEASUREMENTS)), key=max)
 
 
-def one_pass(problem: Any, after: bool, own_only: bool, now: dict[str, Any]) -> dict[str, Any]:
+def one_pass(problem: Any, after: bool, own_only: bool, now: dict[str, Any],
+             before: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     """A fresh plan of the public call with autotuning as it is (`after`: `now`, its settings)
-    or as it was (BEFORE): its pick and times."""
+    or as it was (`before`): its pick and times."""
     from tunedgemm import autotune
 
-    for name, value in (now if after else BEFORE).items():
-        setattr(autotune, name, value)
+    apply(now if after else before)
     with cublas_setting(not own_only):  # plans (and autotuning's history) cleared on entry
         call = public_call(problem)  # plans and autotunes afresh
         timed = autotune.history()
@@ -70,7 +89,7 @@ def one_pass(problem: Any, after: bool, own_only: bool, now: dict[str, Any]) -> 
 
 
 def probe(shape: tuple[int, int, int], dtype: str, passes: int, own_only: bool,
-          now: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+          now: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     from tunedgemm import reference
     from tunedgemm.tuning import problems
 
@@ -78,7 +97,7 @@ def probe(shape: tuple[int, int, int], dtype: str, passes: int, own_only: bool,
     gpu = host = math.nan  # the peer, where scikit-cuda's cuBLAS loads
     if reference.status()[0]:
         gpu, host = call_parts(_cublas_call(problem.form, problem.dtype))
-    runs = [one_pass(problem, after, own_only, now)
+    runs = [one_pass(problem, after, own_only, now, before)
             for _ in range(passes) for after in (False, True)]  # fmt: skip
     return {"shape": shape, "dtype": dtype, "cublas_gpu_ms": gpu, "cublas_host_ms": host,
             "cublas_call_ms": max(gpu, host), "passes": runs}  # fmt: skip
@@ -101,26 +120,29 @@ def means(rows: list[dict[str, Any]], after: bool) -> str:
             f"{gmean([x['call_ms'] * 1e3 for x in modes]):.2f} us; cuBLAS / ours {gmean(peer):.2f}")
 
 
-def main() -> int:
+def main(name: str = "host_ties", before: dict[str, Any] = BEFORE,
+         shapes: list[tuple[int, int, int]] = SHAPES) -> int:  # fmt: skip
+    """The probe of one change of autotuning (`before`: the settings that undo it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", default=None, help="MxNxK,... (default: SHAPES)")
+    parser.add_argument("--shapes", default=None, help="MxNxK,... (default: the probe's own)")
     parser.add_argument("--dtype", nargs="+", default=["float32", "float64"])
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--own-only", action="store_true")
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
-    shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
-    from tunedgemm import autotune, cuda
+    if args.shapes:
+        shapes = [parse_shape(s) for s in args.shapes.split(",")]
+    from tunedgemm import cuda
 
     cuda.context()
     print(f"# {'own kernels only' if args.own_only else 'cuBLAS a candidate'}; "
           f"{args.passes} passes a mode; {cuda.device_name()}; "
           f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
     tag = "own" if args.own_only else "auto"
-    out = Path(args.out) / f"probe_host_ties-{tag}.json"
+    out = Path(args.out) / f"probe_{name}-{tag}.json"
     rows: list[dict[str, Any]] = []
-    now = {name: getattr(autotune, name) for name in BEFORE}
-    print(f"# before: {BEFORE}; after: {now}")
+    now = current(before)
+    print(f"# before: {before}; after: {now}")
     try:
         for dtype in args.dtype:
             print(f"{dtype:8} {'m x n x k':>14} {'cuBLAS us':>9} | {'before: picks':>14} "
@@ -128,7 +150,7 @@ def main() -> int:
                   f"{'call us':>7}")  # fmt: skip
             for shape in shapes:
                 start = time.perf_counter()
-                row = probe(shape, dtype, args.passes, args.own_only, now)
+                row = probe(shape, dtype, args.passes, args.own_only, now, before)
                 row["seconds"] = time.perf_counter() - start
                 rows.append(row)  # written after each shape: a run cut short keeps its rows
                 out.write_text(json.dumps({"device": cuda.device_name(), "rows": rows},
@@ -143,8 +165,7 @@ def main() -> int:
                 print(f"{dtype}: {'after ' if after else 'before'}: "
                       + means([r for r in rows if r["dtype"] == dtype], after))
     finally:
-        for name, value in now.items():
-            setattr(autotune, name, value)
+        apply(now)
     print(f"wrote {out}")
     return 0
 

@@ -139,6 +139,11 @@ class KernelFamily:
     # whose tiles fill at least a round of its block slots (tunedgemm/plans.py,
     # with_small_k_tiles): where a block's work is mostly its tile's set-up and C's stores.
     small_k_tiles: tuple[Params, ...] = ()
+    # Tilings that autotuning times beside the first candidate at skinny and medium shapes
+    # (one of m and n short, the product not launch-bound): unsplit where their tiles fill
+    # half a round of their block slots, and at the k-splits that fill the rest
+    # (tunedgemm/plans.py, with_medium_tiles): small blocks that more of fit on an SM.
+    medium_tiles: tuple[Params, ...] = ()
     # The changes that make a candidate's stream-K variant (STREAM_K itself is set to the
     # blocks an SM holds), which autotuning times where the candidate's data-parallel grid
     # leaves its last wave's SMs idle (tunedgemm/plans.py, with_stream_k); None: the family

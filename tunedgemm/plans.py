@@ -358,8 +358,9 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     twins, their stream-K variants where the last wave of tiles leaves SMs idle and their
     whole-round splits where their tiles are fewer than their block slots, the first
     RASTERS_OF ones' raster twins, and the first one's narrow tiles at skinny shapes with
-    long k, its family's round tiles where its tiles are fewer than its block slots, and its
-    family's small-k tiles at short k over many tiles.
+    long k, its family's round tiles where its tiles are fewer than its block slots, its
+    family's small-k tiles at short k over many tiles, and its family's medium tiles at
+    skinny and medium shapes.
 
     Whole-round splits for each of the first RELATIVES_OF, not the first alone: at
     1920x774x1096 float32 (H200, 2026-11-28) the first, a 128 x 32 tile, has more tiles than
@@ -375,6 +376,7 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         rounds = with_whole_round_splits(first, key, sms)  # (as recorded: no twins)
         rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
         rounds += with_small_k_tiles(first[:1], key, sms)  # (the same)
+        rounds += with_medium_tiles(first[:1], key, sms)  # (the same)
     rasters = with_raster_twins(first[:RASTERS_OF], key.dtype)[len(first[:RASTERS_OF]):]
     relatives = with_twins(relatives, key.dtype, key)[len(first):] + rasters + narrow + streamed
     relatives += rounds
@@ -523,6 +525,44 @@ def with_small_k_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> t
             if (_tiles(key, family.block_tile(tiled.as_dict())) >= slots
                     and not family.violations(tiled, key.dtype)):  # fmt: skip
                 found.append(tiled)
+    return tuple(dict.fromkeys(f for f in found if f not in candidates))
+
+
+# Where autotuning times a family's medium tiles: the shorter of m and n at most MEDIUM_UPTO,
+# and at least MEDIUM_FROM_FLOPS of work (below it a call is bound by its launch, and each
+# tiling is one more compile on a shape's first call). The medium tiles won at float64 shapes
+# whose short side was 131-893 (dmma.MEDIUM_TILES) and tied at 700x2460x2744; at
+# 3178x4043x2654 the table's 128 x 64 tile ran 3% ahead of them.
+MEDIUM_UPTO, MEDIUM_FROM_FLOPS = 1024, 2e8
+
+
+def with_medium_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
+    """For each own split-K candidate at a shape whose shorter side of C is at most
+    MEDIUM_UPTO and whose work is at least MEDIUM_FROM_FLOPS, its family's `medium_tiles`
+    (dmma's set every tunable; one added later keeps the candidate's value): unsplit where
+    their tiles fill at least half a round of their block slots, and where they fill less
+    than a round, at the least power-of-two k-split that fills one and at their whole-round
+    splits (600x508x2782: 80 tiles of 64 x 64 on 396 slots ran best split 3 ways)."""
+    if min(key.m, key.n) > MEDIUM_UPTO or 2 * key.m * key.n * key.k < MEDIUM_FROM_FLOPS:
+        return ()
+    found: list[KernelConfig] = []
+    for c, family, params in _split_k_configs(candidates):
+        for tile in family.medium_tiles:
+            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
+            if family.violations(tiled, key.dtype):
+                continue
+            changed = tiled.as_dict()
+            slots = sms * model.resident_blocks(tiled, key.dtype)
+            tiles = _tiles(key, family.block_tile(changed))
+            if 2 * tiles >= slots:
+                found.append(tiled)
+            if tiles < slots:
+                split = _filling_split(key, family.block_tile(changed), family.k_tile(changed),
+                                       slots)  # fmt: skip
+                filled = KernelConfig.make(c.family, {**changed, "SPLIT_K": split})
+                if split > 1 and not family.violations(filled, key.dtype):
+                    found.append(filled)
+                found += with_whole_round_splits((tiled,), key, sms)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
 
 

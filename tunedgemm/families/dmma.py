@@ -160,6 +160,27 @@ SMALL_K_TILES = (
      "EPILOGUE": 0, "SWAP_AB": 1},
 )  # fmt: skip
 
+# cuBLAS's DGEMM tilings at skinny and medium grids: blocks of four warps, three of them an SM.
+# Nsight Compute (gpu_session.sh ncu-census, H200, 2026-11-29 20:17 UTC) found cuBLAS running
+# 64 x 64 blocks of four 32 x 32 warp tiles at m16n8k8 (164 registers, 3 blocks an SM) at
+# 6904x698x3920 and 1952x307x6314, and 64 x 32 ones at m16n8k16 at 8016x268x3704 and
+# 3556x131x436, where our calls ran one or two blocks an SM of 128 x 64 or 64 x 64 tiles at
+# 0.82-0.90x it. Ours at three blocks an SM (MIN_BLOCKS=3: 168 registers, no spills, nvcc 13.0
+# sm_90a, every aligned transpose pair and unaligned NN; MIN_BLOCKS is 1 or 2 in the space)
+# against cuBLAS on the same operands (probe_skinny.py --tiles, padded NN, 20:20 UTC):
+# 6904x698x3920 1.02 (the call's best own candidate 0.86-0.92 before), 8016x268x3704 0.94
+# (0.85), 3556x131x436 1.16 (64 x 32; 0.87-0.89), 962x302x1607 1.01 split 3 ways, 600x508x2782
+# 0.97, 5742x893x364 0.94 (0.87 at two blocks an SM); no gain at 1952x307x6314,
+# 1626x342x9572 and 700x2460x2744, and 0.92 against the table's 0.95 at 3178x4043x2654.
+MEDIUM_TILES = (
+    {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "MMA_K": 8, "BK": 16, "STAGES": 3,
+     "MIN_BLOCKS": 3, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
+     "EPILOGUE": 0, "SWAP_AB": 1, "STREAM_K": 0},
+    {"BM": 64, "BN": 32, "WM": 32, "WN": 16, "MMA_K": 8, "BK": 16, "STAGES": 4,
+     "MIN_BLOCKS": 3, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
+     "EPILOGUE": 0, "SWAP_AB": 0, "STREAM_K": 0},
+)  # fmt: skip
+
 # Tilings whose registers ptxas (nvcc 13.0, sm_90a) allotted without spills within the cap in
 # all eight transpose and alignment variants, with SWAP_AB 0 and 1 (246-254 of 255), where
 # _regs_estimate's 256 rules them out: the register constraint admits them unsplit
@@ -329,4 +350,5 @@ FAMILY = KernelFamily(
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
     round_tiles=ROUND_TILES,
     small_k_tiles=SMALL_K_TILES,
+    medium_tiles=MEDIUM_TILES,
 )

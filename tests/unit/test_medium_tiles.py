@@ -1,0 +1,119 @@
+"""Autotuning's medium tiles: at shapes with one short side of C and more than launch-bound
+work, the first own split-K candidate's family's medium tilings (dmma's 64 x 64 and 64 x 32
+blocks of four warps, three blocks an SM: cuBLAS's arrangement there; whole configs),
+unsplit where their tiles fill half a round of their slots and split to fill the rest;
+nothing at large squares, launch-bound shapes, or for a family without them."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from helpers import assert_no_spills, compile_report, nn_key, small_simt
+
+from tunedgemm import cuda, model, plans, table
+from tunedgemm.families import FAMILIES, dmma
+from tunedgemm.launch import _defines
+from tunedgemm.params import register_cap
+
+SMS = 132
+
+
+def _dmma(**changes: int):
+    base = FAMILIES["dmma"].default_config("float64").as_dict()
+    tile = {"BM": 128, "BN": 64, "WM": 64, "WN": 32, "MIN_BLOCKS": 2, "SPLIT_K": 1}
+    return FAMILIES["dmma"].recorded({**base, **tile, **changes})
+
+
+def _tiles_and_splits(found) -> list[tuple[int, int, int]]:
+    return [(f["BM"], f["BN"], f["SPLIT_K"]) for f in found]
+
+
+def test_each_medium_tile_holds_three_blocks_an_sm_within_the_rules():
+    family = FAMILIES["dmma"]
+    for tile in dmma.MEDIUM_TILES:
+        config = _dmma(**tile)
+        assert not family.violations(config, "float64")
+        assert model.resident_blocks(config, "float64") == 3
+        assert family.threads(config.as_dict()) == 128
+        assert register_cap(128, 3) == 168  # what ptxas allotted them (see the compile test)
+
+
+def test_many_tiles_time_them_unsplit():
+    # 6904 x 698: 1188 tiles of 64 x 64 and 2376 of 64 x 32 against 396 slots.
+    first = _dmma(STAGES=4, GROUP_M=1)
+    found = plans.with_medium_tiles((first,), nn_key(6904, 698, 3920, "float64"), SMS)
+    assert [f.as_dict() for f in found] == [
+        {**first.as_dict(), **tile, "SPLIT_K": 1} for tile in dmma.MEDIUM_TILES]
+
+
+def test_few_tiles_time_them_at_the_splits_that_fill_the_rounds():
+    # 600 x 508: 80 tiles of 64 x 64 on 396 slots: the least power of two that fills a round
+    # (8: 640 blocks), then the whole-round splits at one and three blocks an SM (264 // 80,
+    # 396 // 80, 792 // 80); 64 x 32: 160 tiles, 4, and 396 // 160 = 2 (not unsplit: 160
+    # tiles are less than half a round).
+    found = plans.with_medium_tiles((_dmma(),), nn_key(600, 508, 2782, "float64"), SMS)
+    assert _tiles_and_splits(found) == [(64, 64, 8), (64, 64, 3), (64, 64, 4), (64, 64, 9),
+                                        (64, 32, 4), (64, 32, 2)]  # fmt: skip
+    # 1952 x 307: 155 tiles of 64 x 64 (split), 310 of 64 x 32 (unsplit and split).
+    found = plans.with_medium_tiles((_dmma(),), nn_key(1952, 307, 6314, "float64"), SMS)
+    assert (64, 64, 1) not in _tiles_and_splits(found)
+    assert {(64, 64, 4), (64, 32, 1), (64, 32, 2)} <= set(_tiles_and_splits(found))
+    for f in found:
+        assert not FAMILIES["dmma"].violations(f, "float64")
+
+
+def test_only_where_a_side_is_short_and_the_work_is_not_launch_bound():
+    first = _dmma()
+    upto = plans.MEDIUM_UPTO
+    assert plans.with_medium_tiles((first,), nn_key(8192, upto, 2048, "float64"), SMS)
+    assert not plans.with_medium_tiles((first,), nn_key(8192, upto + 1, 2048, "float64"), SMS)
+    assert not plans.with_medium_tiles((first,), nn_key(4096, 4096, 4096, "float64"), SMS)
+    # 2 m n k against MEDIUM_FROM_FLOPS (2e8): 1000 x 100 x 1000 is exactly it.
+    assert plans.with_medium_tiles((first,), nn_key(1000, 100, 1000, "float64"), SMS)
+    assert not plans.with_medium_tiles((first,), nn_key(1000, 100, 999, "float64"), SMS)
+
+
+def test_none_for_the_tiles_themselves_or_a_family_without_them():
+    key = nn_key(6904, 698, 3920, "float64")
+    for tile in dmma.MEDIUM_TILES:
+        found = plans.with_medium_tiles((_dmma(**tile),), key, SMS)
+        assert _dmma(**tile) not in found
+        assert len(found) == len(dmma.MEDIUM_TILES) - 1
+    assert not plans.with_medium_tiles((small_simt(),), nn_key(6904, 698, 3920), SMS)
+    assert not plans.with_medium_tiles((table.CUBLAS,), key, SMS)
+
+
+def test_autotuning_times_them_beside_the_first_candidate(monkeypatch):
+    monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    first, key = _dmma(), nn_key(6904, 698, 3920, "float64")
+    tiled = plans.with_medium_tiles((first,), key, SMS)
+    assert len(tiled) == 2
+    assert set(tiled) <= set(plans.own_candidates((table.CUBLAS, first), key))
+    assert plans.own_candidates((table.CUBLAS,), key) == (table.CUBLAS,)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("tile", dmma.MEDIUM_TILES, ids=lambda t: f"{t['BM']}x{t['BN']}")
+def test_medium_tiles_compile_within_three_blocks_registers_without_spills(tile, tmp_path):
+    """__launch_bounds__(128, 3) caps them at 168 registers; ptxas (nvcc 13.0, sm_90a) fitted
+    them without spills, unsplit and split (the workspace epilogue), in every transpose pair,
+    aligned and not."""
+    def report(variant: tuple[int, int, int, int]) -> str:
+        ta, tb, aligned, split = variant
+        config = _dmma(**{**tile, "SPLIT_K": split})
+        where = tmp_path / f"{ta}{tb}{aligned}{split}"
+        where.mkdir()
+        return compile_report("dgemm_mma.cu", _defines(config, "float64", bool(ta), bool(tb),
+                                                       bool(aligned)), where)  # fmt: skip
+
+    variants = list(itertools.product((0, 1), (0, 1), (0, 1), (1, 2)))
+    with ThreadPoolExecutor(2) as pool:
+        for variant, text in zip(variants, pool.map(report, variants), strict=True):
+            assert_no_spills(text, str(variant))
+            used = max(map(int, re.findall(r"Used (\d+) registers", text)))
+            assert used <= register_cap(128, 3), (variant, used)
