@@ -566,6 +566,29 @@ PY
             --near ${NEAR_RATIO:-1.10} --out "$OUT/near-shapes.jsonl" > "$OUT/near-entries.txt" 2>&1
         cat "$OUT/near-entries.txt"
         retune_log "$OUT/near-shapes.jsonl" ;;
+    retune-medium)  # the retune step on the entries that cuBLAS holds where autotuning now
+        # times the medium tiles (round_split_entries.py --medium; MEDIUM_DTYPES, default
+        # float64), then how many an own config took, and how many of those a medium tile
+        python3 benchmarks/round_split_entries.py --dtypes ${MEDIUM_DTYPES:-float64} --medium \
+            --out "$OUT/medium-shapes.jsonl" > "$OUT/medium-entries.txt" 2>&1
+        cat "$OUT/medium-entries.txt"
+        retune_log "$OUT/medium-shapes.jsonl"
+        python3 - "$OUT/tuned.json" <<'PY'
+import json, sys
+from collections import Counter
+def medium(config):
+    return isinstance(config, dict) and config["params"].get("MIN_BLOCKS") == 3
+for device in json.load(open(sys.argv[1]))["devices"]:
+    if "H200" not in device["name"]:
+        continue
+    for key, entries in device["entries"].items():
+        held = Counter("cublas" if e["choice"] == "cublas" else "medium tile"
+                       if medium(e["choice"]) else "other own" for e in entries)
+        best_own = sum(medium(e.get("own")) for e in entries)
+        print(device["name"], key, f"{len(entries)} entries, held by:", dict(held),
+              f"; the best own config a medium tile at {best_own}")
+PY
+        ;;
     retune-wide-splits)  # the retune step on the entries, whoever holds them, where
         # autotuning's wave-filling splits go above 64 slices (plans.MAX_SPLIT_K 64 -> 128,
         # 2026-11-28; round_split_entries.py --split-above 64)

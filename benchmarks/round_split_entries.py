@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/round_split_entries.py [--dtypes float32 float64] [--out FILE]
                                                 [--near RATIO [--side cublas|own]]
-                                                [--split-above N]
+                                                [--split-above N] [--medium]
 
 For every IEEE entry of the shipped table's first device (both dtypes, all transpose pairs),
 the first own candidate the lookup gives at its shape (as autotuning and the tuner's seeds
@@ -18,6 +18,8 @@ retuning only one side of the ties would let timing noise move entries one way o
 --split-above N lists the entries, whoever holds them, at which autotuning's wave-filling
 splits (plans.with_wave_filling_splits of the first plans.RELATIVES_OF own candidates) time
 a split above N: what a raised plans.MAX_SPLIT_K reaches (step retune-wide-splits).
+--medium lists the entries cuBLAS holds at which autotuning times the first own candidate's
+family's medium tiles (plans.with_medium_tiles; step retune-medium).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def main() -> int:
                         help="--near: the ties cuBLAS holds, or those the own config holds")
     parser.add_argument("--split-above", type=int, default=None,
                         help="entries where autotuning times a wave-filling split above N")
+    parser.add_argument("--medium", action="store_true",
+                        help="cuBLAS's entries where autotuning times the medium tiles")
     args = parser.parse_args()
 
     from tunedgemm import plans, table
@@ -68,7 +72,11 @@ def main() -> int:
                     else:
                         own = table_candidates(task, ta, tb, device.name,
                                                device.compute_capability)  # fmt: skip
-                        if args.split_above is not None:
+                        if args.medium:
+                            near = (entry.choice == table.CUBLAS and bool(own)
+                                    and bool(plans.with_medium_tiles(own[:1], layout_key(task),
+                                                                     args.sms)))  # fmt: skip
+                        elif args.split_above is not None:
                             first = tuple(own[:plans.RELATIVES_OF])
                             timed = plans.with_wave_filling_splits(first, layout_key(task),
                                                                    args.sms)  # fmt: skip
