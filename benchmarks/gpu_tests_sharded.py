@@ -31,7 +31,8 @@ from collections import defaultdict
 from pathlib import Path
 
 PYTEST = [sys.executable, "-m", "pytest", "-v", "-m", "gpu", "-p", "no:cacheprovider"]
-OUTCOME = re.compile(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\b")
+# (a parametrized id may hold spaces: "test_x[float32-interrupt in a launch-0]")
+OUTCOME = re.compile(r"^(\S+::.+?) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\b")
 
 
 def collect(paths: list[str], skip: list[str]) -> dict[str, list[str]]:

@@ -1,0 +1,31 @@
+"""gpu_tests_sharded's reading of a shard's verbose log: every outcome counted, parametrized
+ids with spaces included (a shard of test_faults.py counted 37 of its 175 on 2026-11-29)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_tests_sharded.py"
+_SPEC = importlib.util.spec_from_file_location("gpu_tests_sharded", _PATH)
+assert _SPEC is not None and _SPEC.loader is not None
+sharded = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(sharded)
+
+
+def test_outcomes_reads_every_id_with_or_without_spaces(tmp_path):
+    log = tmp_path / "gpu-tests-shard-0.txt"
+    log.write_text(
+        "============================= test session starts ==============================\n"
+        "tests/gpu/test_faults.py::test_killed[float32-interrupt in a launch-0] PASSED [  0%]\n"
+        "tests/gpu/test_faults.py::test_killed[float64-out of memory] FAILED [  1%]\n"
+        "tests/gpu/test_plans_gpu.py::test_plain PASSED [  2%]\n"
+        "tests/gpu/test_plans_gpu.py::test_skipped[a b] SKIPPED (no CuPy) [  3%]\n"
+        "FAILED tests/gpu/test_faults.py::test_killed[float64-out of memory] - AssertionError\n"
+        "======================= 2 passed, 1 failed, 1 skipped in 1.00s =================\n")
+    assert sharded.outcomes(log) == {
+        "tests/gpu/test_faults.py::test_killed[float32-interrupt in a launch-0]": "PASSED",
+        "tests/gpu/test_faults.py::test_killed[float64-out of memory]": "FAILED",
+        "tests/gpu/test_plans_gpu.py::test_plain": "PASSED",
+        "tests/gpu/test_plans_gpu.py::test_skipped[a b]": "SKIPPED",
+    }
