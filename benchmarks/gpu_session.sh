@@ -568,7 +568,8 @@ PY
         retune_log "$OUT/near-shapes.jsonl" ;;
     retune-medium)  # the retune step on the entries that cuBLAS holds where autotuning now
         # times the medium tiles (round_split_entries.py --medium; MEDIUM_DTYPES, default
-        # float64), then how many an own config took, and how many of those a medium tile
+        # float64), then how many an own config took on this GPU (its table section, which the
+        # tuner wrote; none if the shipped table has one for it), and how many a medium tile
         python3 benchmarks/round_split_entries.py --dtypes ${MEDIUM_DTYPES:-float64} --medium \
             --out "$OUT/medium-shapes.jsonl" > "$OUT/medium-entries.txt" 2>&1
         cat "$OUT/medium-entries.txt"
@@ -578,8 +579,9 @@ import json, sys
 from collections import Counter
 def medium(config):
     return isinstance(config, dict) and config["params"].get("MIN_BLOCKS") == 3
+shipped = {d["name"] for d in json.load(open("tunedgemm/tables/tuned.json"))["devices"]}
 for device in json.load(open(sys.argv[1]))["devices"]:
-    if "H200" not in device["name"]:
+    if device["name"] in shipped:  # the GPU at hand's section only, where the tuner wrote
         continue
     for key, entries in device["entries"].items():
         held = Counter("cublas" if e["choice"] == "cublas" else "medium tile"

@@ -121,9 +121,10 @@ def means(rows: list[dict[str, Any]], after: bool) -> str:
 
 
 def main(name: str = "host_ties", before: dict[str, Any] = BEFORE,
-         shapes: list[tuple[int, int, int]] = SHAPES) -> int:  # fmt: skip
-    """The probe of one change of autotuning (`before`: the settings that undo it)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+         shapes: list[tuple[int, int, int]] = SHAPES, doc: str = __doc__) -> int:  # fmt: skip
+    """The probe of one change of autotuning (`before`: the settings that undo it; `doc`: the
+    calling script's docstring, for --help)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--shapes", default=None, help="MxNxK,... (default: the probe's own)")
     parser.add_argument("--dtype", nargs="+", default=["float32", "float64"])
     parser.add_argument("--passes", type=int, default=3)

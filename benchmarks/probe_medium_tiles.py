@@ -2,7 +2,7 @@
 64 x 32 tiles) change through the public dgemm call at skinny and medium float64 shapes, beside
 cuBLAS.
 
-    python benchmarks/probe_medium_tiles.py [--shapes MxNxK,...] [--passes 2] [--own-only]
+    python benchmarks/probe_medium_tiles.py [--shapes MxNxK,...] [--passes 3] [--own-only]
         [--dtype float64] [--out DIR]
 
 probe_host_ties.py's passes (PyCUDA GPUArrays into c, fresh plans each pass, the GPU's median
@@ -29,4 +29,4 @@ BEFORE = {"plans.MEDIUM_UPTO": 0}
 
 if __name__ == "__main__":
     sys.argv[1:1] = ["--dtype", "float64"]  # (a later --dtype wins)
-    sys.exit(main("medium_tiles", BEFORE, SHAPES))
+    sys.exit(main("medium_tiles", BEFORE, SHAPES, __doc__))

@@ -551,14 +551,13 @@ def with_medium_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
             tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
             if family.violations(tiled, key.dtype):
                 continue
-            changed = tiled.as_dict()
+            changed, block = tiled.as_dict(), family.block_tile(tiled.as_dict())
             slots = sms * model.resident_blocks(tiled, key.dtype)
-            tiles = _tiles(key, family.block_tile(changed))
+            tiles = _tiles(key, block)
             if 2 * tiles >= slots:
                 found.append(tiled)
             if tiles < slots:
-                split = _filling_split(key, family.block_tile(changed), family.k_tile(changed),
-                                       slots)  # fmt: skip
+                split = _filling_split(key, block, family.k_tile(changed), slots)
                 filled = KernelConfig.make(c.family, {**changed, "SPLIT_K": split})
                 if split > 1 and not family.violations(filled, key.dtype):
                     found.append(filled)

@@ -6,6 +6,7 @@ nothing at large squares, launch-bound shapes, or for a family without them."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import shutil
@@ -34,12 +35,12 @@ def _tiles_and_splits(found) -> list[tuple[int, int, int]]:
 
 def test_each_medium_tile_holds_three_blocks_an_sm_within_the_rules():
     family = FAMILIES["dmma"]
+    assert register_cap(128, 3) == 168  # what ptxas fitted them in (the compile test below)
     for tile in dmma.MEDIUM_TILES:
         config = _dmma(**tile)
         assert not family.violations(config, "float64")
         assert model.resident_blocks(config, "float64") == 3
         assert family.threads(config.as_dict()) == 128
-        assert register_cap(128, 3) == 168  # what ptxas allotted them (see the compile test)
 
 
 def test_many_tiles_time_them_unsplit():
@@ -64,6 +65,22 @@ def test_few_tiles_time_them_at_the_splits_that_fill_the_rounds():
     assert {(64, 64, 4), (64, 32, 1), (64, 32, 2)} <= set(_tiles_and_splits(found))
     for f in found:
         assert not FAMILIES["dmma"].violations(f, "float64")
+
+
+def test_tiles_filling_exactly_one_round_run_unsplit_only():
+    # 2304 x 704: 36 x 11 = 396 tiles of 64 x 64, one round of 132 SMs x 3; 792 of 64 x 32.
+    found = plans.with_medium_tiles((_dmma(),), nn_key(2304, 704, 1024, "float64"), SMS)
+    assert _tiles_and_splits(found) == [(64, 64, 1), (64, 32, 1)]
+
+
+def test_a_tile_the_rules_forbid_is_left_out(monkeypatch):
+    family = FAMILIES["dmma"]
+    too_many = {**dmma.MEDIUM_TILES[0], "MIN_BLOCKS": 4}  # four 60 KiB rings: not in 228 KiB
+    assert family.violations(_dmma(**too_many), "float64")
+    monkeypatch.setitem(FAMILIES, "dmma", dataclasses.replace(
+        family, medium_tiles=(too_many, dmma.MEDIUM_TILES[1])))  # fmt: skip
+    found = plans.with_medium_tiles((_dmma(),), nn_key(6904, 698, 3920, "float64"), SMS)
+    assert _tiles_and_splits(found) == [(64, 32, 1)]
 
 
 def test_only_where_a_side_is_short_and_the_work_is_not_launch_bound():

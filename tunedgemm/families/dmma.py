@@ -167,11 +167,13 @@ SMALL_K_TILES = (
 # 3556x131x436, where our calls ran one or two blocks an SM of 128 x 64 or 64 x 64 tiles at
 # 0.82-0.90x it. Ours at three blocks an SM (MIN_BLOCKS=3: 168 registers, no spills, nvcc 13.0
 # sm_90a, every aligned transpose pair and unaligned NN; MIN_BLOCKS is 1 or 2 in the space)
-# against cuBLAS on the same operands (probe_skinny.py --tiles, padded NN, 20:20 UTC):
-# 6904x698x3920 1.02 (the call's best own candidate 0.86-0.92 before), 8016x268x3704 0.94
-# (0.85), 3556x131x436 1.16 (64 x 32; 0.87-0.89), 962x302x1607 1.01 split 3 ways, 600x508x2782
-# 0.97, 5742x893x364 0.94 (0.87 at two blocks an SM); no gain at 1952x307x6314,
-# 1626x342x9572 and 700x2460x2744, and 0.92 against the table's 0.95 at 3178x4043x2654.
+# against cuBLAS on the same operands (probe_skinny.py --tiles, padded NN, 20:20 UTC; these
+# two tiles, at the best of splits 1-6): 6904x698x3920 1.02 (the call's best own candidate
+# 0.86-0.92 before), 8016x268x3704 0.94 (0.85), 3556x131x436 1.16 (64 x 32; 0.87-0.89),
+# 962x302x1607 0.99 split 3 ways, 600x508x2782 0.97, 5742x893x364 0.94 (0.87 at two blocks an
+# SM); no gain at 1952x307x6314, 1626x342x9572 and 700x2460x2744, and 0.91 against the table's
+# first candidate's 0.95 at 3178x4043x2654. The 64 x 64 tile without the swap ran 1-2% ahead
+# of it at four of the 11 shapes and 1-3% behind at five: one compile, not two.
 MEDIUM_TILES = (
     {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "MMA_K": 8, "BK": 16, "STAGES": 3,
      "MIN_BLOCKS": 3, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,

@@ -2,13 +2,14 @@
 
 The tuner's random strategy samples the same few dozen configs at every shape (a fixed
 order: each is compiled once per run), so a table tuned by it alone holds none of what calls
-time besides the table's own picks: loop twins, wave-filling and wider k-splits, narrow
-tiles (tunedgemm/plans.py, own_candidates). Seeding each task with those, taken from the
-installed table's candidates at the shape, makes a regenerated table start from what calls
-already run, and its entries then seed the next regeneration in turn. The same shape's
-candidates under the other transpose pairs seed it too, with this layout's relatives: a
-kernel change that speeds one layout up (simt's REG_TRANSPOSE for TN) can make another
-layout's tiling the better one there."""
+time besides the table's own picks: loop twins, wave-filling and wider k-splits, narrow,
+round, small-k and medium tiles (tunedgemm/plans.py, own_candidates; the medium tiles run
+three blocks an SM, MIN_BLOCKS=3, outside the tuner's space). Seeding each task with those,
+taken from the installed table's candidates at the shape, makes a regenerated table start
+from what calls already run, and its entries then seed the next regeneration in turn. The
+same shape's candidates under the other transpose pairs seed it too, with this layout's
+relatives: a kernel change that speeds one layout up (simt's REG_TRANSPOSE for TN) can make
+another layout's tiling the better one there."""
 
 from __future__ import annotations
 
