@@ -461,3 +461,14 @@ def nn_key(m: int, n: int, k: int, dtype: str = "float32"):
     from tunedgemm import plans
 
     return plans.GemmKey(dtype, "ieee", m, n, k, False, False, m, k, m, True)
+
+
+def assert_timed_beside_the_first(rule, first, key, count: int, sms: int) -> None:
+    """A plans.with_* rule's `count` configs for the first own candidate are among what
+    autotuning times for the key (own_candidates), and nothing is added without an own one."""
+    from tunedgemm import plans, table
+
+    found = rule((first,), key, sms)
+    assert len(found) == count
+    assert set(found) <= set(plans.own_candidates((table.CUBLAS, first), key))
+    assert plans.own_candidates((table.CUBLAS,), key) == (table.CUBLAS,)

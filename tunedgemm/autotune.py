@@ -283,7 +283,7 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
         # Repeated as calls repeat them, own launches are replayed as graphs, as plans
         # replay them (plans.replayed): the host time timed is the replay's. Stream-K's
         # plans launch directly (plans.launcher), so their candidates are timed so too.
-        replayed = kernels is not None and getattr(kernels, "fixup", None) is None
+        replayed = kernels is not None and not plans.launched_directly(kernels)
         replay = plans.replayed(_queue_of(kernels, trial, workspace_ptr)) if replayed else None
         host_groups[-1] = host_group(config, kernels, replay, lt, trial)
 
@@ -366,8 +366,9 @@ def shared_host_ms(host_ms: list[float], groups: list[Any], whole: list[bool]) -
         members = [i for i, g in enumerate(groups) if g == group and math.isfinite(host_ms[i])]
         pooled = [host_ms[i] for i in members if whole[i]] or [host_ms[i] for i in members]
         if pooled:
+            median = statistics.median(pooled)
             for i in members:
-                shared[i] = statistics.median(pooled)
+                shared[i] = median
     return shared
 
 

@@ -551,7 +551,8 @@ def with_medium_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
             tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
             if family.violations(tiled, key.dtype):
                 continue
-            changed, block = tiled.as_dict(), family.block_tile(tiled.as_dict())
+            changed = tiled.as_dict()
+            block = family.block_tile(changed)
             slots = sms * model.resident_blocks(tiled, key.dtype)
             tiles = _tiles(key, block)
             if 2 * tiles >= slots:
@@ -761,7 +762,7 @@ def launcher(key: GemmKey, config: Any) -> Any:
 
         return run_cublas
     own = launch.GemmLauncher(launch.plan(config, key.dtype, ta, tb, key.aligned))
-    if key.batch > 1 or own.fixup is not None:  # (stream-K: a workspace per stream)
+    if launched_directly(own, key.batch):
         return _OwnLaunches(own, key)
     if own.reduce is not None or own.fused:
         return _SplitK(own, key)
@@ -777,6 +778,13 @@ def launcher(key: GemmKey, config: Any) -> Any:
         launch_gemm(grid, s, (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
 
     return replayed(run_one) or run_one
+
+
+def launched_directly(own: Any, batch: int = 1) -> bool:
+    """Whether an own launcher's calls are launched directly, not replayed as a graph (the
+    plan's runner, and what autotuning times): batches, and stream-K (a workspace per
+    stream)."""
+    return batch > 1 or getattr(own, "fixup", None) is not None
 
 
 def replayed(queue: Any) -> Any:

@@ -13,7 +13,13 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from helpers import assert_no_spills, compile_report, nn_key, small_simt
+from helpers import (
+    assert_no_spills,
+    assert_timed_beside_the_first,
+    compile_report,
+    nn_key,
+    small_simt,
+)
 
 from tunedgemm import cuda, model, plans, table
 from tunedgemm.families import FAMILIES, dmma
@@ -106,11 +112,8 @@ def test_none_for_the_tiles_themselves_or_a_family_without_them():
 
 def test_autotuning_times_them_beside_the_first_candidate(monkeypatch):
     monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
-    first, key = _dmma(), nn_key(6904, 698, 3920, "float64")
-    tiled = plans.with_medium_tiles((first,), key, SMS)
-    assert len(tiled) == 2
-    assert set(tiled) <= set(plans.own_candidates((table.CUBLAS, first), key))
-    assert plans.own_candidates((table.CUBLAS,), key) == (table.CUBLAS,)
+    key = nn_key(6904, 698, 3920, "float64")
+    assert_timed_beside_the_first(plans.with_medium_tiles, _dmma(), key, 2, SMS)
 
 
 @pytest.mark.slow

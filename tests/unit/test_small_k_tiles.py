@@ -5,9 +5,9 @@ nothing at long k, at few tiles, or for a family without them."""
 
 from __future__ import annotations
 
-from helpers import nn_key, small_simt
+from helpers import assert_timed_beside_the_first, nn_key, small_simt
 
-from tunedgemm import cuda, model, plans, table
+from tunedgemm import cuda, model, plans
 from tunedgemm.families import FAMILIES
 
 SMS = 132
@@ -62,8 +62,5 @@ def test_none_for_a_candidate_that_is_the_tile_already_or_a_family_without_them(
 
 def test_autotuning_times_it_beside_the_first_candidate(monkeypatch):
     monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
-    first, key = _dmma(), nn_key(8192, 8192, 128, "float64")
-    tiled = plans.with_small_k_tiles((first,), key, SMS)
-    assert len(tiled) == 2
-    assert set(tiled) <= set(plans.own_candidates((table.CUBLAS, first), key))
-    assert plans.own_candidates((table.CUBLAS,), key) == (table.CUBLAS,)
+    key = nn_key(8192, 8192, 128, "float64")
+    assert_timed_beside_the_first(plans.with_small_k_tiles, _dmma(), key, 2, SMS)
