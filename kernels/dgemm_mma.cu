@@ -42,6 +42,19 @@
 //         BM+16 (resp. BN+16) doubles (= 16 mod 32) and element mn stored at mn ^ (4*(k&3))
 //         (an XOR of 16-byte granules inside each 16-double block), again 32 distinct bank
 //         pairs per fragment read, and the 16-byte cp.async granules stay contiguous.
+//     RING_PAD=0 drops both pads (a 64 x 64 tile at BK 16 holds four stages in 64 KiB, three
+//     blocks an SM, as cuBLAS's does): mn-contiguous rows of BM (BN) doubles read the same bank
+//     pairs as rows of BM + 16 (both 0 mod 16; the XOR spreads them), and a k-contiguous row
+//     of BK doubles holds element k at k ^ KSWZ(x), x its row: 4 (x & 3) moves the 4-double
+//     blocks (whole 16-byte granules) of rows g = 0..3 of a half-warp's read apart, so its 16
+//     lanes again hit 16 distinct pairs. The XOR varies with the k-step's offset, which an
+//     unpadded row cannot fold into the load's immediate: each lane keeps the offset of each
+//     of a row's four 4-double blocks (three registers more an operand read k-contiguous).
+//     The same values in the same fragments: the same bits. Nsight Compute (H200, 2026-12-01,
+//     6904x698x3920 NN, the 64 x 64 medium tile): bank conflicts were 0.1-0.2% of the shared
+//     loads' wavefronts either way; the cp.async stores into the ring took 46.6M wavefronts
+//     unpadded against 60.5M padded (a padded k-contiguous row of 160 bytes starts off a
+//     128-byte line), and the kernel 678 us against 684.
 //   * Fragment layouts (PTX ISA "Matrix fragments for mma.m16n8k4/k8/k16" with .f64; g = lane/4,
 //     t = lane%4): A value a[v0 + 2*v1] = A(g + 8*v0, t + 4*v1); B value b[v] = B(t + 4*v, g);
 //     C value c[2*h + e] = C(g + 8*h, 2*t + e).
@@ -154,6 +167,9 @@
 #ifndef STREAM_K
 #define STREAM_K 0     // persistent stream-K blocks per SM (0: one block per tile, data-parallel)
 #endif
+#ifndef RING_PAD
+#define RING_PAD 1     // 1: smem rows padded (BK + 4, BM + 16, BN + 16); 0: unpadded, k-contiguous swizzled
+#endif
 #ifndef SWAP_AB
 #define SWAP_AB 0      // 1: the mma computes C's transpose (B's tile in its A role): 16-byte C stores
 #endif
@@ -219,9 +235,18 @@
 #else
 #define VEC (ALIGNED ? 2 : 1)      // doubles per cp.async
 #endif
+#if RING_PAD
 #define LDK (BK + 4)               // row stride of a k-contiguous smem tile
 #define LDA_MN (BM + 16)           // row stride of an m-contiguous smem tile of A
 #define LDB_MN (BN + 16)           // row stride of an n-contiguous smem tile of B
+#define KPOS(x, k) k               // k-contiguous element (x, k) at x * LDK + KPOS(x, k)
+#else
+#define LDK BK
+#define LDA_MN BM
+#define LDB_MN BN
+#define KSWZ(x) (((x) & 3) << 2)
+#define KPOS(x, k) ((k) ^ KSWZ(x))
+#endif
 #define A_KCONTIG (TRANS_A)        // A's unit stride runs along k
 #define B_KCONTIG (!TRANS_B)       // B's unit stride runs along k
 #define A_STAGE (A_KCONTIG ? BM * LDK : BK * LDA_MN)   // doubles per stage of A
@@ -243,6 +268,9 @@
 #endif
 #if MMA_K != 4 && MMA_K != 8 && MMA_K != 16
 #error "MMA_K must be 4, 8 or 16"
+#endif
+#if !RING_PAD && BK % 16
+#error "RING_PAD=0 swizzles 16-double row blocks: BK a multiple of 16"
 #endif
 #if STAGES < 2
 #error "STAGES must be at least 2"
@@ -299,7 +327,10 @@ __device__ __forceinline__ void load_tile(double* __restrict__ s, const double* 
             const int kbytes = rem > 0 ? 8 * (rem < VEC ? rem : VEC) : 0;
             const double* src = G + (size_t)(x0 + tx) * ld + (k0 + tp);
             const size_t step = (size_t)RSTEP * ld;
-            double* dst = s + tx * LDK + tp;
+#if !RING_PAD
+            static_assert(!KCONTIG || RSTEP % 4 == 0, "a thread's rows share KSWZ");
+#endif
+            double* dst = s + tx * LDK + KPOS(tx, tp);
 #pragma unroll
             for (int it = 0; it < ITERS; ++it) {
                 const int x = tx + it * RSTEP;
@@ -318,7 +349,7 @@ __device__ __forceinline__ void load_tile(double* __restrict__ s, const double* 
                 const int rem = K - gp;
                 const int bytes = (gx < X && rem > 0) ? 8 * (rem < VEC ? rem : VEC) : 0;
                 const double* src = bytes ? G + (size_t)gp + (size_t)gx * ld : G;
-                cp_async<8 * VEC>(s + x * LDK + p, src, bytes);
+                cp_async<8 * VEC>(s + x * LDK + KPOS(x, p), src, bytes);
             }
         }
     } else {
@@ -440,7 +471,10 @@ struct TileCursor {
             row = tx, kofs = tp;
             g = G + (size_t)(x0_ + tx) * ld_ + (k0 + tp);
             adv = BK;
-            dst[0] = sbase + 8 * (tx * LDK + tp);
+#if !RING_PAD
+            static_assert(!KCONTIG || STEP % 4 == 0, "a thread's rows share KSWZ");
+#endif
+            dst[0] = sbase + 8 * (tx * LDK + KPOS(tx, tp));
             in = 0;
 #pragma unroll
             for (int it = 0; it < ITERS; ++it)
@@ -728,26 +762,42 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // Opaque (tiling.cuh): without load_tile's arithmetic in the main loop, NVVM rebuilt parts
     // of these (lane, g, the xor) beside the fragment loads there, about 20 instructions a
     // k-tile (nvcc 13.0, the 4096^3 NN config).
-#if A_KCONTIG
+#if A_KCONTIG && !RING_PAD
+    int aoffk[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) aoffk[c] = opaque((wm0 + g) * LDK + ((4 * c) ^ KSWZ(g)) + t);
+#elif A_KCONTIG
     const int aoff = opaque((wm0 + g) * LDK + t);
 #else
     const int aoff0 = opaque(t * LDA_MN + wm0 + (g ^ (t << 2)));
     const int aoff1 = opaque(t * LDA_MN + wm0 + ((8 + g) ^ (t << 2)));
 #endif
-#if B_KCONTIG
+#if B_KCONTIG && !RING_PAD
+    int boffk[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) boffk[c] = opaque((wn0 + g) * LDK + ((4 * c) ^ KSWZ(g)) + t);
+#elif B_KCONTIG
     const int boff = opaque((wn0 + g) * LDK + t);
 #else
     const int boff0 = opaque(t * LDB_MN + wn0 + (g ^ (t << 2)));
     const int boff1 = opaque(t * LDB_MN + wn0 + ((8 + g) ^ (t << 2)));
 #endif
 #else
-#if A_KCONTIG
+#if A_KCONTIG && !RING_PAD   // (the row's 4-double block c = kofs / 4 % 4 at aoffk[c])
+    int aoffk[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) aoffk[c] = (wm0 + g) * LDK + ((4 * c) ^ KSWZ(g)) + t;
+#elif A_KCONTIG
     const int aoff = (wm0 + g) * LDK + t;                   // + (16i + 8v0) * LDK + kofs
 #else
     const int aoff0 = t * LDA_MN + wm0 + (g ^ (t << 2));    // v0 = 0; + 16i + kofs * LDA_MN
     const int aoff1 = t * LDA_MN + wm0 + ((8 + g) ^ (t << 2));
 #endif
-#if B_KCONTIG
+#if B_KCONTIG && !RING_PAD
+    int boffk[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) boffk[c] = (wn0 + g) * LDK + ((4 * c) ^ KSWZ(g)) + t;
+#elif B_KCONTIG
     const int boff = (wn0 + g) * LDK + t;                   // + 8j * LDK + kofs
 #else
     const int boff0 = t * LDB_MN + wn0 + (g ^ (t << 2));    // j even; + 16(j/2) + kofs * LDB_MN
@@ -757,13 +807,18 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 
     // Element (x, k) = (w0 + 8q + g, kofs + t) of A's (B's) stage s, x along m (n) from the
     // warp's origin w0: rows g and g + 8 of the mma's 16 for q = 2i and 2i + 1, its column g
-    // for q = j (the layouts in the header comment).
-#if A_KCONTIG
+    // for q = j (the layouts in the header comment). Unpadded, a k-contiguous row's 4-double
+    // block kofs / 4 % 4 lies at the lane's own offset, since KSWZ(w0 + 8q + g) = KSWZ(g).
+#if A_KCONTIG && !RING_PAD
+#define SA_AT(s, q, kofs) (s)[aoffk[((kofs) >> 2) & 3] + 8 * (q) * LDK + ((kofs) & ~15)]
+#elif A_KCONTIG
 #define SA_AT(s, q, kofs) (s)[aoff + 8 * (q) * LDK + (kofs)]
 #else
 #define SA_AT(s, q, kofs) (s)[((q) & 1 ? aoff1 : aoff0) + 16 * ((q) >> 1) + (kofs) * LDA_MN]
 #endif
-#if B_KCONTIG
+#if B_KCONTIG && !RING_PAD
+#define SB_AT(s, q, kofs) (s)[boffk[((kofs) >> 2) & 3] + 8 * (q) * LDK + ((kofs) & ~15)]
+#elif B_KCONTIG
 #define SB_AT(s, q, kofs) (s)[boff + 8 * (q) * LDK + (kofs)]
 #else
 #define SB_AT(s, q, kofs) (s)[((q) & 1 ? boff1 : boff0) + 16 * ((q) >> 1) + (kofs) * LDB_MN]

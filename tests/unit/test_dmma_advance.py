@@ -72,12 +72,13 @@ def test_advance_default_compiles_without_spills_in_every_variant(tmp_path):
 
 def test_autotuning_times_the_cursors_and_cublas_arrangement_as_twins():
     """ADVANCE=1 is a twin of every dmma config (the same copies), and so is half the tile's
-    columns at two blocks per SM (every element's sum keeps its order); that arrangement fits
+    columns at two blocks per SM (every element's sum keeps its order), and so is the unpadded
+    ring (the same values into the same fragments); the two-block arrangement fits
     the family's rules only with the cursors, whose registers do not grow with the copies."""
     default = FAMILY.default_config("float64")
     twins = plans.with_twins((default,), "float64")[1:]
     changed = [{k: v for k, v in t.as_dict().items() if default.as_dict()[k] != v} for t in twins]
-    assert changed == [{"ADVANCE": 1}, {"ADVANCE": 1, **dmma.TWO_BLOCKS}]
+    assert changed == [{"ADVANCE": 1}, {"ADVANCE": 1, **dmma.TWO_BLOCKS}, dmma.RING_TWIN]
     two_blocks = KernelConfig.make("dmma", {**default.as_dict(), **dmma.TWO_BLOCKS})
     assert FAMILY.violations(two_blocks, "float64")  # 24 copies a thread with load_tile's
     assert not FAMILY.violations(twins[1], "float64")

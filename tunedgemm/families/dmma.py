@@ -17,10 +17,10 @@ def _threads(p: Params) -> int:
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
 
 
-def _operand_stage(rows: int, bk: int) -> int:
+def _operand_stage(rows: int, bk: int, padded: bool) -> int:
     # Larger of the two layouts the kernel picks by transpose: [rows][BK+4] (k-contiguous)
-    # or [BK][rows+16] (mn-contiguous).
-    return max(rows * (bk + 4), bk * (rows + 16))
+    # or [BK][rows+16] (mn-contiguous); RING_PAD=0, either one unpadded.
+    return max(rows * (bk + 4), bk * (rows + 16)) if padded else rows * bk
 
 
 def _staging(p: Params) -> int:
@@ -32,7 +32,10 @@ def _staging(p: Params) -> int:
 
 
 def _smem_bytes(p: Params, itemsize: int) -> int:
-    ring = p["STAGES"] * (_operand_stage(p["BM"], p["BK"]) + _operand_stage(p["BN"], p["BK"]))
+    padded = bool(p.get("RING_PAD", 1))
+    ring = p["STAGES"] * (
+        _operand_stage(p["BM"], p["BK"], padded) + _operand_stage(p["BN"], p["BK"], padded)
+    )
     return itemsize * (max(ring, _staging(p)) if p.get("EPILOGUE", 0) else ring)
 
 
@@ -174,13 +177,18 @@ SMALL_K_TILES = (
 # SM); no gain at 1952x307x6314, 1626x342x9572 and 700x2460x2744, and 0.91 against the table's
 # first candidate's 0.95 at 3178x4043x2654. The 64 x 64 tile without the swap ran 1-2% ahead
 # of it at four of the 11 shapes and 1-3% behind at five: one compile, not two.
+# Both run the unpadded ring (RING_PAD=0, the same bits): probe_ring_pad.py (H200, 2026-12-01
+# 23:17 UTC, padded NN, each at its best split) timed the 64 x 64 tile 1-7% faster than padded
+# at all 7 skinny and medium shapes (1952x307x6314 0.88 -> 0.92x cuBLAS, 3178x4043x2654 0.95
+# -> 1.02) and the 64 x 32 one 1-4% faster at all 7; a fourth (fifth) stage, which the
+# unpadded ring fits at three blocks an SM, gained at 2 shapes and lost up to 4% at others.
 MEDIUM_TILES = (
     {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "MMA_K": 8, "BK": 16, "STAGES": 3,
      "MIN_BLOCKS": 3, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
-     "EPILOGUE": 0, "SWAP_AB": 1, "STREAM_K": 0},
+     "EPILOGUE": 0, "SWAP_AB": 1, "STREAM_K": 0, "RING_PAD": 0},
     {"BM": 64, "BN": 32, "WM": 32, "WN": 16, "MMA_K": 8, "BK": 16, "STAGES": 4,
      "MIN_BLOCKS": 3, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
-     "EPILOGUE": 0, "SWAP_AB": 0, "STREAM_K": 0},
+     "EPILOGUE": 0, "SWAP_AB": 0, "STREAM_K": 0, "RING_PAD": 0},
 )  # fmt: skip
 
 # Tilings whose registers ptxas (nvcc 13.0, sm_90a) allotted without spills within the cap in
@@ -225,12 +233,24 @@ SWAP_TWIN = {"ADVANCE": 1, "SWAP_AB": 1}
 # their own config at the other order.
 RASTER_TWINS = tuple({"ADVANCE": a, "GROUP_M": g} for a in ADVANCE_ON for g in (1, 8))
 
+# RING_PAD=0 (kernels/dgemm_mma.cu): shared-memory rows unpadded, the k-contiguous ones
+# swizzled; the same values into the same fragments, so the same bits
+# (tests/gpu/test_dmma_ring_pad_gpu.py, 70 passed on the H200, 2026-12-01 23:16 UTC), in 20%
+# less shared memory and with fewer shared-memory wavefronts for the cp.async copies (Nsight
+# Compute: 23% fewer at 6904x698x3920; bank conflicts were negligible both ways). With the
+# cursors, the family's default tile (128 x 128) ran 0.95 -> 1.06x cuBLAS at 3178x4043x2654,
+# 0.65 -> 0.69 at 1952x307x6314 and 0.88 -> 0.92 at 1626x342x9572, within 1% at the other
+# five shapes (probe_ring_pad.py, H200, 23:17 UTC). Out of the space (a space change re-tunes
+# the table); autotuning times it as a twin.
+RING_TWIN = {"ADVANCE": 1, "RING_PAD": 0}
+
 _TWINS = (
     *({"SPLITK_FUSED": v} for v in SPLITK_FUSED_ON),
     *({"ADVANCE": a} for a in ADVANCE_ON),
     *({"ADVANCE": a, "SPLITK_FUSED": v} for a in ADVANCE_ON for v in SPLITK_FUSED_ON),
     *({"ADVANCE": a, **TWO_BLOCKS} for a in ADVANCE_ON),
     SWAP_TWIN,
+    RING_TWIN,
 )
 
 
@@ -269,6 +289,8 @@ FAMILY = KernelFamily(
         Tunable("STREAM_K", (0,), "persistent stream-K blocks per SM (0: data-parallel)", 0),
         # Recorded configs ran the mma on A's tile in its A role, which SWAP_AB=0 compiles to.
         Tunable("SWAP_AB", (0,), "the mma computes C's transpose: 16-byte C stores", 0),
+        # Recorded configs padded their shared-memory rows, which RING_PAD=1 compiles to.
+        Tunable("RING_PAD", (1,), "smem rows padded (0: unpadded, k-contiguous swizzled)", 1),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -301,6 +323,11 @@ FAMILY = KernelFamily(
         Constraint("ADVANCE is 0 or 1", lambda p, s: p["ADVANCE"] in (0, 1)),
         Constraint("SMALL_COPIES is 0 or 1", lambda p, s: p["SMALL_COPIES"] in (0, 1)),
         Constraint("SWAP_AB is 0 or 1", lambda p, s: p["SWAP_AB"] in (0, 1)),
+        Constraint("RING_PAD is 0 or 1", lambda p, s: p["RING_PAD"] in (0, 1)),
+        Constraint(
+            "RING_PAD=0 swizzles 16-double rows (BK a multiple of 16)",
+            lambda p, s: p["RING_PAD"] == 1 or p["BK"] % 16 == 0,
+        ),
         Constraint(
             "SWAP_AB=1 stores from the fragments (EPILOGUE 0) and runs m16n8k8 (MMA_K 8)",
             lambda p, s: p["SWAP_AB"] == 0 or (p["EPILOGUE"] == 0 and p["MMA_K"] == 8),
@@ -342,6 +369,7 @@ FAMILY = KernelFamily(
             "SMALL_COPIES": 0,
             "STREAM_K": 0,
             "SWAP_AB": 0,
+            "RING_PAD": 1,
         },
     },
     threads=_threads,
