@@ -30,7 +30,9 @@
 # (compute-sanitizer memcheck over both edge tests), reads-c (autotuning at beta != 0: its
 # GPU tests, then probe_reads_c.py), host-ties (autotune.HOST_TIES: its GPU test, then
 # probe_host_ties.py), medium-tiles (dmma's three-block tiles: their GPU test, then
-# probe_medium_tiles.py), ncu-census (what kernels cuBLAS and our calls run at NCU_SHAPES),
+# probe_medium_tiles.py), ring-pad (dmma's unpadded ring: its GPU tests,
+# probe_ring_pad.py, Nsight Compute's bank conflicts), ring-public (the same through the
+# public call, before and after), ncu-census (what kernels cuBLAS and our calls run at NCU_SHAPES),
 # old-first (the epilogues' old values of
 # C loaded first: GPU tests that read C, then bench_kernels --old-first),
 # same-bits (same_bits.py against the kernels in .device/base-kernels), dmma-large
@@ -495,6 +497,63 @@ PY
                 ${MEDIUM_SHAPES:+--shapes $MEDIUM_SHAPES} --out "$OUT" \
                 > "$OUT/probe_medium_tiles-$mode.txt" 2>&1
             echo "probe_medium_tiles ($mode): exit $?"; cat "$OUT/probe_medium_tiles-$mode.txt"
+        done ;;
+    ring-pad)  # dmma's unpadded ring (RING_PAD=0, 2026-12-01), in RING_PARTS (default all of
+        # "tests nn tn ncu"): its GPU tests (bit-equal to the padded ring; the medium tiles,
+        # which run it), probe_ring_pad.py at the launch level at RING_SHAPES (default its
+        # own) in NN and at RING_TN_SHAPES in TN, then Nsight Compute's shared-memory
+        # wavefronts and bank conflicts of the call's pick at RING_NCU_SHAPE, unpadded and not
+        parts=" ${RING_PARTS:-tests nn tn ncu} "
+        if [[ $parts == *" tests "* ]]; then
+            timeout ${RING_TESTS_LIMIT:-300} python3 -m pytest -q -m gpu -p no:cacheprovider \
+                tests/gpu/test_dmma_ring_pad_gpu.py tests/gpu/test_dmma_medium_tiles_gpu.py \
+                > "$OUT/gpu-tests-ring-pad.txt" 2>&1
+            echo "GPU tests (ring pad): exit $?"; tail -3 "$OUT/gpu-tests-ring-pad.txt"
+        fi
+        if [[ $parts == *" nn "* ]]; then
+            timeout ${RING_LIMIT:-240} python3 benchmarks/probe_ring_pad.py \
+                ${RING_SHAPES:+--shapes $RING_SHAPES} --out "$OUT" > "$OUT/probe_ring_pad.txt" 2>&1
+            echo "probe_ring_pad: exit $?"; cat "$OUT/probe_ring_pad.txt"
+        fi
+        if [[ $parts == *" tn "* ]]; then
+            mkdir -p "$OUT/tn"
+            timeout ${RING_LIMIT:-240} python3 benchmarks/probe_ring_pad.py --trans TN \
+                --shapes ${RING_TN_SHAPES:-1952x307x6314,6904x698x3920} --out "$OUT/tn" \
+                > "$OUT/probe_ring_pad-tn.txt" 2>&1
+            echo "probe_ring_pad TN: exit $?"; cat "$OUT/probe_ring_pad-tn.txt"
+        fi
+        [[ $parts == *" ncu "* ]] || continue
+        export PATH=$PATH:/usr/local/cuda/bin
+        timeout ${NCU_LIMIT:-180} ncu --clock-control none --profile-from-start off \
+            --section LaunchStats --section MemoryWorkloadAnalysis_Tables \
+            -o "$OUT/ncu-ring-pad" python3 benchmarks/ncu_simt.py --dtype float64 \
+            --shape ${RING_NCU_SHAPE:-6904x698x3920} --dmma-changes RING_PAD=1 RING_PAD=0 \
+            RING_PAD=0,STAGES=4 > "$OUT/ncu-ring-pad-run.txt" 2>&1
+        echo "ncu ring pad: exit $?"; grep -v "^==PROF==" "$OUT/ncu-ring-pad-run.txt" | tail -8
+        ncu --import "$OUT/ncu-ring-pad.ncu-rep" --page raw --csv > "$OUT/ncu-ring-pad-raw.csv" 2>&1
+        python3 - "$OUT/ncu-ring-pad-raw.csv" <<'PY' | tee "$OUT/ncu-ring-pad.txt"
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+names, body = rows[head], [r for r in rows[head + 2:] if r]
+keep = [i for i, name in enumerate(names) if re.search(
+    r"bank_conflicts|wavefronts_mem_shared|sass_inst_executed_op_shared|gpu__time_duration.sum"
+    r"|registers_per_thread|shared_mem_per_block_dynamic|occupancy_limit_shared", name)]
+for r in body:
+    print(r[names.index("Kernel Name")][:60])
+    for i in keep:
+        print(f"    {names[i]}: {r[i]}")
+PY
+        ;;
+    ring-public)  # the unpadded ring through the public dgemm call (probe_ring_pad.py --public:
+        # before, the medium tiles padded and no unpadded twin), own kernels only, then auto;
+        # RING_PASSES (default 2), RING_PUBLIC_SHAPES (default its own), RING_PUBLIC_LIMIT
+        for mode in own auto; do
+            timeout ${RING_PUBLIC_LIMIT:-240} python3 benchmarks/probe_ring_pad.py --public \
+                --passes ${RING_PASSES:-2} $([ $mode = own ] && echo --own-only) \
+                ${RING_PUBLIC_SHAPES:+--shapes $RING_PUBLIC_SHAPES} --out "$OUT" \
+                > "$OUT/probe_ring_pad-$mode.txt" 2>&1
+            echo "probe_ring_pad --public ($mode): exit $?"; cat "$OUT/probe_ring_pad-$mode.txt"
         done ;;
     same-bits)  # same_bits.py: the shipped configs of SAME_BITS_FAMILY (default dmma) give the
         # bits they gave at the commit whose kernels/ lies in .device/base-kernels/kernels (the

@@ -17,7 +17,8 @@ the same way once per shape. Prints per shape and mode the distinct picks and th
 over the passes; per dtype the shapes whose pick changed between passes and the geometric
 means of GPU ms and call ms; writes probe_host_ties-<tag>.json after each shape (each pass's
 pick, times and what autotuning timed: candidates, cost, GPU and host ms).
-`main` takes another change's settings and shapes (probe_medium_tiles.py).
+`main` takes another change's settings and shapes (probe_medium_tiles.py, probe_ring_pad.py
+--public), as "module.NAME" of tunedgemm or "module.NAME[key]", an item of a mapping.
 """
 
 from __future__ import annotations
@@ -53,14 +54,38 @@ def _module_and_name(setting: str) -> tuple[Any, str]:
     return importlib.import_module(f"tunedgemm.{module}"), name
 
 
+def _mapping_and_key(setting: str) -> tuple[Any, str] | None:
+    """"module.NAME[key]": the mapping NAME and the key (a family of families.FAMILIES, which
+    every lookup reads), else None."""
+    if not setting.endswith("]"):
+        return None
+    where, key = setting[:-1].split("[", 1)
+    return getattr(*_module_and_name(where)), key
+
+
 def current(settings: dict[str, Any]) -> dict[str, Any]:
     """The values the settings named have now."""
-    return {s: getattr(*_module_and_name(s)) for s in settings}
+    found = {}
+    for s in settings:
+        item = _mapping_and_key(s)
+        found[s] = item[0][item[1]] if item else getattr(*_module_and_name(s))
+    return found
+
+
+def _shown(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings as printed: plain values as they are, others (a family) by type and name."""
+    plain = (bool, int, float, str, type(None))
+    return {s: v if isinstance(v, plain) else f"<{type(v).__name__} {getattr(v, 'name', '')}>"
+            for s, v in settings.items()}  # fmt: skip
 
 
 def apply(settings: dict[str, Any]) -> None:
     for setting, value in settings.items():
-        setattr(*_module_and_name(setting), value)
+        item = _mapping_and_key(setting)
+        if item:
+            item[0][item[1]] = value
+        else:
+            setattr(*_module_and_name(setting), value)
 
 
 def call_parts(work: Any) -> tuple[float, float]:
@@ -143,7 +168,7 @@ def main(name: str = "host_ties", before: dict[str, Any] = BEFORE,
     out = Path(args.out) / f"probe_{name}-{tag}.json"
     rows: list[dict[str, Any]] = []
     now = current(before)
-    print(f"# before: {before}; after: {now}")
+    print(f"# before: {_shown(before)}; after: {_shown(now)}")
     try:
         for dtype in args.dtype:
             print(f"{dtype:8} {'m x n x k':>14} {'cuBLAS us':>9} | {'before: picks':>14} "
