@@ -547,10 +547,12 @@ PY
         ;;
     ring-public)  # the unpadded ring through the public dgemm call (probe_ring_pad.py --public:
         # before, the medium tiles padded and no unpadded twin), own kernels only, then auto;
-        # RING_PASSES (default 2), RING_PUBLIC_SHAPES (default its own), RING_PUBLIC_LIMIT
-        for mode in own auto; do
+        # RING_PASSES (default 2), RING_PUBLIC_SHAPES (default its own), RING_PUBLIC_TRANS
+        # (default NN), RING_PUBLIC_MODES (default "own auto"), RING_PUBLIC_LIMIT
+        for mode in ${RING_PUBLIC_MODES:-own auto}; do
             timeout ${RING_PUBLIC_LIMIT:-240} python3 benchmarks/probe_ring_pad.py --public \
                 --passes ${RING_PASSES:-2} $([ $mode = own ] && echo --own-only) \
+                --trans ${RING_PUBLIC_TRANS:-NN} \
                 ${RING_PUBLIC_SHAPES:+--shapes $RING_PUBLIC_SHAPES} --out "$OUT" \
                 > "$OUT/probe_ring_pad-$mode.txt" 2>&1
             echo "probe_ring_pad --public ($mode): exit $?"; cat "$OUT/probe_ring_pad-$mode.txt"

@@ -2,9 +2,9 @@
 from pass to pass, and the public call's GPU time and cost, before and after, beside cuBLAS.
 
     python benchmarks/probe_host_ties.py [--shapes MxNxK,...] [--dtype float32 float64]
-        [--passes 3] [--own-only] [--out DIR]
+        [--passes 3] [--own-only] [--trans NN] [--out DIR]
 
-Per shape and dtype, on one set of operands (NN, leading dimensions padded, as a PyCUDA
+Per shape and dtype, on one set of operands (NN or --trans, leading dimensions padded, as a PyCUDA
 user's column-major GPUArrays: bench_tuning.public_call), PASSES times as autotuning was
 before 2026-11-29 (BEFORE: HOST_TIES off, so no shared host times and no tie-break by GPU
 time, and an 8 us front door; stream-K candidates are timed as now in both) and PASSES
@@ -114,18 +114,19 @@ def one_pass(problem: Any, after: bool, own_only: bool, now: dict[str, Any],
 
 
 def probe(shape: tuple[int, int, int], dtype: str, passes: int, own_only: bool,
-          now: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+          now: dict[str, Any], before: dict[str, Any],
+          trans: str = "NN") -> dict[str, Any]:  # fmt: skip
     from tunedgemm import reference
     from tunedgemm.tuning import problems
 
-    problem = problems.make(*shape, dtype, False, False, padded=True)
+    problem = problems.make(*shape, dtype, trans[0] == "T", trans[1] == "T", padded=True)
     gpu = host = math.nan  # the peer, where scikit-cuda's cuBLAS loads
     if reference.status()[0]:
         gpu, host = call_parts(_cublas_call(problem.form, problem.dtype))
     runs = [one_pass(problem, after, own_only, now, before)
             for _ in range(passes) for after in (False, True)]  # fmt: skip
-    return {"shape": shape, "dtype": dtype, "cublas_gpu_ms": gpu, "cublas_host_ms": host,
-            "cublas_call_ms": max(gpu, host), "passes": runs}  # fmt: skip
+    return {"shape": shape, "dtype": dtype, "trans": trans, "cublas_gpu_ms": gpu,
+            "cublas_host_ms": host, "cublas_call_ms": max(gpu, host), "passes": runs}  # fmt: skip
 
 
 def summary(row: dict[str, Any], after: bool) -> dict[str, Any]:
@@ -154,6 +155,7 @@ def main(name: str = "host_ties", before: dict[str, Any] = BEFORE,
     parser.add_argument("--dtype", nargs="+", default=["float32", "float64"])
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--own-only", action="store_true")
+    parser.add_argument("--trans", default="NN", choices=["NN", "NT", "TN", "TT"])
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
     if args.shapes:
@@ -162,9 +164,9 @@ def main(name: str = "host_ties", before: dict[str, Any] = BEFORE,
 
     cuda.context()
     print(f"# {'own kernels only' if args.own_only else 'cuBLAS a candidate'}; "
-          f"{args.passes} passes a mode; {cuda.device_name()}; "
+          f"{args.passes} passes a mode; {args.trans}; {cuda.device_name()}; "
           f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
-    tag = "own" if args.own_only else "auto"
+    tag = ("own" if args.own_only else "auto") + ("" if args.trans == "NN" else f"-{args.trans}")
     out = Path(args.out) / f"probe_{name}-{tag}.json"
     rows: list[dict[str, Any]] = []
     now = current(before)
@@ -176,7 +178,7 @@ def main(name: str = "host_ties", before: dict[str, Any] = BEFORE,
                   f"{'call us':>7}")  # fmt: skip
             for shape in shapes:
                 start = time.perf_counter()
-                row = probe(shape, dtype, args.passes, args.own_only, now, before)
+                row = probe(shape, dtype, args.passes, args.own_only, now, before, args.trans)
                 row["seconds"] = time.perf_counter() - start
                 rows.append(row)  # written after each shape: a run cut short keeps its rows
                 out.write_text(json.dumps({"device": cuda.device_name(), "rows": rows},

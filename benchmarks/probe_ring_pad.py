@@ -48,7 +48,7 @@ TILES = {
 }
 LARGE = ("128x64 two-block", "128x128 default")  # the tiles timed at the squares
 VARIANTS = {
-    "padded": {},
+    "padded": {"RING_PAD": 1},  # (the medium tiles run unpadded as declared)
     "unpadded": {"RING_PAD": 0},
     "+1 stage": {"RING_PAD": 0, "STAGES": 1},
     "+2 stages": {"RING_PAD": 0, "STAGES": 2},
