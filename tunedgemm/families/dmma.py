@@ -181,7 +181,7 @@ SMALL_K_TILES = (
 # 23:17 UTC, padded NN, each at its best split) timed the 64 x 64 tile 1-7% faster than padded
 # at all 7 skinny and medium shapes (1952x307x6314 0.88 -> 0.92x cuBLAS, 3178x4043x2654 0.95
 # -> 1.02) and the 64 x 32 one 1-4% faster at all 7; a fourth (fifth) stage, which the
-# unpadded ring fits at three blocks an SM, gained at 2 shapes and lost up to 4% at others.
+# unpadded ring fits at three blocks an SM, gained at 2 shapes and lost up to 5% at 2.
 MEDIUM_TILES = (
     {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "MMA_K": 8, "BK": 16, "STAGES": 3,
      "MIN_BLOCKS": 3, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
