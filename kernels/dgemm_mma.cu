@@ -42,8 +42,9 @@
 //         BM+16 (resp. BN+16) doubles (= 16 mod 32) and element mn stored at mn ^ (4*(k&3))
 //         (an XOR of 16-byte granules inside each 16-double block), again 32 distinct bank
 //         pairs per fragment read, and the 16-byte cp.async granules stay contiguous.
-//     RING_PAD=0 drops both pads (a 64 x 64 tile at BK 16 holds four stages in 64 KiB, three
-//     blocks an SM, as cuBLAS's does): mn-contiguous rows of BM (BN) doubles read the same bank
+//     RING_PAD=0 drops both pads (20% less shared memory; a 64 x 64 tile at BK 16 fits four
+//     stages in 64 KiB at three blocks an SM, as cuBLAS's does, though four ran 8% slower than
+//     three here): mn-contiguous rows of BM (BN) doubles read the same bank
 //     pairs as rows of BM + 16 (both 0 mod 16; the XOR spreads them), and a k-contiguous row
 //     of BK doubles holds element k at k ^ KSWZ(x), x its row: 4 (x & 3) moves the 4-double
 //     blocks (whole 16-byte granules) of rows g = 0..3 of a half-warp's read apart, so its 16
@@ -168,7 +169,7 @@
 #define STREAM_K 0     // persistent stream-K blocks per SM (0: one block per tile, data-parallel)
 #endif
 #ifndef RING_PAD
-#define RING_PAD 1     // 1: smem rows padded (BK + 4, BM + 16, BN + 16); 0: unpadded, k-contiguous swizzled
+#define RING_PAD 1     // 1: smem rows padded (BK + 4, BM + 16, BN + 16); 0: unpadded, swizzled
 #endif
 #ifndef SWAP_AB
 #define SWAP_AB 0      // 1: the mma computes C's transpose (B's tile in its A role): 16-byte C stores
