@@ -502,7 +502,8 @@ PY
         # "tests nn tn ncu"): its GPU tests (bit-equal to the padded ring; the medium tiles,
         # which run it), probe_ring_pad.py at the launch level at RING_SHAPES (default its
         # own) in NN and at RING_TN_SHAPES in TN, then Nsight Compute's shared-memory
-        # wavefronts and bank conflicts of the call's pick at RING_NCU_SHAPE, unpadded and not
+        # wavefronts and bank conflicts of the call's pick at RING_NCU_SHAPE, unpadded and not;
+        # part "sanitize" (asked for by name) runs compute-sanitizer over the GPU test
         parts=" ${RING_PARTS:-tests nn tn ncu} "
         if [[ $parts == *" tests "* ]]; then
             timeout ${RING_TESTS_LIMIT:-300} python3 -m pytest -q -m gpu -p no:cacheprovider \
@@ -521,6 +522,26 @@ PY
                 --shapes ${RING_TN_SHAPES:-1952x307x6314,6904x698x3920} --out "$OUT/tn" \
                 > "$OUT/probe_ring_pad-tn.txt" 2>&1
             echo "probe_ring_pad TN: exit $?"; cat "$OUT/probe_ring_pad-tn.txt"
+        fi
+        if [[ $parts == *" sanitize "* ]]; then   # (not in the default parts)
+            # memcheck over the ring test's bases matching RING_MEMCHECK_K, and racecheck over
+            # RING_RACECHECK_K where set (it crashed at start-up on 2026-12-01); each selection
+            # runs once plain first, so that its kernels are compiled. pytest runs with
+            # os.cpu_count() at 2, which sizes the test's parallel precompile: with 16 compile
+            # threads the sanitizer crashed (SIGSEGV) before the first test (2026-12-01 23:50).
+            for check in "memcheck:${RING_MEMCHECK_K:-medium or small-k}" \
+                         ${RING_RACECHECK_K:+"racecheck:$RING_RACECHECK_K"}; do
+                tool=${check%%:*} sel=${check#*:}
+                for run in "" "/usr/local/cuda/bin/compute-sanitizer --tool $tool --error-exitcode 9"; do
+                    TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${RING_SANITIZE_LIMIT:-200} $run python3 -c \
+                        "import os, sys, pytest; os.cpu_count = lambda: 2; sys.exit(pytest.main(
+                        ['-q', '-m', 'gpu', '-p', 'no:cacheprovider', '-k', sys.argv[1],
+                         'tests/gpu/test_dmma_ring_pad_gpu.py']))" "$sel" \
+                        > "$OUT/ring-pad-$tool.txt" 2>&1
+                    echo "${run:+$tool }ring pad ($sel): exit $?"
+                    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/ring-pad-$tool.txt" | tail -3
+                done
+            done
         fi
         [[ $parts == *" ncu "* ]] || continue
         export PATH=$PATH:/usr/local/cuda/bin
