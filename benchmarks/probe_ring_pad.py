@@ -103,7 +103,7 @@ def padded_family() -> Any:
     )
 
 
-# The public call's shapes: probe_medium_tiles.py's and the table's larger ones.
+# The public call's shapes: probe_medium_tiles.py's, two more of SHAPES, and two squares.
 PUBLIC_SHAPES = (
     "6904x698x3920,8016x268x3704,1952x307x6314,3556x131x436,700x2460x2744,"
     "1626x342x9572,1473x140x7081,600x508x2782,962x302x1607,5742x893x364,3072x96x3072,"
@@ -112,6 +112,7 @@ PUBLIC_SHAPES = (
 
 
 def public() -> int:
+    """--public: probe_host_ties.py's passes, before (padded_family) and after (as now)."""
     from probe_host_ties import main as passes
 
     sys.argv.remove("--public")
