@@ -369,7 +369,8 @@ PY
         export PATH=$PATH:/usr/local/cuda/bin
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
             --section LaunchStats --section SpeedOfLight --section Occupancy \
-            -o "$OUT/ncu-census" python3 benchmarks/ncu_simt.py --dtype ${NCU_DTYPE:-float64} \
+            -o "$OUT/ncu-census" python3 benchmarks/ncu_simt.py --call \
+            --dtype ${NCU_DTYPE:-float64} \
             --shape ${NCU_SHAPES:-6904x698x3920} > "$OUT/ncu-census-run.txt" 2>&1
         echo "ncu census: exit $?"; grep -v "^==PROF==" "$OUT/ncu-census-run.txt" | tail -30
         ncu --import "$OUT/ncu-census.ncu-rep" --page raw --csv > "$OUT/ncu-census-raw.csv" 2>&1

@@ -18,6 +18,7 @@ With --dtype float64 the launches are instead the own config a dgemm call runs a
 (TUNEDGEMM_CUBLAS=0: the table's choice refined by autotuning, as the public call) and cuBLAS's
 DGEMM, on float64 NN operands; --dmma-changes adds that config with each set of changes
 (comma-separated NAME=VALUE), as a k-split against stream-K.
+With --call (float32) the own config an sgemm call runs at the shape, as float64's, and cuBLAS.
 With several shapes, each shape's launches in turn (the report lists them in that order).
 """
 
@@ -63,7 +64,9 @@ def _launches(shape: str, args: argparse.Namespace, held: list[Any]) -> list[tup
 
     problem = problems.make(m, n, k, args.dtype, padded=True)
     configs = []
-    if args.dtype == "float64":
+    if args.call and args.dtype == "float32":
+        configs.append(("sgemm's own", _own_choice(problem)))
+    elif args.dtype == "float64":
         own = _own_choice(problem)
         configs.append(("dgemm's own", own))
         configs += [(text, KernelConfig.make("dmma", {**own.as_dict(), **_changes(text)}))
@@ -101,6 +104,8 @@ def main() -> int:
                         help="float64: dgemm's own config with these changes too")  # fmt: skip
     parser.add_argument("--simt-changes", nargs="*", default=[],
                         help="float32: the table's config with these changes too")  # fmt: skip
+    parser.add_argument("--call", action="store_true",
+                        help="float32: the own config a call runs, not the variants")  # fmt: skip
     args = parser.parse_args()
 
     from tunedgemm import cuda
