@@ -51,7 +51,8 @@
 # GPU test, then tiles-smallk's best tilings with and without it),
 # tiles-float32 (the same with simt tilings at float32's worst random shapes), tiles-two-warp
 # (simt's 64-thread tiles: their GPU test, then the same at those shapes), narrow-two-warp
-# (simt's narrow tiles as two warps, at skinny shapes),
+# (simt's narrow tiles as two warps, at skinny shapes), longk-float32 (bench_tuning and simt
+# tilings at float32's long-k entries that cuBLAS holds),
 # register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -882,6 +883,29 @@ PY
         worst=183x767x14563,85x14612x963,1920x774x1096,118x1391x3260,77x10737x4312
         worst=$worst,267x3099x502,2756x503x193,2445x275x1106,813x398x14465,664x2507x3458
         bench_worst float32 $worst ;;
+    longk-float32)  # float32's long-k entries that cuBLAS holds in the shipped table (2026-12-02:
+        # 0.77-0.86 there): bench_tuning through the public call, then simt tilings at their
+        # splits (probe_skinny.py --tiles, padded); LONGK_PARTS (default "worst tiles"), shapes
+        # LONGK_SHAPES (comma-separated). What cuBLAS runs there: NCU_DTYPE=float32
+        # NCU_SHAPES="..." ncu-census.
+        longk=${LONGK_SHAPES:-384x3072x8192,3072x128x8192,8192x128x8192,512x512x16384,4096x64x16384,3072x384x8192,183x1144x6161}
+        parts=${LONGK_PARTS:-worst tiles}
+        [[ " $parts " == *" worst "* ]] && bench_worst float32 $longk
+        if [[ " $parts " == *" tiles "* ]]; then
+            twin="ADVANCE=1,FMA_ORDER=1,GROUP_M=8"
+            tiles=""
+            for tile in BM=128,BN=128,BK=16,WM=64,WN=64,TM=16,TN=8,STAGES=2,MIN_BLOCKS=1 \
+                        BM=128,BN=128,BK=8,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=2 \
+                        BM=128,BN=64,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=2 \
+                        BM=64,BN=128,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=2 \
+                        BM=64,BN=64,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=4 \
+                        BM=128,BN=32,BK=16,WM=64,WN=32,TM=8,TN=8,STAGES=3,MIN_BLOCKS=4 \
+                        BM=32,BN=128,BK=16,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=4; do
+                tiles="$tiles $tile,$twin"
+            done
+            TILES_SPLITS=${TILES_SPLITS-1,2,3,4,6,8,12,16} TILES_STREAM_K=${TILES_STREAM_K-} \
+                TILES_IGNORE="threads per block|element copies" probe_tiles float32 $longk $tiles
+        fi ;;
     small-family)  # the small family's whole space against cuBLAS and the table's own configs
         # at launch-bound shapes (probe_small_family.py)
         timeout ${SMALL_FAMILY_LIMIT:-360} python3 benchmarks/probe_small_family.py --out "$OUT" \
