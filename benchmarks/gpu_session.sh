@@ -42,7 +42,8 @@
 # table's IEEE entries, RETUNE_* settings; see the step), retune-small (retune on the table's
 # launch-bound entries), retune-rounds (retune on the entries that get whole-round k-splits:
 # round_split_entries.py), wave-split (probe_wave_split.py), retune-near (retune on cuBLAS's
-# near ties), retune-wide-splits
+# near ties), retune-round-tiles (retune where autotuning times the round tiles),
+# retune-wide-splits
 # (retune where autotuning's splits go above 64 slices), retune-shapes (retune
 # on RETUNE_LOG's entries), dmma-stream-k
 # (probe_skinny --stream-k at float64's badly filled shapes), worst-float64 and worst-float32 (bench_tuning on each dtype's worst random shapes of the day), tiles-float64
@@ -52,7 +53,8 @@
 # tiles-float32 (the same with simt tilings at float32's worst random shapes), tiles-two-warp
 # (simt's 64-thread tiles: their GPU test, then the same at those shapes), narrow-two-warp
 # (simt's narrow tiles as two warps, at skinny shapes), longk-float32 (bench_tuning and simt
-# tilings at float32's long-k entries that cuBLAS holds),
+# tilings at float32's long-k entries that cuBLAS holds), round-tiles (simt's three-block round
+# tile: its GPU tests, then probe_round_tiles.py),
 # register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -152,6 +154,28 @@ retune_log() {
         --out "$OUT/tuned.json" > "$OUT/retune.txt" 2>&1
     echo "retune on $1: exit $?"; tail -5 "$OUT/retune.txt"
     install_table
+}
+# How a retuned table section ($OUT/tuned.json, the GPU at hand's, which the tuner wrote) is
+# held: by cuBLAS, by a tile at three blocks an SM (dmma's medium tiles, simt's 128 x 64 round
+# tile), or by another own config; and at how many entries such a tile was the best own one:
+# (three_block_census LABEL)
+three_block_census() {
+    python3 - "$OUT/tuned.json" "$1" <<'PY'
+import json, sys
+from collections import Counter
+def three_blocks(config):
+    return isinstance(config, dict) and config["params"].get("MIN_BLOCKS") == 3
+shipped = {d["name"] for d in json.load(open("tunedgemm/tables/tuned.json"))["devices"]}
+for device in json.load(open(sys.argv[1]))["devices"]:
+    if device["name"] in shipped:  # the GPU at hand's section only, where the tuner wrote
+        continue
+    for key, entries in device["entries"].items():
+        held = Counter("cublas" if e["choice"] == "cublas" else sys.argv[2]
+                       if three_blocks(e["choice"]) else "other own" for e in entries)
+        best_own = sum(three_blocks(e.get("own")) for e in entries)
+        print(device["name"], key, f"{len(entries)} entries, held by:", dict(held),
+              f"; the best own config a {sys.argv[2]} at {best_own}")
+PY
 }
 for step in $steps; do
     case $step in
@@ -658,23 +682,17 @@ PY
             --out "$OUT/medium-shapes.jsonl" > "$OUT/medium-entries.txt" 2>&1
         cat "$OUT/medium-entries.txt"
         retune_log "$OUT/medium-shapes.jsonl"
-        python3 - "$OUT/tuned.json" <<'PY'
-import json, sys
-from collections import Counter
-def medium(config):
-    return isinstance(config, dict) and config["params"].get("MIN_BLOCKS") == 3
-shipped = {d["name"] for d in json.load(open("tunedgemm/tables/tuned.json"))["devices"]}
-for device in json.load(open(sys.argv[1]))["devices"]:
-    if device["name"] in shipped:  # the GPU at hand's section only, where the tuner wrote
-        continue
-    for key, entries in device["entries"].items():
-        held = Counter("cublas" if e["choice"] == "cublas" else "medium tile"
-                       if medium(e["choice"]) else "other own" for e in entries)
-        best_own = sum(medium(e.get("own")) for e in entries)
-        print(device["name"], key, f"{len(entries)} entries, held by:", dict(held),
-              f"; the best own config a medium tile at {best_own}")
-PY
-        ;;
+        three_block_census "medium tile" ;;
+    retune-round-tiles)  # the retune step on the entries that cuBLAS holds where autotuning times
+        # the round tiles (round_split_entries.py --round-tiles; ROUND_TILES_DTYPES, default
+        # float32: since 2026-12-02 simt's 128 x 64 is at three blocks an SM, its splits at one to
+        # three rounds, and timed where the first candidate splits long k), then how many an
+        # own config took on this GPU and how many that 128 x 64 tile
+        python3 benchmarks/round_split_entries.py --dtypes ${ROUND_TILES_DTYPES:-float32} \
+            --round-tiles --out "$OUT/round-tile-shapes.jsonl" > "$OUT/round-tile-entries.txt" 2>&1
+        cat "$OUT/round-tile-entries.txt"
+        retune_log "$OUT/round-tile-shapes.jsonl"
+        three_block_census "three-block tile" ;;
     retune-wide-splits)  # the retune step on the entries, whoever holds them, where
         # autotuning's wave-filling splits go above 64 slices (plans.MAX_SPLIT_K 64 -> 128,
         # 2026-11-28; round_split_entries.py --split-above 64)
@@ -883,6 +901,19 @@ PY
         worst=183x767x14563,85x14612x963,1920x774x1096,118x1391x3260,77x10737x4312
         worst=$worst,267x3099x502,2756x503x193,2445x275x1106,813x398x14465,664x2507x3458
         bench_worst float32 $worst ;;
+    round-tiles)  # simt's round tile at three blocks an SM and its new splits (2026-12-02): its
+        # GPU test and the round-tile cases of the split-K determinism test, then
+        # probe_round_tiles.py (the public call, before and after, own kernels only; ROUND_PASSES,
+        # default 2; ROUND_SHAPES)
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${ROUND_TEST_LIMIT:-200} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_simt_round_tile_gpu.py \
+            "tests/gpu/test_split_k_deterministic.py::test_whole_round_splits_are_bit_equal_run_to_run_and_accurate" \
+            > "$OUT/gpu-round-tiles.txt" 2>&1
+        echo "round-tile tests: exit $?"; tail -3 "$OUT/gpu-round-tiles.txt"
+        timeout ${ROUND_PROBE_LIMIT:-300} python3 benchmarks/probe_round_tiles.py --own-only \
+            --passes ${ROUND_PASSES:-2} ${ROUND_SHAPES:+--shapes $ROUND_SHAPES} --out "$OUT" \
+            > "$OUT/probe_round_tiles-own.txt" 2>&1
+        echo "probe_round_tiles: exit $?"; cat "$OUT/probe_round_tiles-own.txt" ;;
     longk-float32)  # float32's long-k entries that cuBLAS holds in the shipped table (2026-12-02:
         # 0.77-0.86 there): bench_tuning through the public call, then simt tilings at their
         # splits (probe_skinny.py --tiles, padded); LONGK_PARTS (default "worst tiles"), shapes

@@ -3,6 +3,7 @@
 Usage: python benchmarks/round_split_entries.py [--dtypes float32 float64] [--out FILE]
                                                 [--near RATIO [--side cublas|own]]
                                                 [--split-above N] [--medium]
+                                                [--round-tiles]
 
 For every IEEE entry of the shipped table's first device (both dtypes, all transpose pairs),
 the first own candidate the lookup gives at its shape (as autotuning and the tuner's seeds
@@ -20,6 +21,8 @@ splits (plans.with_wave_filling_splits of the first plans.RELATIVES_OF own candi
 a split above N: what a raised plans.MAX_SPLIT_K reaches (step retune-wide-splits).
 --medium lists the entries cuBLAS holds at which autotuning times the first own candidate's
 family's medium tiles (plans.with_medium_tiles; step retune-medium).
+--round-tiles lists the entries cuBLAS holds at which autotuning times the first own
+candidate's family's round tiles (plans.with_round_tiles; step retune-round-tiles).
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ def main() -> int:
                         help="entries where autotuning times a wave-filling split above N")
     parser.add_argument("--medium", action="store_true",
                         help="cuBLAS's entries where autotuning times the medium tiles")
+    parser.add_argument("--round-tiles", action="store_true",
+                        help="cuBLAS's entries where autotuning times the round tiles")
     args = parser.parse_args()
 
     from tunedgemm import plans, table
@@ -72,10 +77,12 @@ def main() -> int:
                     else:
                         own = table_candidates(task, ta, tb, device.name,
                                                device.compute_capability)  # fmt: skip
-                        if args.medium:
+                        tiles_rule = (plans.with_medium_tiles if args.medium
+                                      else plans.with_round_tiles if args.round_tiles
+                                      else None)  # fmt: skip
+                        if tiles_rule is not None:
                             near = (entry.choice == table.CUBLAS and bool(own)
-                                    and bool(plans.with_medium_tiles(own[:1], layout_key(task),
-                                                                     args.sms)))  # fmt: skip
+                                    and bool(tiles_rule(own[:1], layout_key(task), args.sms)))
                         elif args.split_above is not None:
                             first = tuple(own[:plans.RELATIVES_OF])
                             timed = plans.with_wave_filling_splits(first, layout_key(task),

@@ -135,6 +135,8 @@ class KernelFamily:
     # candidate at shapes where its tiles are fewer than its block slots (tunedgemm/plans.py,
     # with_round_tiles): larger tiles that few-tile shapes need split to fill the SMs.
     round_tiles: tuple[Params, ...] = ()
+    # The rounds of blocks over the SMs whose k-splits of each round tile autotuning times.
+    round_tile_rounds: tuple[int, ...] = (1, 2)
     # Tilings that autotuning times, unsplit, beside the first candidate at shapes with short k
     # whose tiles fill at least a round of its block slots (tunedgemm/plans.py,
     # with_small_k_tiles): where a block's work is mostly its tile's set-up and C's stores.

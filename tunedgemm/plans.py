@@ -460,11 +460,11 @@ def with_wave_filling_splits(candidates: tuple[Any, ...], key: GemmKey,
 WHOLE_ROUNDS = (1, 2)
 
 
-def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey,
-                            sms: int) -> tuple[Any, ...]:  # fmt: skip
+def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey, sms: int,
+                            rounds_of: tuple[int, ...] = WHOLE_ROUNDS) -> tuple[Any, ...]:
     """For each own split-K candidate with fewer output tiles at this shape than the GPU has
     block slots for it (SMs x its resident blocks, model.resident_blocks), again with each
-    k-split whose blocks fill WHOLE_ROUNDS rounds over the SMs as nearly as a whole number
+    k-split whose blocks fill `rounds_of` rounds over the SMs as nearly as a whole number
     of slices can, at one block per SM and at the blocks it holds; as far as each slice
     keeps two k-tiles and MAX_SPLIT_K allows. Nothing for stream-K configs."""
     found = []
@@ -475,7 +475,7 @@ def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey,
             continue
         widest = _widest_split(key, family.k_tile(params))
         for per_sm in dict.fromkeys((1, resident)):
-            for rounds in WHOLE_ROUNDS:
+            for rounds in rounds_of:
                 split = rounds * sms * per_sm // tiles
                 config = KernelConfig.make(c.family, {**params, "SPLIT_K": split})
                 if (2 <= split <= widest and config not in candidates
@@ -484,25 +484,35 @@ def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey,
     return tuple(dict.fromkeys(found))
 
 
+# Where the round tiles are timed beside a first candidate whose tiles fill its block slots:
+# that candidate splits k, and k is at least this long. The table's long-k float32 entries
+# that cuBLAS held with 128 x 32 tiles split 4 ways (384x3072x8192: 288 tiles on 264 slots, no
+# round tiles timed) ran 0.87x cuBLAS through the call; the 128 x 64 tile at 8 slices 0.93x.
+ROUND_TILES_SPLIT_FROM_K = 2048
+
+
 def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
     """For each own split-K candidate with fewer output tiles at this shape than the GPU has
-    block slots for it (as with_whole_round_splits asks), its family's `round_tiles` (dmma's
-    two 128 x 64 tilings, simt's 128 x 64 tile and two-warp 64 x 64) on its other settings,
-    each at its whole-round k-splits and, where its tiles fill at least half a round at one
+    block slots for it (as with_whole_round_splits asks), or split in k at k of at least
+    ROUND_TILES_SPLIT_FROM_K, its family's `round_tiles` (dmma's two 128 x 64 tilings, simt's
+    128 x 64 tile and two-warp 64 x 64) on its other settings, each at the k-splits that fill
+    the family's `round_tile_rounds` rounds (where its own tiles are fewer than its slots)
+    and, where the candidate's tiles are few and its own fill at least half a round at one
     block per SM, unsplit."""
     found = []
     for c, family, params in _split_k_configs(candidates):
         if not family.round_tiles:
             continue
-        if _tiles(key, family.block_tile(params)) >= sms * model.resident_blocks(c, key.dtype):
+        few = _tiles(key, family.block_tile(params)) < sms * model.resident_blocks(c, key.dtype)
+        if not (few or (params["SPLIT_K"] > 1 and key.k >= ROUND_TILES_SPLIT_FROM_K)):
             continue
         for tile in family.round_tiles:
             tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
             if family.violations(tiled, key.dtype):
                 continue
-            if 2 * _tiles(key, family.block_tile(tiled.as_dict())) >= sms:
+            if few and 2 * _tiles(key, family.block_tile(tiled.as_dict())) >= sms:
                 found.append(tiled)
-            found += with_whole_round_splits((tiled,), key, sms)
+            found += with_whole_round_splits((tiled,), key, sms, family.round_tile_rounds)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
 
 

@@ -105,22 +105,46 @@ def test_round_tiles_come_unsplit_where_they_fill_half_a_round():
 
 def test_simts_round_tiles_come_with_the_loop_twin():
     found = plans.with_round_tiles((small_simt(SPLIT_K=4),), nn_key(384, 384, 3072), SMS)
-    # 18 tiles of 128 x 64 at two blocks an SM: 7, 14 and 29 slices, as dmma's second tile;
-    # 36 two-warp tiles of 64 x 64 at four an SM: 3 and 7 slices (one block an SM), 14 and 29.
-    assert _tiles_and_splits(found) == [(128, 64, 7), (128, 64, 14), (128, 64, 29),
-                                        (64, 64, 3), (64, 64, 7), (64, 64, 14), (64, 64, 29)]
-    assert [model.resident_blocks(c, "float32") for c in (found[0], found[-1])] == [2, 4]
+    # One to three rounds (simt.ROUND_TILE_ROUNDS). 18 tiles of 128 x 64 at three blocks an
+    # SM: 7, 14 and 22 slices at one block an SM, 22, 44 and 66 at three; 36 two-warp tiles of
+    # 64 x 64 at four an SM: 3, 7 and 11 slices, then 14, 29 and 44.
+    assert _tiles_and_splits(found) == [
+        (128, 64, 7), (128, 64, 14), (128, 64, 22), (128, 64, 44), (128, 64, 66),
+        (64, 64, 3), (64, 64, 7), (64, 64, 11), (64, 64, 14), (64, 64, 29), (64, 64, 44)]
+    assert [model.resident_blocks(c, "float32") for c in (found[0], found[-1])] == [3, 4]
     assert all(c["ADVANCE"] == 1 and c["FMA_ORDER"] == 1 and c["TM"] == c["TN"] == 8
                for c in found)  # fmt: skip
     assert not any(FAMILIES["simt"].violations(c, "float32") for c in found)
 
 
 def test_round_tiles_none_for_full_grids_stream_k_and_families_without_them():
+    assert plans.with_round_tiles((_dmma(SPLIT_K=1),), nn_key(4096, 4096, 4096, "float64"),
+                                  SMS) == ()  # fmt: skip
+    # (split at long k: its round tiles' 2048 tiles of 128 x 64 fill their slots unsplit)
     assert plans.with_round_tiles((_dmma(),), nn_key(4096, 4096, 4096, "float64"), SMS) == ()
     tf32 = FAMILIES["tf32"].default_config("float32")  # (no round tiles)
     assert plans.with_round_tiles((tf32,), nn_key(384, 384, 3072), SMS) == ()
     streamk = _dmma(SPLIT_K=1, STREAM_K=1, ADVANCE=1)
     assert plans.with_round_tiles((streamk,), nn_key(384, 384, 3072, "float64"), SMS) == ()
+
+
+def test_round_tiles_at_their_splits_where_a_first_candidate_of_full_grids_splits_long_k():
+    """384x3072x8192 float32: the table's 128 x 32 tile split four ways (288 tiles on 264
+    slots) gets the 128 x 64 tile at the splits filling one to three rounds of its 396 slots
+    (144 tiles: 2, 5 and 8), not unsplit; at k below ROUND_TILES_SPLIT_FROM_K, nothing."""
+    first = small_simt(BM=128, BN=32, WM=32, WN=32, TM=8, TN=4, SPLIT_K=4)
+    assert _tiles(first, 384, 3072) == 288
+    found = plans.with_round_tiles((first,), nn_key(384, 3072, 8192), SMS)
+    assert [s for (bm, bn, s) in _tiles_and_splits(found) if (bm, bn) == (128, 64)] == [2, 5, 8]
+    assert not any(c["SPLIT_K"] == 1 for c in found)
+    short = nn_key(384, 3072, plans.ROUND_TILES_SPLIT_FROM_K - 16)
+    assert plans.with_round_tiles((first,), short, SMS) == ()
+    assert plans.with_round_tiles((small_simt(BM=128, BN=32, WM=32, WN=32, TM=8, TN=4,
+                                              SPLIT_K=1),), nn_key(384, 3072, 8192), SMS) == ()
+
+
+def _tiles(config, m: int, n: int) -> int:
+    return -(-m // config["BM"]) * -(-n // config["BN"])
 
 
 def test_own_candidates_time_the_round_tiles_of_the_first_candidate(monkeypatch):

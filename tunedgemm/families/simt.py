@@ -171,12 +171,26 @@ NARROW_BLOCKS_PER_SM = 4  # the k-split of a narrow tile gives at least this man
 # 0.95, the one-round 5 untimed, 6 slices 0.73), so this catches part of what it offers.
 # Beside it the two-warp 64 x 64 (TWO_WARP), at four blocks an SM: in the same probe on the
 # H200 it ran those three shapes at 0.94, 0.86 and 0.93, and led the rest at 2445x275x1106.
+# The 128 x 64 tile is declared at three blocks an SM (it was two until 2026-12-02), the blocks
+# it holds: ptxas (nvcc 13.0, sm_90a) fits it in 122-167 registers at two, within three's cap
+# of 168, in every transpose and alignment, split or not, with no spills, and Nsight Compute
+# counted 165 at 4096x64x16384 (H200). Declared at two, its whole-round splits filled 264 of
+# 396 slots: at 8192x128x8192 (128 tiles) it was timed at 2 and 4 slices, where 3 ran best
+# (0.95x cuBLAS, gpu_session.sh longk-float32, 2026-12-02 00:46 UTC). MIN_BLOCKS sets the
+# register cap alone, so each element's sum is the same.
 ROUND_TILES = (
     {"BM": 128, "BN": 64, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "STAGES": 3,
-     "MIN_BLOCKS": 2, "GROUP_M": 8, "STREAM_K": 0, "REG_TRANSPOSE": 0, **LOOP_TWIN},
+     "MIN_BLOCKS": 3, "GROUP_M": 8, "STREAM_K": 0, "REG_TRANSPOSE": 0, **LOOP_TWIN},
     {"BM": 64, "BN": 64, "BK": 16, "STAGES": 3, "GROUP_M": 8, "STREAM_K": 0,
      "REG_TRANSPOSE": 0, **TWO_WARP, **LOOP_TWIN},
 )  # fmt: skip
+# The rounds of blocks whose k-splits the round tiles are timed at: one to three (other
+# families, one and two). At the shipped table's long-k float32 entries that cuBLAS holds
+# (same run), the 128 x 64 tile at three blocks an SM ran best at 3, 12 and 8 slices of 128, 32
+# and 48 tiles (one round of 396 blocks), and at 8 slices of 144 tiles (three rounds:
+# 384x3072x8192 0.93x cuBLAS, 3072x384x8192 1.01x), where 2 and 5 slices (one and two rounds)
+# were not among its best four.
+ROUND_TILE_ROUNDS = (1, 2, 3)
 
 
 def _threads(p: Params) -> int:
@@ -371,6 +385,7 @@ FAMILY = KernelFamily(
     raster_twins=RASTER_TWINS,
     narrow_tiles=NARROW_TILES,
     round_tiles=ROUND_TILES,
+    round_tile_rounds=ROUND_TILE_ROUNDS,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
     stream_k_changes=STREAM_K_CHANGES,
     stream_k_tiles=STREAM_K_TILES,
