@@ -461,12 +461,14 @@ WHOLE_ROUNDS = (1, 2)
 
 
 def with_whole_round_splits(candidates: tuple[Any, ...], key: GemmKey, sms: int,
-                            rounds_of: tuple[int, ...] = WHOLE_ROUNDS) -> tuple[Any, ...]:
+                            rounds_of: tuple[int, ...] | None = None) -> tuple[Any, ...]:
     """For each own split-K candidate with fewer output tiles at this shape than the GPU has
     block slots for it (SMs x its resident blocks, model.resident_blocks), again with each
-    k-split whose blocks fill `rounds_of` rounds over the SMs as nearly as a whole number
-    of slices can, at one block per SM and at the blocks it holds; as far as each slice
-    keeps two k-tiles and MAX_SPLIT_K allows. Nothing for stream-K configs."""
+    k-split whose blocks fill `rounds_of` (default WHOLE_ROUNDS) rounds over the SMs as
+    nearly as a whole number of slices can, at one block per SM and at the blocks it holds;
+    as far as each slice keeps two k-tiles and MAX_SPLIT_K allows. Nothing for stream-K
+    configs."""
+    rounds_of = WHOLE_ROUNDS if rounds_of is None else rounds_of
     found = []
     for c, family, params in _split_k_configs(candidates):
         resident = model.resident_blocks(c, key.dtype)
