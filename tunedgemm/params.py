@@ -132,8 +132,9 @@ class KernelFamily:
     narrow_tiles: tuple[Params, ...] = ()
     narrow_blocks_per_sm: float = 1.0
     # Tilings that autotuning times, unsplit and at their whole-round k-splits, beside the first
-    # candidate at shapes where its tiles are fewer than its block slots (tunedgemm/plans.py,
-    # with_round_tiles): larger tiles that few-tile shapes need split to fill the SMs.
+    # candidate at shapes where its tiles are fewer than its block slots, and at their
+    # whole-round splits where it splits long k (tunedgemm/plans.py, with_round_tiles): larger
+    # tiles that few-tile shapes need split to fill the SMs.
     round_tiles: tuple[Params, ...] = ()
     # The rounds of blocks over the SMs whose k-splits of each round tile autotuning times.
     round_tile_rounds: tuple[int, ...] = (1, 2)

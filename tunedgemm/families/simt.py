@@ -161,8 +161,9 @@ NARROW_TILES = tuple(
 NARROW_BLOCKS_PER_SM = 4  # the k-split of a narrow tile gives at least this many blocks per SM
 
 # The tiling autotuning also times at its whole-round k-splits (and unsplit where it fills half
-# a round) where the first candidate's tiles are fewer than its block slots (tunedgemm/plans.py,
-# with_round_tiles): 128 x 64 blocks of 8 x 8 a thread, two an SM, the loop twin's main loop.
+# a round) where the first candidate's tiles are fewer than its block slots, or where it splits
+# long k (tunedgemm/plans.py, with_round_tiles): 128 x 64 blocks of 8 x 8 a thread, three an
+# SM (below), the loop twin's main loop.
 # `probe_skinny.py --tiles` (H100, 2026-11-27 18:28 UTC, padded; step tiles-float32) timed five
 # simt tilings at 1-8 slices at float32's ten worst random shapes of the day, and this one was
 # best at seven: 1920x774x1096 0.96x cuBLAS at 2 slices (the public call had run 0.83),
