@@ -901,19 +901,27 @@ PY
         worst=183x767x14563,85x14612x963,1920x774x1096,118x1391x3260,77x10737x4312
         worst=$worst,267x3099x502,2756x503x193,2445x275x1106,813x398x14465,664x2507x3458
         bench_worst float32 $worst ;;
-    round-tiles)  # simt's round tile at three blocks an SM and its new splits (2026-12-02): its
-        # GPU test and the round-tile cases of the split-K determinism test, then
-        # probe_round_tiles.py (the public call, before and after, own kernels only; ROUND_PASSES,
-        # default 2; ROUND_SHAPES)
-        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${ROUND_TEST_LIMIT:-200} python3 -m pytest -q -m gpu \
-            -p no:cacheprovider tests/gpu/test_simt_round_tile_gpu.py \
-            "tests/gpu/test_split_k_deterministic.py::test_whole_round_splits_are_bit_equal_run_to_run_and_accurate" \
-            > "$OUT/gpu-round-tiles.txt" 2>&1
-        echo "round-tile tests: exit $?"; tail -3 "$OUT/gpu-round-tiles.txt"
-        timeout ${ROUND_PROBE_LIMIT:-300} python3 benchmarks/probe_round_tiles.py --own-only \
-            --passes ${ROUND_PASSES:-2} ${ROUND_SHAPES:+--shapes $ROUND_SHAPES} --out "$OUT" \
-            > "$OUT/probe_round_tiles-own.txt" 2>&1
-        echo "probe_round_tiles: exit $?"; cat "$OUT/probe_round_tiles-own.txt" ;;
+    round-tiles)  # simt's round tile at three blocks an SM and its new splits (2026-12-02), in
+        # ROUND_PARTS (default "tests probe"): its GPU test and the round-tile cases of the
+        # split-K determinism test, then probe_round_tiles.py (the public call, before and
+        # after, own kernels only; ROUND_PASSES, default 2; ROUND_SHAPES; ROUND_DTYPE, default
+        # float32: float64 times dmma's round tiles, which come where a split first candidate
+        # has long k too)
+        parts=${ROUND_PARTS:-tests probe}
+        if [[ " $parts " == *" tests "* ]]; then
+            TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${ROUND_TEST_LIMIT:-200} python3 -m pytest -q -m gpu \
+                -p no:cacheprovider tests/gpu/test_simt_round_tile_gpu.py \
+                "tests/gpu/test_split_k_deterministic.py::test_whole_round_splits_are_bit_equal_run_to_run_and_accurate" \
+                > "$OUT/gpu-round-tiles.txt" 2>&1
+            echo "round-tile tests: exit $?"; tail -3 "$OUT/gpu-round-tiles.txt"
+        fi
+        if [[ " $parts " == *" probe "* ]]; then
+            dtype=${ROUND_DTYPE:-float32}
+            timeout ${ROUND_PROBE_LIMIT:-300} python3 benchmarks/probe_round_tiles.py --own-only \
+                --dtype $dtype --passes ${ROUND_PASSES:-2} ${ROUND_SHAPES:+--shapes $ROUND_SHAPES} \
+                --out "$OUT" > "$OUT/probe_round_tiles-own-$dtype.txt" 2>&1
+            echo "probe_round_tiles: exit $?"; grep -v "Warning\|routine(" "$OUT/probe_round_tiles-own-$dtype.txt"
+        fi ;;
     longk-float32)  # float32's long-k entries that cuBLAS holds in the shipped table (2026-12-02:
         # 0.77-0.86 there): bench_tuning through the public call, then simt tilings at their
         # splits (probe_skinny.py --tiles, padded); LONGK_PARTS (default "worst tiles"), shapes

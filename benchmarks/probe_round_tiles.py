@@ -2,13 +2,14 @@
 timing where the first candidate splits long k (2026-12-02) change through the public call.
 
     python benchmarks/probe_round_tiles.py [--shapes MxNxK,...] [--passes 2] [--own-only]
-        [--trans NN] [--out DIR]
+        [--dtype float32] [--trans NN] [--out DIR]
 
 probe_host_ties.py's passes (PyCUDA GPUArrays into c, operands padded, fresh plans each pass,
-against cuBLAS into c through scikit-cuda on the same operands), float32, with "before" the
-round tiles as they were (the 128 x 64 tile at two blocks an SM, splits over one and two
-rounds, timed only where the first candidate's tiles are fewer than its block slots) and
-"after" as now; writes probe_host_ties-round_tiles-<own|auto>.json.
+against cuBLAS into c through scikit-cuda on the same operands), float32 by default, with
+"before" the round tiles as they were (the 128 x 64 tile at two blocks an SM, splits over one
+and two rounds, timed only where the first candidate's tiles are fewer than its block slots)
+and "after" as now; writes probe_round_tiles-<own|auto>.json. With --dtype float64 it times
+dmma's round tiles, whose rounds are as before, where a split first candidate has long k.
 """
 
 from __future__ import annotations
