@@ -358,9 +358,9 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     twins, their stream-K variants where the last wave of tiles leaves SMs idle and their
     whole-round splits where their tiles are fewer than their block slots, the first
     RASTERS_OF ones' raster twins, and the first one's narrow tiles at skinny shapes with
-    long k, its family's round tiles where its tiles are fewer than its block slots, its
-    family's small-k tiles at short k over many tiles, and its family's medium tiles at
-    skinny and medium shapes.
+    long k, its family's round tiles where its tiles are fewer than its block slots or it
+    splits long k, its family's small-k tiles at short k over many tiles, and its family's
+    medium tiles at skinny and medium shapes.
 
     Whole-round splits for each of the first RELATIVES_OF, not the first alone: at
     1920x774x1096 float32 (H200, 2026-11-28) the first, a 128 x 32 tile, has more tiles than
