@@ -7,10 +7,17 @@ splits."""
 
 from __future__ import annotations
 
-from helpers import nn_key, small_simt
+import itertools
+import re
+import shutil
+from concurrent.futures import ThreadPoolExecutor
 
-from tunedgemm import cuda, model, plans, table
-from tunedgemm.families import FAMILIES
+import pytest
+from helpers import assert_no_spills, compile_report, nn_key, small_simt
+
+from tunedgemm import cuda, launch, model, plans, table
+from tunedgemm.families import FAMILIES, simt
+from tunedgemm.params import KernelConfig, register_cap
 
 SMS = 132
 
@@ -154,3 +161,28 @@ def test_own_candidates_time_the_round_tiles_of_the_first_candidate(monkeypatch)
     timed = plans.own_candidates((first, second), key)
     expected = plans.with_round_tiles((first,), key, SMS)
     assert expected and set(expected) <= set(timed)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("split", [1, 8])
+def test_simts_round_tile_fits_three_blocks_an_sm_without_spills(split, tmp_path):
+    """simt's 128 x 64 round tile, declared at three blocks an SM, within that cap (168) in
+    every transpose pair and alignment, split or not (ptxas, nvcc 13.0: 122-167 registers)."""
+    base = {**FAMILIES["simt"].default_config("float32").as_dict(), **simt.ROUND_TILES[0]}
+    config = KernelConfig.make("simt", {**base, "SPLIT_K": split})
+    cap = register_cap(FAMILIES["simt"].threads(config.as_dict()), 3)
+    assert config["MIN_BLOCKS"] == 3 and cap == 168
+
+    def report(variant: tuple[int, int, int]) -> str:
+        ta, tb, aligned = variant
+        where = tmp_path / f"{ta}{tb}{aligned}"
+        where.mkdir()
+        defines = launch._defines(config, "float32", bool(ta), bool(tb), bool(aligned))
+        return compile_report("sgemm_simt.cu", defines, where)
+
+    variants = list(itertools.product((0, 1), repeat=3))
+    with ThreadPoolExecutor(2) as pool:
+        for variant, text in zip(variants, pool.map(report, variants), strict=True):
+            assert_no_spills(text, str(variant))
+            used = max(map(int, re.findall(r"Used (\d+) registers", text)))
+            assert used <= cap, (variant, used)
