@@ -251,6 +251,29 @@ def assert_no_spills(report: str, label: str = "") -> None:
     assert all(v == ("0", "0", "0") for v in spills), f"{label}\n{report}"
 
 
+def assert_compile_within(jobs, dtype: str, cap: int, tmp_path: Path) -> None:
+    """Each (config, trans_a, trans_b, aligned) of `jobs` compiled (two at a time, each in its
+    own directory under tmp_path) without spills, in at most `cap` registers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tunedgemm.families import family_of
+    from tunedgemm.launch import _defines
+
+    def report(i_job) -> str:
+        i, (config, ta, tb, aligned) = i_job
+        where = tmp_path / str(i)
+        where.mkdir()
+        defines = _defines(config, dtype, bool(ta), bool(tb), bool(aligned))
+        return compile_report(family_of(config).source, defines, where)
+
+    jobs = list(jobs)
+    with ThreadPoolExecutor(2) as pool:
+        for job, text in zip(jobs, pool.map(report, enumerate(jobs)), strict=True):
+            assert_no_spills(text, str(job))
+            used = max(map(int, re.findall(r"Used (\d+) registers", text)))
+            assert used <= cap, (job, used)
+
+
 def compile_stream_k(config, dtype: str, variants, tmp_path: Path) -> list[Path]:
     """A stream-K config's template for each (trans_a, trans_b, aligned) variant into its own
     directory under tmp_path (kernel.cubin): asserts that it compiles streamk_gemm and

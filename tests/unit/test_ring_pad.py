@@ -6,14 +6,12 @@ tilings' unpadded twins compile within their register caps and without spills.""
 from __future__ import annotations
 
 import itertools
-import re
 import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers import assert_no_spills, compile_report
+from helpers import assert_compile_within
 
 from tunedgemm import launch, plans
 from tunedgemm.families import FAMILIES, dmma
@@ -99,17 +97,5 @@ HEAVY = (
 def test_unpadded_twins_of_the_heaviest_tilings_compile_without_spills(tile, tmp_path):
     config = _config(**{**tile, **dmma.RING_TWIN})
     cap = register_cap(FAMILY.threads(config.as_dict()), config.as_dict()["MIN_BLOCKS"])
-
-    def report(variant: tuple[int, int, int]) -> str:
-        ta, tb, aligned = variant
-        where = tmp_path / f"{ta}{tb}{aligned}"
-        where.mkdir()
-        defines = launch._defines(config, "float64", bool(ta), bool(tb), bool(aligned))
-        return compile_report("dgemm_mma.cu", defines, where)
-
-    variants = list(itertools.product((0, 1), repeat=3))
-    with ThreadPoolExecutor(2) as pool:
-        for variant, text in zip(variants, pool.map(report, variants), strict=True):
-            assert_no_spills(text, str(variant))
-            used = max(map(int, re.findall(r"Used (\d+) registers", text)))
-            assert used <= cap, (variant, used)
+    variants = itertools.product((0, 1), repeat=3)
+    assert_compile_within([(config, *v) for v in variants], "float64", cap, tmp_path)
