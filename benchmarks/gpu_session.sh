@@ -686,10 +686,12 @@ PY
     retune-round-tiles)  # the retune step on the entries that cuBLAS holds where autotuning times
         # the round tiles (round_split_entries.py --round-tiles; ROUND_TILES_DTYPES, default
         # float32: since 2026-12-02 simt's 128 x 64 is at three blocks an SM, its splits at one to
-        # three rounds, and timed where the first candidate splits long k), then how many an
+        # three rounds, and timed where the first candidate splits long k; ROUND_TILES_PAIRS:
+        # the transpose pairs, default all four), then how many an
         # own config took on this GPU and how many that 128 x 64 tile
         python3 benchmarks/round_split_entries.py --dtypes ${ROUND_TILES_DTYPES:-float32} \
-            --round-tiles --out "$OUT/round-tile-shapes.jsonl" > "$OUT/round-tile-entries.txt" 2>&1
+            --round-tiles ${ROUND_TILES_PAIRS:+--pairs $ROUND_TILES_PAIRS} \
+            --out "$OUT/round-tile-shapes.jsonl" > "$OUT/round-tile-entries.txt" 2>&1
         cat "$OUT/round-tile-entries.txt"
         retune_log "$OUT/round-tile-shapes.jsonl"
         three_block_census "three-block tile" ;;
@@ -901,12 +903,13 @@ PY
         worst=183x767x14563,85x14612x963,1920x774x1096,118x1391x3260,77x10737x4312
         worst=$worst,267x3099x502,2756x503x193,2445x275x1106,813x398x14465,664x2507x3458
         bench_worst float32 $worst ;;
-    round-tiles)  # simt's round tile at three blocks an SM and its new splits (2026-12-02), in
-        # ROUND_PARTS (default "tests probe"): its GPU test and the round-tile cases of the
-        # split-K determinism test, then probe_round_tiles.py (the public call, before and
-        # after, own kernels only; ROUND_PASSES, default 2; ROUND_SHAPES; ROUND_DTYPE, default
-        # float32: float64 times dmma's round tiles, which come where a split first candidate
-        # has long k too)
+    round-tiles)  # simt's round tile at three blocks an SM and its new splits (2026-12-02), and
+        # its TN layout twin, in ROUND_PARTS (default "tests probe"): its GPU test and the
+        # round-tile cases of the split-K determinism test, then probe_round_tiles.py (the
+        # public call, before and after ROUND_CHANGE, default three-blocks, or tn-registers;
+        # own kernels only; ROUND_PASSES, default 2; ROUND_SHAPES; ROUND_TRANS, default the
+        # change's; ROUND_DTYPE, default float32: float64 times dmma's round tiles, which come
+        # where a split first candidate has long k too)
         parts=${ROUND_PARTS:-tests probe}
         if [[ " $parts " == *" tests "* ]]; then
             TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${ROUND_TEST_LIMIT:-200} python3 -m pytest -q -m gpu \
@@ -917,10 +920,13 @@ PY
         fi
         if [[ " $parts " == *" probe "* ]]; then
             dtype=${ROUND_DTYPE:-float32}
+            change=${ROUND_CHANGE:-three-blocks}
+            log="$OUT/probe_round_tiles-$change-own-$dtype${ROUND_TRANS:+-$ROUND_TRANS}.txt"
             timeout ${ROUND_PROBE_LIMIT:-300} python3 benchmarks/probe_round_tiles.py --own-only \
-                --dtype $dtype --passes ${ROUND_PASSES:-2} ${ROUND_SHAPES:+--shapes $ROUND_SHAPES} \
-                --out "$OUT" > "$OUT/probe_round_tiles-own-$dtype.txt" 2>&1
-            echo "probe_round_tiles: exit $?"; grep -v "Warning\|routine(" "$OUT/probe_round_tiles-own-$dtype.txt"
+                --change $change --dtype $dtype --passes ${ROUND_PASSES:-2} \
+                ${ROUND_SHAPES:+--shapes $ROUND_SHAPES} ${ROUND_TRANS:+--trans $ROUND_TRANS} \
+                --out "$OUT" > "$log" 2>&1
+            echo "probe_round_tiles: exit $?"; grep -v "Warning\|routine(" "$log"
         fi ;;
     longk-float32)  # float32's long-k entries that cuBLAS holds in the shipped table (2026-12-02:
         # 0.77-0.86 there): bench_tuning through the public call, then simt tilings at their

@@ -113,6 +113,30 @@ def one_pass(problem: Any, after: bool, own_only: bool, now: dict[str, Any],
             "call_ms": max(gpu, host), "autotune": timed}  # fmt: skip
 
 
+def precompile(problem: Any, own_only: bool, now: dict[str, Any],
+               before: dict[str, Any]) -> None:  # fmt: skip
+    """Compile, nvcc in parallel, every own config autotuning times at the problem in either
+    mode: it would otherwise compile them one at a time, seconds each, on a fresh machine."""
+    import os
+
+    from tunedgemm import compiler, plans, selection
+    from tunedgemm.params import KernelConfig
+
+    form = problem.form
+    key = plans.GemmKey.of(form, problem.dtype.name, "ieee")
+    configs: set[Any] = set()
+    for settings in (before, now):
+        apply(settings)
+        with cublas_setting(not own_only, fresh=False):
+            choice = selection.choose(problem.dtype, form.m, form.n, form.k, form.trans_a,
+                                      form.trans_b, warn=False)  # fmt: skip
+            timed = plans.own_candidates(choice.candidates or (choice.config,), key)
+        configs.update(c for c in timed if isinstance(c, KernelConfig))
+    apply(now)
+    compiler.precompile(sorted(configs), problem.dtype.name, form.trans_a, form.trans_b,
+                        form.aligned(), jobs=os.cpu_count() or 8)  # fmt: skip
+
+
 def probe(shape: tuple[int, int, int], dtype: str, passes: int, own_only: bool,
           now: dict[str, Any], before: dict[str, Any],
           trans: str = "NN") -> dict[str, Any]:  # fmt: skip
@@ -120,6 +144,7 @@ def probe(shape: tuple[int, int, int], dtype: str, passes: int, own_only: bool,
     from tunedgemm.tuning import problems
 
     problem = problems.make(*shape, dtype, trans[0] == "T", trans[1] == "T", padded=True)
+    precompile(problem, own_only, now, before)
     gpu = host = math.nan  # the peer, where scikit-cuda's cuBLAS loads
     if reference.status()[0]:
         gpu, host = call_parts(_cublas_call(problem.form, problem.dtype))

@@ -1,15 +1,20 @@
-"""What simt's round tile at three blocks an SM, its splits over one to three rounds and its
-timing where the first candidate splits long k (2026-12-02) change through the public call.
+"""What a change of simt's round tiles (tunedgemm/plans.py, with_round_tiles) does through the
+public call: --change three-blocks (2026-12-02, the default), the 128 x 64 tile at three blocks
+an SM, its splits over one to three rounds and its timing where the first candidate splits
+long k; --change tn-registers (2026-12-02), the round tiles' TN layout twins (both operands
+through registers, REG_TRANSPOSE=1) timed beside them at TN with aligned operands.
 
-    python benchmarks/probe_round_tiles.py [--shapes MxNxK,...] [--passes 2] [--own-only]
-        [--dtype float32] [--trans NN] [--out DIR]
+    python benchmarks/probe_round_tiles.py [--change three-blocks] [--shapes MxNxK,...]
+        [--passes 2] [--own-only] [--dtype float32] [--trans NN] [--out DIR]
 
 probe_host_ties.py's passes (PyCUDA GPUArrays into c, operands padded, fresh plans each pass,
 against cuBLAS into c through scikit-cuda on the same operands), float32 by default, with
-"before" the round tiles as they were (the 128 x 64 tile at two blocks an SM, splits over one
-and two rounds, timed only where the first candidate's tiles are fewer than its block slots)
-and "after" as now; writes probe_round_tiles-<own|auto>.json. With --dtype float64 it times
-dmma's round tiles, whose rounds are as before, where a split first candidate has long k.
+"before" autotuning without the change and "after" as now; writes
+probe_round_tiles-<own|auto>[-TRANS].json. three-blocks' "before" is the 128 x 64 tile at two
+blocks an SM, splits over one and two rounds, timed only where the first candidate's tiles are
+fewer than its block slots; with --dtype float64 it times dmma's round tiles, whose rounds are
+as before, where a split first candidate has long k. tn-registers runs TN unless --trans says
+otherwise (elsewhere before and after time the same candidates).
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # call on the H200 at 2026-12-02 00:46 UTC, 0.87-0.98), and a random shape of that kind.
 SHAPES = ("384x3072x8192,3072x128x8192,8192x128x8192,512x512x16384,4096x64x16384,"
           "3072x384x8192,183x1144x6161")  # fmt: skip
+# TN's long-k float32 entries that cuBLAS holds in the shipped table (0.83-0.88 there), and
+# NN's widest loss there as TN.
+TN_SHAPES = ("512x512x16384,4096x64x16384,512x4096x4096,4096x512x4096,64x4096x16384,"
+             "512x512x4096,384x3072x8192")  # fmt: skip
 
 
 def before_family() -> Any:
@@ -37,12 +46,35 @@ def before_family() -> Any:
     return dataclasses.replace(family, round_tiles=tiles, round_tile_rounds=(1, 2))
 
 
+def no_layout_twins(config: Any, key: Any) -> tuple[()]:
+    """plans._layout_twins before tn-registers: round tiles came as declared alone."""
+    return ()
+
+
+def _change(argv: list[str]) -> str:
+    """--change's value, taken out of argv (the passes parse the rest)."""
+    if "--change" not in argv:
+        return "three-blocks"
+    at = argv.index("--change")
+    value = argv[at + 1]
+    del argv[at : at + 2]
+    return value
+
+
 def main() -> int:
     from probe_host_ties import main as passes
 
-    sys.argv[1:1] = ["--dtype", "float32", "--shapes", SHAPES]  # (later ones win)
-    before = {"families.FAMILIES[simt]": before_family(),
-              "plans.ROUND_TILES_SPLIT_FROM_K": 1 << 40}  # fmt: skip
+    change = _change(sys.argv)
+    if change == "three-blocks":
+        defaults = ["--dtype", "float32", "--shapes", SHAPES]
+        before = {"families.FAMILIES[simt]": before_family(),
+                  "plans.ROUND_TILES_SPLIT_FROM_K": 1 << 40}  # fmt: skip
+    elif change == "tn-registers":
+        defaults = ["--dtype", "float32", "--shapes", TN_SHAPES, "--trans", "TN"]
+        before = {"plans._layout_twins": no_layout_twins}
+    else:
+        raise SystemExit(f"--change: three-blocks or tn-registers, not {change!r}")
+    sys.argv[1:1] = defaults  # (later ones win)
     return passes("round_tiles", before, [], __doc__)
 
 

@@ -3,7 +3,7 @@
 Usage: python benchmarks/round_split_entries.py [--dtypes float32 float64] [--out FILE]
                                                 [--near RATIO [--side cublas|own]]
                                                 [--split-above N] [--medium]
-                                                [--round-tiles]
+                                                [--round-tiles] [--pairs NN TN ...]
 
 For every IEEE entry of the shipped table's first device (both dtypes, all transpose pairs),
 the first own candidate the lookup gives at its shape (as autotuning and the tuner's seeds
@@ -23,6 +23,7 @@ a split above N: what a raised plans.MAX_SPLIT_K reaches (step retune-wide-split
 family's medium tiles (plans.with_medium_tiles; step retune-medium).
 --round-tiles lists the entries cuBLAS holds at which autotuning times the first own
 candidate's family's round tiles (plans.with_round_tiles; step retune-round-tiles).
+--pairs takes those transpose pairs' entries alone (default: all four).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def main() -> int:
                         help="cuBLAS's entries where autotuning times the medium tiles")
     parser.add_argument("--round-tiles", action="store_true",
                         help="cuBLAS's entries where autotuning times the round tiles")
+    parser.add_argument("--pairs", nargs="+", default=["NN", "NT", "TN", "TT"],
+                        choices=["NN", "NT", "TN", "TT"])  # fmt: skip
     args = parser.parse_args()
 
     from tunedgemm import plans, table
@@ -64,6 +67,8 @@ def main() -> int:
     for dtype in args.dtypes:
         for ta in (False, True):
             for tb in (False, True):
+                if "NT"[ta] + "NT"[tb] not in args.pairs:
+                    continue
                 entries = device.entries.get(table.key(dtype, ta, tb), [])
                 found = held = 0
                 for entry in entries:

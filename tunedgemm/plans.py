@@ -500,7 +500,8 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
     128 x 64 tile and two-warp 64 x 64) on its other settings, each at the k-splits that fill
     the family's `round_tile_rounds` rounds (where its own tiles are fewer than its slots)
     and, where the candidate's tiles are few and its own fill at least half a round at one
-    block per SM, unsplit."""
+    block per SM, unsplit; each tiling also as its family's `layout_twins` for the key's
+    layout (simt's TN, aligned: both operands through registers)."""
     found = []
     for c, family, params in _split_k_configs(candidates):
         if not family.round_tiles:
@@ -510,12 +511,24 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
             continue
         for tile in family.round_tiles:
             tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
-            if family.violations(tiled, key.dtype):
-                continue
-            if few and 2 * _tiles(key, family.block_tile(tiled.as_dict())) >= sms:
-                found.append(tiled)
-            found += with_whole_round_splits((tiled,), key, sms, family.round_tile_rounds)
+            for variant in (tiled, *_layout_twins(tiled, key)):
+                if family.violations(variant, key.dtype):
+                    continue
+                if few and 2 * _tiles(key, family.block_tile(variant.as_dict())) >= sms:
+                    found.append(variant)
+                found += with_whole_round_splits((variant,), key, sms, family.round_tile_rounds)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
+
+
+def _layout_twins(config: KernelConfig, key: GemmKey) -> tuple[KernelConfig, ...]:
+    """config with each of its family's `layout_twins` for the key's transpose pair applied,
+    where the operands are aligned (none elsewhere)."""
+    from .families import FAMILIES
+
+    if not key.aligned:
+        return ()
+    twins = FAMILIES[config.family].layout_twins.get((key.trans_a, key.trans_b), ())
+    return tuple(KernelConfig.make(config.family, {**config.as_dict(), **t}) for t in twins)
 
 
 # Where autotuning times a family's small-k tiles: k at most SMALL_K_UPTO (at 3072x8192x1024

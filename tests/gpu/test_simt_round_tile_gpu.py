@@ -3,7 +3,9 @@
 element's sum takes the same k-steps in the same order and the bits are the same, unsplit and
 at the whole-round splits autotuning times (3, 8 and 12 slices); checked on shapes with m, n
 and k edges, all four transposes, aligned and not, beta 0 and not, C poisoned by NaN, against
-float64 (helpers.assert_configs_agree):
+float64 (helpers.assert_configs_agree). At TN, aligned and not, each round tile's layout twin
+(both operands through registers, REG_TRANSPOSE=1, timed since 2026-12-02) against the tile
+as declared, the 128 x 64 one at three blocks an SM and at two:
 
     python -m pytest -q -m gpu tests/gpu/test_simt_round_tile_gpu.py
 """
@@ -32,6 +34,17 @@ def _configs(split: int) -> list[KernelConfig]:
     return [KernelConfig.make("simt", {**base, "MIN_BLOCKS": blocks}) for blocks in (3, 2)]
 
 
+def _through_registers(tile: dict, split: int) -> list[KernelConfig]:
+    """A round tile as declared, then its TN layout twin (the 128 x 64 at three blocks an SM
+    and at two)."""
+    declared = {**simt.FAMILY.default_config("float32").as_dict(), **tile, "SPLIT_K": split}
+    blocks = (3, 2) if tile["MIN_BLOCKS"] == 3 else (tile["MIN_BLOCKS"],)
+    twins = [KernelConfig.make("simt", {**declared, **twin, "MIN_BLOCKS": b})
+             for twin in simt.LAYOUT_TWINS[(True, False)] for b in blocks]  # fmt: skip
+    assert twins and all(t["REG_TRANSPOSE"] == 1 for t in twins)
+    return [KernelConfig.make("simt", declared), *twins]
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _compiled() -> None:
     """Every variant this module launches, compiled in parallel first."""
@@ -40,9 +53,22 @@ def _compiled() -> None:
     configs = [c for split in SPLITS for c in _configs(split)]
     for ta, tb, aligned in itertools.product((False, True), repeat=3):
         precompile(configs, "float32", ta, tb, aligned)
+    twins = [c for tile in simt.ROUND_TILES for split in SPLITS
+             for c in _through_registers(tile, split)]  # fmt: skip
+    for aligned in (False, True):
+        precompile(twins, "float32", True, False, aligned)
 
 
 @pytest.mark.parametrize("split", SPLITS)
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_three_blocks_an_sm_give_the_two_block_tiles_bits(split, m, n, k):
     assert_configs_agree(_configs(split), "float32", m, n, k)
+
+
+@pytest.mark.parametrize("tile", range(len(simt.ROUND_TILES)))
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_tns_operands_through_registers_give_the_tiles_bits(tile, split, m, n, k):
+    tn = [((True, False), padded) for padded in (False, True)]
+    configs = _through_registers(simt.ROUND_TILES[tile], split)
+    assert_configs_agree(configs, "float32", m, n, k, layouts=tn)

@@ -7,6 +7,7 @@ splits."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import shutil
 
@@ -148,6 +149,22 @@ def test_round_tiles_at_their_splits_where_a_first_candidate_of_full_grids_split
                                               SPLIT_K=1),), nn_key(384, 3072, 8192), SMS) == ()
 
 
+def test_simts_round_tiles_come_with_tns_layout_twin_at_tn_aligned_alone():
+    """At TN with aligned operands each round tile is timed at the same splits as its layout
+    twin too (both operands through registers); at NN and at unaligned TN, not."""
+    first = small_simt(BM=128, BN=32, WM=32, WN=32, TM=8, TN=4, SPLIT_K=4)
+    nn = nn_key(384, 3072, 8192)
+    tn = dataclasses.replace(nn, trans_a=True, lda=8192)
+    found = plans.with_round_tiles((first,), tn, SMS)
+    plain = [c for c in found if c["REG_TRANSPOSE"] == 0]
+    staged = [c for c in found if c["REG_TRANSPOSE"] == 1]
+    assert plain == list(plans.with_round_tiles((first,), nn, SMS))
+    assert [c.as_dict() for c in staged] == [{**c.as_dict(), "REG_TRANSPOSE": 1} for c in plain]
+    assert not any(FAMILIES["simt"].violations(c, "float32") for c in staged)
+    unaligned = dataclasses.replace(tn, aligned=False)
+    assert plans.with_round_tiles((first,), unaligned, SMS) == tuple(plain)
+
+
 def _tiles(config, m: int, n: int) -> int:
     return -(-m // config["BM"]) * -(-n // config["BN"])
 
@@ -172,3 +189,21 @@ def test_simts_round_tile_fits_three_blocks_an_sm_without_spills(split, tmp_path
     assert config["MIN_BLOCKS"] == 3 and cap == 168
     variants = itertools.product((0, 1), repeat=3)
     assert_compile_within([(config, *v) for v in variants], "float32", cap, tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("split", [1, 8])
+def test_simts_round_tiles_through_registers_fit_their_caps_at_tn(split, tmp_path):
+    """Each round tile's TN layout twin (REG_TRANSPOSE=1) within its blocks' register cap,
+    aligned and not, split or not, without spills (ptxas, nvcc 13.0: the 128 x 64 at three
+    blocks an SM in 156-168 registers)."""
+    family = FAMILIES["simt"]
+    base = family.default_config("float32").as_dict()
+    twins = simt.LAYOUT_TWINS[(True, False)]
+    for index, (tile, twin) in enumerate(itertools.product(simt.ROUND_TILES, twins)):
+        config = KernelConfig.make("simt", {**base, **tile, **twin, "SPLIT_K": split})
+        cap = register_cap(family.threads(config.as_dict()), config["MIN_BLOCKS"])
+        where = tmp_path / str(index)
+        where.mkdir()
+        jobs = [(config, 1, 0, aligned) for aligned in (0, 1)]
+        assert_compile_within(jobs, "float32", cap, where)
