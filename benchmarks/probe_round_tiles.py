@@ -1,8 +1,8 @@
 """What a change of simt's round tiles (tunedgemm/plans.py, with_round_tiles) does through the
 public call: --change three-blocks (2026-12-02, the default), the 128 x 64 tile at three blocks
 an SM, its splits over one to three rounds and its timing where the first candidate splits
-long k; --change tn-registers (2026-12-02), the round tiles' TN layout twins (both operands
-through registers, REG_TRANSPOSE=1) timed beside them at TN with aligned operands.
+long k; --change tn-registers (2026-12-02), the round tiles timed as their TN layout twins
+(both operands through registers, REG_TRANSPOSE=1) at TN with aligned operands.
 
     python benchmarks/probe_round_tiles.py [--change three-blocks] [--shapes MxNxK,...]
         [--passes 2] [--own-only] [--dtype float32] [--trans NN] [--out DIR]
@@ -47,7 +47,7 @@ def before_family() -> Any:
 
 
 def no_layout_twins(config: Any, key: Any) -> tuple[()]:
-    """plans._layout_twins before tn-registers: round tiles came as declared alone."""
+    """plans._layout_twins before tn-registers: round tiles came as declared."""
     return ()
 
 
