@@ -928,6 +928,20 @@ PY
                 --out "$OUT" > "$log" 2>&1
             echo "probe_round_tiles: exit $?"; grep -v "Warning\|routine(" "$log"
         fi ;;
+    round-mirror)  # simt's 128 x 64 round tile beside its mirror, 64 x 128 (both warp
+        # arrangements), three blocks an SM, the loop twin, at splits 1-16 (probe_skinny.py
+        # --tiles, padded), in each of MIRROR_TRANS (default "TT NN"; TT stages A's 128 rows
+        # through registers where NN stages B's 64 columns) at MIRROR_SHAPES
+        shapes=${MIRROR_SHAPES:-512x512x16384,384x3072x8192,4096x64x16384,512x4096x16384,4096x512x16384,512x4096x4096,16384x64x4096,64x4096x16384}
+        twin="ADVANCE=1,FMA_ORDER=1,GROUP_M=8,STREAM_K=0"
+        tile="BK=16,TM=8,TN=8,STAGES=3,MIN_BLOCKS=3,$twin"
+        for trans in ${MIRROR_TRANS:-TT NN}; do
+            timeout ${MIRROR_LIMIT:-150} python3 benchmarks/probe_skinny.py --padded --trans $trans \
+                --shapes $shapes --tile-splits 1,2,3,4,6,8,12,16 --tile-stream-k "" \
+                --tiles BM=128,BN=64,WM=32,WN=64,$tile BM=64,BN=128,WM=64,WN=32,$tile \
+                BM=64,BN=128,WM=32,WN=64,$tile --out "$OUT" > "$OUT/probe_mirror-$trans.txt" 2>&1
+            echo "round-mirror $trans: exit $?"; grep -v "Warning" "$OUT/probe_mirror-$trans.txt" | head -80
+        done ;;
     longk-float32)  # float32's long-k entries that cuBLAS holds in the shipped table (2026-12-02:
         # 0.77-0.86 there): bench_tuning through the public call, then simt tilings at their
         # splits (probe_skinny.py --tiles, padded); LONGK_PARTS (default "worst tiles"), shapes

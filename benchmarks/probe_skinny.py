@@ -21,8 +21,8 @@ empty; --splits around, at half its split, its split and twice it, and beside ea
 slices whose blocks fill whole rounds over the SMs; --stream-k, those splits and the
 candidate's stream-K variant at 1 to 4 blocks an SM; --tiles, the table's first own
 candidate beside each given tiling of the family's default at a few splits and as stream-K.
-It prints, per shape, cuBLAS's time and the best few own configs; --out writes every time as
-JSON.
+--trans times another transpose pair (default NN). It prints, per shape, cuBLAS's time and the
+best few own configs; --out writes every time as JSON.
 """
 
 from __future__ import annotations
@@ -193,6 +193,8 @@ def main() -> int:
     parser.add_argument("--large", action="store_true", help="simt's large tiles (LARGE_TILES) "
                         "as the bases, not the table's candidates")  # fmt: skip
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--trans", default="NN", choices=["NN", "NT", "TN", "TT"],
+                        help="the transpose pair (default NN)")  # fmt: skip
     parser.add_argument("--padded", action="store_true", help="leading dimensions padded to "
                         "16 bytes (the aligned kernels), as bench_tuning times")  # fmt: skip
     parser.add_argument("--splits", default=None, help="A-B or around: the table's first "
@@ -228,12 +230,14 @@ def main() -> int:
     dtype = np.dtype(args.dtype)
     default = selection.default_config(dtype.name, "ieee")
     print(f"# {cuda.device_name()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-          f"{dtype.name} NN; ms per call (autotune.time_candidates)", flush=True)  # fmt: skip
+          f"{dtype.name} {args.trans}; ms per call (autotune.time_candidates)",
+          flush=True)  # fmt: skip
     results = []
     for text in args.shapes.split(","):
         m, n, k = (int(v) for v in text.split("x"))
-        form = problems.make(m, n, k, dtype, padded=args.padded).form
-        bases = [c for c in selection.choose(dtype, m, n, k, warn=False).candidates
+        trans = (args.trans[0] == "T", args.trans[1] == "T")
+        form = problems.make(m, n, k, dtype, *trans, padded=args.padded).form
+        bases = [c for c in selection.choose(dtype, m, n, k, *trans, warn=False).candidates
                  if isinstance(c, KernelConfig) and c.family == default.family]  # fmt: skip
         if args.large:
             bases = [KernelConfig.make("simt", {**default.as_dict(), **t}) for t in LARGE_TILES]
@@ -255,7 +259,7 @@ def main() -> int:
         print(f"{text}: cuBLAS {cublas:.4f} ms, {len(grid)} own configs", flush=True)
         for t, c in ranked[: None if args.splits or args.stream_k else 12 if args.tiles else 6]:
             print(f"   {cublas / t:5.2f}  {t:.4f}  {c}", flush=True)
-        results.append({"shape": [m, n, k], "cublas_ms": cublas,
+        results.append({"shape": [m, n, k], "trans": args.trans, "cublas_ms": cublas,
                         "own": [{"config": str(c), "ms": t} for t, c in ranked]})  # fmt: skip
     if args.out:
         name = (f"probe_skinny-{dtype.name}{'-narrow' if args.narrow else ''}"
@@ -263,7 +267,8 @@ def main() -> int:
                 f"{'-padded' if args.padded else ''}"
                 f"{'-splits' if args.splits else ''}"
                 f"{'-stream-k' if args.stream_k else ''}"
-                f"{'-tiles' if args.tiles else ''}.json")  # fmt: skip
+                f"{'-tiles' if args.tiles else ''}"
+                f"{'' if args.trans == 'NN' else '-' + args.trans}.json")  # fmt: skip
         path = Path(args.out) / name
         path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))
     return 0
