@@ -54,7 +54,8 @@
 # (simt's 64-thread tiles: their GPU test, then the same at those shapes), narrow-two-warp
 # (simt's narrow tiles as two warps, at skinny shapes), longk-float32 (bench_tuning and simt
 # tilings at float32's long-k entries that cuBLAS holds), round-tiles (simt's three-block round
-# tile: its GPU tests, then probe_round_tiles.py),
+# tile: its GPU tests, then probe_round_tiles.py), round-mirror (the round tile beside its
+# 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
 # register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -906,7 +907,7 @@ PY
     round-tiles)  # simt's round tile at three blocks an SM and its new splits (2026-12-02), and
         # its TN layout twin, in ROUND_PARTS (default "tests probe"): its GPU test and the
         # round-tile cases of the split-K determinism test, then probe_round_tiles.py (the
-        # public call, before and after ROUND_CHANGE, default three-blocks, or tn-registers;
+        # public call, before and after ROUND_CHANGE, default three-blocks, tn-registers or mirror;
         # own kernels only; ROUND_PASSES, default 2; ROUND_SHAPES; ROUND_TRANS, default the
         # change's; ROUND_DTYPE, default float32: float64 times dmma's round tiles, which come
         # where a split first candidate has long k too)

@@ -2,7 +2,10 @@
 public call: --change three-blocks (2026-12-02, the default), the 128 x 64 tile at three blocks
 an SM, its splits over one to three rounds and its timing where the first candidate splits
 long k; --change tn-registers (2026-12-02), the round tiles timed as their TN layout twins
-(both operands through registers, REG_TRANSPOSE=1) at TN with aligned operands.
+(both operands through registers, REG_TRANSPOSE=1) at TN with aligned operands; --change mirror
+(2026-12-02), the 128 x 64 tile's 64 x 128 mirror, of the two the one each layout's short
+side wants (NN: fewer columns, TT: fewer rows, NT and TN both), only the round tiles that fit
+in C.
 
     python benchmarks/probe_round_tiles.py [--change three-blocks] [--shapes MxNxK,...]
         [--passes 2] [--own-only] [--dtype float32] [--trans NN] [--out DIR]
@@ -10,11 +13,12 @@ long k; --change tn-registers (2026-12-02), the round tiles timed as their TN la
 probe_host_ties.py's passes (PyCUDA GPUArrays into c, operands padded, fresh plans each pass,
 against cuBLAS into c through scikit-cuda on the same operands), float32 by default, with
 "before" autotuning without the change and "after" as now; writes
-probe_round_tiles-<own|auto>[-TRANS].json. three-blocks' "before" is the 128 x 64 tile at two
+probe_round_tiles-CHANGE-<own|auto>[-TRANS].json. three-blocks' "before" is the 128 x 64 tile at two
 blocks an SM, splits over one and two rounds, timed only where the first candidate's tiles are
 fewer than its block slots; with --dtype float64 it times dmma's round tiles, whose rounds are
 as before, where a split first candidate has long k. tn-registers runs TN unless --trans says
-otherwise (elsewhere before and after time the same candidates).
+otherwise (elsewhere before and after time the same candidates); mirror runs TT at
+MIRROR_SHAPES unless told otherwise.
 """
 
 from __future__ import annotations
@@ -38,12 +42,31 @@ TN_SHAPES = ("512x512x16384,4096x64x16384,512x4096x4096,4096x512x4096,64x4096x16
 
 
 def before_family() -> Any:
-    """simt as it was: its 128 x 64 round tile at two blocks an SM, one and two rounds."""
+    """simt before three-blocks: its 128 x 64 round tile at two blocks an SM, one and two
+    rounds (and no mirror)."""
+    family = unmirrored_family()
+    tiles = ({**family.round_tiles[0], "MIN_BLOCKS": 2}, *family.round_tiles[1:])
+    return dataclasses.replace(family, round_tiles=tiles, round_tile_rounds=(1, 2))
+
+
+# Long-k shapes where both tiles fit (TT's A through registers wants the mirror), and m of 64,
+# where only the mirror does.
+MIRROR_SHAPES = ("512x512x16384,384x3072x8192,512x4096x4096,4096x512x16384,512x4096x16384,"
+                 "64x4096x16384,64x16384x4096")  # fmt: skip
+
+
+def unmirrored_family() -> Any:
+    """simt as it was before mirror: the 128 x 64 round tile and the two-warp 64 x 64."""
     from tunedgemm.families import FAMILIES
 
     family = FAMILIES["simt"]
-    tiles = ({**family.round_tiles[0], "MIN_BLOCKS": 2}, *family.round_tiles[1:])
-    return dataclasses.replace(family, round_tiles=tiles, round_tile_rounds=(1, 2))
+    tiles = tuple(t for t in family.round_tiles if (t["BM"], t["BN"]) != (64, 128))
+    return dataclasses.replace(family, round_tiles=tiles, round_tile_short_side={})
+
+
+def every_round_tile(family: Any, params: Any, key: Any) -> list:
+    """plans._round_tiles_here before mirror: every round tile, whether it fits in C or not."""
+    return list(family.round_tiles)
 
 
 def no_layout_twins(config: Any, key: Any) -> tuple[()]:
@@ -68,14 +91,19 @@ def main() -> int:
     if change == "three-blocks":
         defaults = ["--dtype", "float32", "--shapes", SHAPES]
         before = {"families.FAMILIES[simt]": before_family(),
-                  "plans.ROUND_TILES_SPLIT_FROM_K": 1 << 40}  # fmt: skip
+                  "plans.ROUND_TILES_SPLIT_FROM_K": 1 << 40,
+                  "plans._round_tiles_here": every_round_tile}  # fmt: skip
     elif change == "tn-registers":
         defaults = ["--dtype", "float32", "--shapes", TN_SHAPES, "--trans", "TN"]
         before = {"plans._layout_twins": no_layout_twins}
+    elif change == "mirror":
+        defaults = ["--dtype", "float32", "--shapes", MIRROR_SHAPES, "--trans", "TT"]
+        before = {"families.FAMILIES[simt]": unmirrored_family(),
+                  "plans._round_tiles_here": every_round_tile}  # fmt: skip
     else:
-        raise SystemExit(f"--change: three-blocks or tn-registers, not {change!r}")
+        raise SystemExit(f"--change: three-blocks, tn-registers or mirror, not {change!r}")
     sys.argv[1:1] = defaults  # (later ones win)
-    return passes("round_tiles", before, [], __doc__)
+    return passes(f"round_tiles-{change}", before, [], __doc__)
 
 
 if __name__ == "__main__":

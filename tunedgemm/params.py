@@ -138,6 +138,11 @@ class KernelFamily:
     round_tiles: tuple[Params, ...] = ()
     # The rounds of blocks over the SMs whose k-splits of each round tile autotuning times.
     round_tile_rounds: tuple[int, ...] = (1, 2)
+    # Of a round tile and its mirror (the block's sides swapped) where both fit in C, the one
+    # autotuning times at a transpose pair: "n" keeps the block of fewer columns, "m" the one
+    # of fewer rows (the short side along the operand the kernel stages through registers);
+    # at pairs not named it times both.
+    round_tile_short_side: Mapping[tuple[bool, bool], str] = field(default_factory=dict)
     # Tilings that autotuning times, unsplit, beside the first candidate at shapes with short k
     # whose tiles fill at least a round of its block slots (tunedgemm/plans.py,
     # with_small_k_tiles): where a block's work is mostly its tile's set-up and C's stores.

@@ -500,7 +500,9 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
     128 x 64 tile and two-warp 64 x 64) on its other settings, each at the k-splits that fill
     the family's `round_tile_rounds` rounds (where its own tiles are fewer than its slots)
     and, where the candidate's tiles are few and its own fill at least half a round at one
-    block per SM, unsplit. Where its family has `layout_twins` for the key's layout, each
+    block per SM, unsplit; only the round tiles that fit in C, and of a tile and its mirror the
+    one whose short side the layout wants (_round_tiles_here). Where its family has
+    `layout_twins` for the key's layout, each
     tiling comes as those instead of as declared (simt's TN, aligned: both operands through
     registers, 1.12-1.94x faster than the tile's 4-byte copies at each of 68 splits and
     shapes: probe_round_tiles.py --change tn-registers, H200, 2026-12-02 03:14 UTC)."""
@@ -511,7 +513,7 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
         few = _tiles(key, family.block_tile(params)) < sms * model.resident_blocks(c, key.dtype)
         if not (few or (params["SPLIT_K"] > 1 and key.k >= ROUND_TILES_SPLIT_FROM_K)):
             continue
-        for tile in family.round_tiles:
+        for tile in _round_tiles_here(family, params, key):
             tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
             for variant in _layout_twins(tiled, key) or (tiled,):
                 if family.violations(variant, key.dtype):
@@ -520,6 +522,27 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
                     found.append(variant)
                 found += with_whole_round_splits((variant,), key, sms, family.round_tile_rounds)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
+
+
+def _round_tiles_here(family: Any, params: Params, key: GemmKey) -> list[Params]:
+    """The family's round tiles (on params) that autotuning times at the key: those whose
+    block fits in C (all where none does: a tile wider than C computes padding), and of a
+    tile and its mirror both kept, the one the family's `round_tile_short_side` names for the
+    key's transpose pair."""
+    tiles = family.round_tiles
+    blocks = [family.block_tile({**params, **t}) for t in tiles]
+    fits = [i for i, (bm, bn) in enumerate(blocks) if bm <= key.m and bn <= key.n]
+    kept = fits or list(range(len(tiles)))
+    side = family.round_tile_short_side.get((key.trans_a, key.trans_b))
+    if side is not None:
+        shapes = {blocks[i] for i in kept}
+
+        def longer(block: tuple[int, int]) -> bool:  # along the side named, with its mirror kept
+            bm, bn = block
+            return (bn, bm) in shapes and (bn > bm if side == "n" else bm > bn)
+
+        kept = [i for i in kept if not longer(blocks[i])]
+    return [tiles[i] for i in kept]
 
 
 def _layout_twins(config: KernelConfig, key: GemmKey) -> tuple[KernelConfig, ...]:

@@ -1,11 +1,12 @@
 """simt's 128 x 64 round tile at three blocks an SM (simt.ROUND_TILES[0], two until
-2026-12-02) against the same tile at two: MIN_BLOCKS sets ptxas's register cap alone, so each
-element's sum takes the same k-steps in the same order and the bits are the same, unsplit and
-at the whole-round splits autotuning times (3, 8 and 12 slices); checked on shapes with m, n
-and k edges, all four transposes, aligned and not, beta 0 and not, C poisoned by NaN, against
-float64 (helpers.assert_configs_agree). At TN, aligned and not, each round tile's layout twin
-(both operands through registers, REG_TRANSPOSE=1, timed since 2026-12-02) against the tile
-as declared, the 128 x 64 one at three blocks an SM and at two:
+2026-12-02) against the same tile at two and its 64 x 128 mirror (ROUND_TILES[1], 2026-12-02):
+MIN_BLOCKS sets ptxas's register cap alone, and a tiling only which thread sums an element,
+so each element's sum takes the same k-steps in the same order and the bits are the same,
+unsplit and at the whole-round splits autotuning times (3, 8 and 12 slices); checked on shapes
+with m, n and k edges, all four transposes, aligned and not, beta 0 and not, C poisoned by
+NaN, against float64 (helpers.assert_configs_agree). At TN, aligned and not, each round tile's
+layout twin (both operands through registers, REG_TRANSPOSE=1, timed since 2026-12-02)
+against the tile as declared, the three-block ones at three blocks an SM and at two:
 
     python -m pytest -q -m gpu tests/gpu/test_simt_round_tile_gpu.py
 """
@@ -27,11 +28,14 @@ SPLITS = (1, 3, 8, 12)
 
 
 def _configs(split: int) -> list[KernelConfig]:
-    """The round tile as declared (three blocks an SM), then at two."""
-    base = {**simt.FAMILY.default_config("float32").as_dict(), **simt.ROUND_TILES[0],
-            "SPLIT_K": split}  # fmt: skip
-    assert base["MIN_BLOCKS"] == 3
-    return [KernelConfig.make("simt", {**base, "MIN_BLOCKS": blocks}) for blocks in (3, 2)]
+    """The round tile as declared (three blocks an SM), then at two, then its mirror."""
+    default = simt.FAMILY.default_config("float32").as_dict()
+    base = {**default, **simt.ROUND_TILES[0], "SPLIT_K": split}
+    mirror = {**default, **simt.ROUND_TILES[1], "SPLIT_K": split}
+    assert base["MIN_BLOCKS"] == mirror["MIN_BLOCKS"] == 3
+    assert (mirror["BM"], mirror["BN"]) == (base["BN"], base["BM"])
+    return [*(KernelConfig.make("simt", {**base, "MIN_BLOCKS": blocks}) for blocks in (3, 2)),
+            KernelConfig.make("simt", mirror)]
 
 
 def _through_registers(tile: dict, split: int) -> list[KernelConfig]:
@@ -61,7 +65,7 @@ def _compiled() -> None:
 
 @pytest.mark.parametrize("split", SPLITS)
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_three_blocks_an_sm_give_the_two_block_tiles_bits(split, m, n, k):
+def test_three_blocks_an_sm_and_the_mirror_give_the_two_block_tiles_bits(split, m, n, k):
     assert_configs_agree(_configs(split), "float32", m, n, k)
 
 

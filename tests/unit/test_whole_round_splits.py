@@ -7,7 +7,6 @@ splits."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import shutil
 
@@ -149,21 +148,61 @@ def test_round_tiles_at_their_splits_where_a_first_candidate_of_full_grids_split
                                               SPLIT_K=1),), nn_key(384, 3072, 8192), SMS) == ()
 
 
+def _key(m: int, n: int, k: int, pair: str, aligned: bool = True):
+    """The plan key of a float32 product in a transpose pair, leading dimensions unpadded."""
+    ta, tb = pair[0] == "T", pair[1] == "T"
+    return plans.GemmKey("float32", "ieee", m, n, k, ta, tb, k if ta else m, n if tb else k, m,
+                         aligned)  # fmt: skip
+
+
+LONG_K_FIRST = dict(BM=128, BN=32, WM=32, WN=32, TM=8, TN=4, SPLIT_K=4)
+
+
 def test_simts_round_tiles_come_as_tns_layout_twin_at_tn_aligned_alone():
     """At TN with aligned operands each round tile is timed as its layout twin (both operands
-    through registers) at the splits the tile would have; at NN and at unaligned TN, as
-    declared."""
-    first = small_simt(BM=128, BN=32, WM=32, WN=32, TM=8, TN=4, SPLIT_K=4)
-    nn = nn_key(384, 3072, 8192)
-    tn = dataclasses.replace(nn, trans_a=True, lda=8192)
-    declared = plans.with_round_tiles((first,), nn, SMS)
+    through registers) at the splits the tile would have; unaligned, as declared (as at NT,
+    whose round tiles are the same ones)."""
+    first = small_simt(**LONG_K_FIRST)
+    declared = plans.with_round_tiles((first,), _key(384, 3072, 8192, "NT"), SMS)
     assert declared and all(c["REG_TRANSPOSE"] == 0 for c in declared)
-    staged = plans.with_round_tiles((first,), tn, SMS)
+    staged = plans.with_round_tiles((first,), _key(384, 3072, 8192, "TN"), SMS)
     assert [c.as_dict() for c in staged] == [{**c.as_dict(), "REG_TRANSPOSE": 1}
                                              for c in declared]  # fmt: skip
     assert not any(FAMILIES["simt"].violations(c, "float32") for c in staged)
-    unaligned = dataclasses.replace(tn, aligned=False)
+    unaligned = _key(384, 3072, 8192, "TN", aligned=False)
     assert plans.with_round_tiles((first,), unaligned, SMS) == declared
+
+
+@pytest.mark.parametrize("pair,blocks", [
+    ("NN", {(128, 64), (64, 64)}),  # B through registers: the tile of fewer columns
+    ("TT", {(64, 128), (64, 64)}),  # A through registers: of fewer rows
+    ("NT", {(128, 64), (64, 128), (64, 64)}),
+    ("TN", {(128, 64), (64, 128), (64, 64)}),
+])  # fmt: skip
+def test_of_simts_round_tile_and_its_mirror_the_layout_times_the_one_of_its_short_side(
+        pair, blocks):  # fmt: skip
+    found = plans.with_round_tiles((small_simt(**LONG_K_FIRST),), _key(384, 3072, 8192, pair),
+                                   SMS)  # fmt: skip
+    assert {(c["BM"], c["BN"]) for c in found} == blocks
+
+
+@pytest.mark.parametrize("m,n,blocks", [
+    (64, 4096, {(64, 128), (64, 64)}),  # (the 128 x 64 computes 64 rows of padding)
+    (4096, 64, {(128, 64), (64, 64)}),
+    (100, 100, {(64, 64)}),
+])  # fmt: skip
+def test_simts_round_tiles_that_fit_in_c(m, n, blocks):
+    found = plans.with_round_tiles((small_simt(**LONG_K_FIRST),), _key(m, n, 16384, "NN"), SMS)
+    assert {(c["BM"], c["BN"]) for c in found} == blocks
+
+
+def test_where_no_round_tile_fits_in_c_all_are_timed_less_the_layouts_longer_mirror():
+    family = FAMILIES["simt"]
+    params = small_simt(**LONG_K_FIRST).as_dict()
+    tiles = plans._round_tiles_here(family, params, _key(33, 40, 16384, "NN"))
+    assert [(t["BM"], t["BN"]) for t in tiles] == [(128, 64), (64, 64)]
+    tiles = plans._round_tiles_here(family, params, _key(33, 40, 16384, "NT"))
+    assert tiles == list(simt.ROUND_TILES)
 
 
 def _tiles(config, m: int, n: int) -> int:
@@ -180,11 +219,13 @@ def test_own_candidates_time_the_round_tiles_of_the_first_candidate(monkeypatch)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("tile", [0, 1])
 @pytest.mark.parametrize("split", [1, 8])
-def test_simts_round_tile_fits_three_blocks_an_sm_without_spills(split, tmp_path):
-    """simt's 128 x 64 round tile, declared at three blocks an SM, within that cap (168) in
-    every transpose pair and alignment, split or not (ptxas, nvcc 13.0: 122-167 registers)."""
-    base = {**FAMILIES["simt"].default_config("float32").as_dict(), **simt.ROUND_TILES[0]}
+def test_simts_round_tile_fits_three_blocks_an_sm_without_spills(tile, split, tmp_path):
+    """simt's 128 x 64 round tile and its 64 x 128 mirror, declared at three blocks an SM,
+    within that cap (168) in every transpose pair and alignment, split or not (ptxas, nvcc
+    13.0: 122-167 registers)."""
+    base = {**FAMILIES["simt"].default_config("float32").as_dict(), **simt.ROUND_TILES[tile]}
     config = KernelConfig.make("simt", {**base, "SPLIT_K": split})
     cap = register_cap(FAMILIES["simt"].threads(config.as_dict()), 3)
     assert config["MIN_BLOCKS"] == 3 and cap == 168

@@ -179,12 +179,27 @@ NARROW_BLOCKS_PER_SM = 4  # the k-split of a narrow tile gives at least this man
 # 396 slots: at 8192x128x8192 (128 tiles) it was timed at 2 and 4 slices, where 3 ran best
 # (0.95x cuBLAS, gpu_session.sh longk-float32, 2026-12-02 00:46 UTC). MIN_BLOCKS sets the
 # register cap alone, so each element's sum is the same.
+# Beside it its mirror, 64 x 128 as 64 x 32 warp tiles, also three blocks an SM (ptxas: 122-167
+# registers in every transpose and alignment, split or not, 156-159 at TN through registers,
+# no spills); each element's sum is the 128 x 64's, bit for bit. NN stages B's k-tile through
+# registers and TT stages A's, and each ran faster with the tile whose short side is that
+# operand's (ROUND_TILE_SHORT_SIDE). `gpu_session.sh round-mirror` (H200, 2026-12-02 03:25 UTC,
+# probe_skinny.py --tiles, padded, each tile's best split): at TT the 64 x 128 ran ahead of
+# the 128 x 64 at all five shapes where both fit, 0.92-0.98x cuBLAS against 0.87-0.93
+# (512x4096x4096 0.93 against 0.87); at NN behind it at all five, 0.88-0.98 against 0.94-1.05.
+# Where m is 64 it is the one that fits: 64x4096x16384 ran 1.04x at NN and at TT, where the
+# call's first candidate ran 0.87-0.88 and the 128 x 64 0.50-0.59.
 ROUND_TILES = (
     {"BM": 128, "BN": 64, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "STAGES": 3,
+     "MIN_BLOCKS": 3, "GROUP_M": 8, "STREAM_K": 0, "REG_TRANSPOSE": 0, **LOOP_TWIN},
+    {"BM": 64, "BN": 128, "BK": 16, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 3,
      "MIN_BLOCKS": 3, "GROUP_M": 8, "STREAM_K": 0, "REG_TRANSPOSE": 0, **LOOP_TWIN},
     {"BM": 64, "BN": 64, "BK": 16, "STAGES": 3, "GROUP_M": 8, "STREAM_K": 0,
      "REG_TRANSPOSE": 0, **TWO_WARP, **LOOP_TWIN},
 )  # fmt: skip
+# NN (B through registers): the block of fewer columns; TT (A): of fewer rows. NT copies both
+# operands straight to shared memory and TN (aligned) stages both, so both are timed there.
+ROUND_TILE_SHORT_SIDE = {(False, False): "n", (True, True): "m"}
 # The rounds of blocks whose k-splits the round tiles are timed at: one to three (other
 # families, one and two). At the shipped table's long-k float32 entries that cuBLAS holds
 # (same run), the 128 x 64 tile at three blocks an SM ran best at 3, 12 and 8 slices of 128, 32
@@ -387,6 +402,7 @@ FAMILY = KernelFamily(
     narrow_tiles=NARROW_TILES,
     round_tiles=ROUND_TILES,
     round_tile_rounds=ROUND_TILE_ROUNDS,
+    round_tile_short_side=ROUND_TILE_SHORT_SIDE,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
     stream_k_changes=STREAM_K_CHANGES,
     stream_k_tiles=STREAM_K_TILES,
