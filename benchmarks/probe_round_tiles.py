@@ -5,7 +5,7 @@ long k; --change tn-registers (2026-12-02), the round tiles timed as their TN la
 (both operands through registers, REG_TRANSPOSE=1) at TN with aligned operands; --change mirror
 (2026-12-02), the 128 x 64 tile's 64 x 128 mirror, of the two the one each layout's short
 side wants (NN: fewer columns, TT: fewer rows, NT and TN both), only the round tiles that fit
-in C.
+nearly fills (three quarters of the block along each side).
 
     python benchmarks/probe_round_tiles.py [--change three-blocks] [--shapes MxNxK,...]
         [--passes 2] [--own-only] [--dtype float32] [--trans NN] [--out DIR]

@@ -500,8 +500,8 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
     128 x 64 tile and two-warp 64 x 64) on its other settings, each at the k-splits that fill
     the family's `round_tile_rounds` rounds (where its own tiles are fewer than its slots)
     and, where the candidate's tiles are few and its own fill at least half a round at one
-    block per SM, unsplit; only the round tiles that fit in C, and of a tile and its mirror the
-    one whose short side the layout wants (_round_tiles_here). Where its family has
+    block per SM, unsplit; only the round tiles C nearly fills, and of a tile and its mirror
+    the one whose short side the layout wants (_round_tiles_here). Where its family has
     `layout_twins` for the key's layout, each
     tiling comes as those instead of as declared (simt's TN, aligned: both operands through
     registers, 1.12-1.94x faster than the tile's 4-byte copies at each of 68 splits and
@@ -526,12 +526,15 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
 
 def _round_tiles_here(family: Any, params: Params, key: GemmKey) -> list[Params]:
     """The family's round tiles (on params) that autotuning times at the key: those whose
-    block fits in C (all where none does: a tile wider than C computes padding), and of a
+    block C fills at least three quarters of along each side (all where none is), and of a
     tile and its mirror both kept, the one the family's `round_tile_short_side` names for the
-    key's transpose pair."""
+    key's transpose pair. (Rows and columns past C's are padding: at m = 64 simt's 128 x 64
+    ran 0.50-0.59x cuBLAS where its mirror ran 1.04x, but at m = 126 it ran best: H200,
+    2026-12-02.)"""
     tiles = family.round_tiles
     blocks = [family.block_tile({**params, **t}) for t in tiles]
-    fits = [i for i, (bm, bn) in enumerate(blocks) if bm <= key.m and bn <= key.n]
+    fits = [i for i, (bm, bn) in enumerate(blocks)
+            if 4 * key.m >= 3 * bm and 4 * key.n >= 3 * bn]  # fmt: skip
     kept = fits or list(range(len(tiles)))
     side = family.round_tile_short_side.get((key.trans_a, key.trans_b))
     if side is not None:
