@@ -4,7 +4,7 @@ an SM, its splits over one to three rounds and its timing where the first candid
 long k; --change tn-registers (2026-12-02), the round tiles timed as their TN layout twins
 (both operands through registers, REG_TRANSPOSE=1) at TN with aligned operands; --change mirror
 (2026-12-02), the 128 x 64 tile's 64 x 128 mirror, of the two the one each layout's short
-side wants (NN: fewer columns, TT: fewer rows, NT and TN both), only the round tiles that fit
+side wants (NN: fewer columns, TT: fewer rows, NT and TN both), only the round tiles that C
 nearly fills (three quarters of the block along each side).
 
     python benchmarks/probe_round_tiles.py [--change three-blocks] [--shapes MxNxK,...]
