@@ -502,10 +502,10 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
     and, where the candidate's tiles are few and its own fill at least half a round at one
     block per SM, unsplit; only the round tiles C nearly fills, and of a tile and its mirror
     the one whose short side the layout wants (_round_tiles_here). Where its family has
-    `layout_twins` for the key's layout, each
-    tiling comes as those instead of as declared (simt's TN, aligned: both operands through
-    registers, 1.12-1.94x faster than the tile's 4-byte copies at each of 68 splits and
-    shapes: probe_round_tiles.py --change tn-registers, H200, 2026-12-02 03:14 UTC)."""
+    `layout_twins` for the key's layout, each tiling comes as those instead of as declared
+    (simt's TN, aligned: both operands through registers, 1.12-1.94x faster than the tile's
+    4-byte copies at each of the 56 tiles and splits timed over six shapes: probe_round_tiles.py
+    --change tn-registers, H200, 2026-12-02 03:14 UTC)."""
     found = []
     for c, family, params in _split_k_configs(candidates):
         if not family.round_tiles:

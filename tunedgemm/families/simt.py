@@ -187,7 +187,7 @@ NARROW_BLOCKS_PER_SM = 4  # the k-split of a narrow tile gives at least this man
 # probe_skinny.py --tiles, padded, each tile's best split): at TT the 64 x 128 ran ahead of
 # the 128 x 64 at all five shapes where both fit, 0.92-0.98x cuBLAS against 0.87-0.93
 # (512x4096x4096 0.93 against 0.87); at NN behind it at all five, 0.88-0.98 against 0.94-1.05.
-# Where m is 64 it is the one that fits: 64x4096x16384 ran 1.04x at NN and at TT, where the
+# Where m is 64 it is the one that fits: 64x4096x16384 ran 1.04-1.05x at NN and TT, where the
 # call's first candidate ran 0.87-0.88 and the 128 x 64 0.50-0.59.
 ROUND_TILES = (
     {"BM": 128, "BN": 64, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "STAGES": 3,
