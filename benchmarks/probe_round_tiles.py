@@ -13,12 +13,12 @@ nearly fills (three quarters of the block along each side).
 probe_host_ties.py's passes (PyCUDA GPUArrays into c, operands padded, fresh plans each pass,
 against cuBLAS into c through scikit-cuda on the same operands), float32 by default, with
 "before" autotuning without the change and "after" as now; writes
-probe_round_tiles-CHANGE-<own|auto>[-TRANS].json. three-blocks' "before" is the 128 x 64 tile at two
-blocks an SM, splits over one and two rounds, timed only where the first candidate's tiles are
-fewer than its block slots; with --dtype float64 it times dmma's round tiles, whose rounds are
-as before, where a split first candidate has long k. tn-registers runs TN unless --trans says
-otherwise (elsewhere before and after time the same candidates); mirror runs TT at
-MIRROR_SHAPES unless told otherwise.
+probe_round_tiles-CHANGE-<own|auto>[-TRANS].json. three-blocks' "before" is the 128 x 64 tile
+at two blocks an SM, splits over one and two rounds, timed only where the first candidate's
+tiles are fewer than its block slots; with --dtype float64 it times dmma's round tiles, whose
+rounds are as before, where a split first candidate has long k. tn-registers runs TN unless
+--trans says otherwise (elsewhere before and after time the same candidates); mirror runs TT
+at MIRROR_SHAPES unless told otherwise.
 """
 
 from __future__ import annotations

@@ -497,15 +497,16 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
     """For each own split-K candidate with fewer output tiles at this shape than the GPU has
     block slots for it (as with_whole_round_splits asks), or split in k at k of at least
     ROUND_TILES_SPLIT_FROM_K, its family's `round_tiles` (dmma's two 128 x 64 tilings, simt's
-    128 x 64 tile and two-warp 64 x 64) on its other settings, each at the k-splits that fill
-    the family's `round_tile_rounds` rounds (where its own tiles are fewer than its slots)
-    and, where the candidate's tiles are few and its own fill at least half a round at one
-    block per SM, unsplit; only the round tiles C nearly fills, and of a tile and its mirror
-    the one whose short side the layout wants (_round_tiles_here). Where its family has
-    `layout_twins` for the key's layout, each tiling comes as those instead of as declared
-    (simt's TN, aligned: both operands through registers, 1.12-1.94x faster than the tile's
-    4-byte copies at each of the 56 tiles and splits timed over six shapes: probe_round_tiles.py
-    --change tn-registers, H200, 2026-12-02 03:14 UTC)."""
+    128 x 64 tile, its 64 x 128 mirror and the two-warp 64 x 64) on its other settings, each
+    at the k-splits that fill the family's `round_tile_rounds` rounds (where its own tiles
+    are fewer than its slots) and, where the candidate's tiles are few and its own fill at
+    least half a round at one block per SM, unsplit; only the round tiles C nearly fills,
+    and of a tile and its mirror the one whose short side the layout wants
+    (_round_tiles_here). Where its family has `layout_twins` for the key's layout, each
+    tiling comes as those instead of as declared (simt's TN, aligned: both operands through
+    registers, 1.12-1.94x faster than the tile's 4-byte copies at each of the 56 tiles and
+    splits timed over six shapes: probe_round_tiles.py --change tn-registers, H200,
+    2026-12-02 03:14 UTC)."""
     found = []
     for c, family, params in _split_k_configs(candidates):
         if not family.round_tiles:
