@@ -187,9 +187,12 @@ class KernelFamily:
     def twins_for(self, trans_a: bool, trans_b: bool, aligned: bool) -> tuple[Params, ...]:
         """The twins autotuning times in this layout: `twins`, then this transpose pair's
         `layout_twins` where the operands are aligned."""
-        if not aligned:
-            return self.twins
-        return self.twins + tuple(self.layout_twins.get((trans_a, trans_b), ()))
+        return self.twins + self.layout_twins_for(trans_a, trans_b, aligned)
+
+    def layout_twins_for(self, trans_a: bool, trans_b: bool,
+                         aligned: bool) -> tuple[Params, ...]:  # fmt: skip
+        """This transpose pair's `layout_twins` where the operands are aligned (else none)."""
+        return tuple(self.layout_twins.get((trans_a, trans_b), ())) if aligned else ()
 
     def for_layout(self, config: KernelConfig, trans_a: bool, trans_b: bool,
                    aligned: bool) -> KernelConfig:  # fmt: skip

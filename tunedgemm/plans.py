@@ -554,9 +554,7 @@ def _layout_twins(config: KernelConfig, key: GemmKey) -> tuple[KernelConfig, ...
     where the operands are aligned (none elsewhere)."""
     from .families import FAMILIES
 
-    if not key.aligned:
-        return ()
-    twins = FAMILIES[config.family].layout_twins.get((key.trans_a, key.trans_b), ())
+    twins = FAMILIES[config.family].layout_twins_for(key.trans_a, key.trans_b, key.aligned)
     return tuple(KernelConfig.make(config.family, {**config.as_dict(), **t}) for t in twins)
 
 
