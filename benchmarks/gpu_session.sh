@@ -54,7 +54,8 @@
 # (simt's 64-thread tiles: their GPU test, then the same at those shapes), narrow-two-warp
 # (simt's narrow tiles as two warps, at skinny shapes), longk-float32 (bench_tuning and simt
 # tilings at float32's long-k entries that cuBLAS holds), round-tiles (simt's three-block round
-# tile: its GPU tests, then probe_round_tiles.py), round-mirror (the round tile beside its
+# tile: its GPU tests, then probe_round_tiles.py), layout-losers (simt tilings at TN's and
+# TT's worst random float32 shapes), round-mirror (the round tile beside its
 # 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
 # register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -929,6 +930,37 @@ PY
                 --out "$OUT" > "$log" 2>&1
             echo "probe_round_tiles: exit $?"; grep -v "Warning\|routine(" "$log"
         fi ;;
+    layout-losers)  # simt tilings at TN's and TT's worst random float32 shapes of 2026-12-02
+        # (probe_skinny.py --tiles, padded, at splits 1-8 and as stream-K; TN's through
+        # registers): the round tile, its mirror, the two-warp 64 x 64, 128 x 128 at two blocks
+        # and at one, the table's 64 x 128 and the two-warp narrow tiles; LOSERS_TN and
+        # LOSERS_TT the shapes, LOSERS_LIMIT seconds a layout
+        twin="ADVANCE=1,FMA_ORDER=1,GROUP_M=8,BK=16"
+        tiles=""
+        for tile in BM=128,BN=64,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=3 \
+                    BM=64,BN=128,WM=64,WN=32,TM=8,TN=8,STAGES=3,MIN_BLOCKS=3 \
+                    BM=64,BN=64,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=4 \
+                    BM=128,BN=128,WM=32,WN=64,TM=8,TN=8,STAGES=2,MIN_BLOCKS=2 \
+                    BM=128,BN=128,WM=64,WN=64,TM=16,TN=8,STAGES=2,MIN_BLOCKS=1 \
+                    BM=64,BN=128,WM=32,WN=64,TM=8,TN=8,STAGES=2,MIN_BLOCKS=2 \
+                    BM=128,BN=32,WM=64,WN=32,TM=8,TN=8,STAGES=3,MIN_BLOCKS=4 \
+                    BM=32,BN=128,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=4; do
+            tiles="$tiles $tile,$twin"
+        done
+        for trans in TN TT; do
+            if [ $trans = TN ]; then
+                shapes=${LOSERS_TN:-273x10224x374,307x9899x517,2166x342x1628,4013x590x3661,389x676x16253,126x1257x8863}
+                layout_tiles=$(for t in $tiles; do printf '%s ' "$t,REG_TRANSPOSE=1"; done)
+            else
+                shapes=${LOSERS_TT:-146x5866x434,384x3072x8192,512x4096x16384,4096x512x16384}
+                layout_tiles=$tiles
+            fi
+            timeout ${LOSERS_LIMIT:-200} python3 benchmarks/probe_skinny.py --padded --trans $trans \
+                --shapes $shapes --tile-splits 1,2,3,4,6,8 --tile-stream-k 1,2 \
+                --ignore-constraint "threads per block|element copies" \
+                --tiles $layout_tiles --out "$OUT" > "$OUT/probe_losers-$trans.txt" 2>&1
+            echo "layout-losers $trans: exit $?"; grep -v "Warning" "$OUT/probe_losers-$trans.txt" | head -120
+        done ;;
     round-mirror)  # simt's 128 x 64 round tile beside its mirror, 64 x 128 (both warp
         # arrangements), three blocks an SM, the loop twin, at splits 1-16 (probe_skinny.py
         # --tiles, padded), in each of MIRROR_TRANS (default "TT NN"; TT stages A's 128 rows

@@ -5,7 +5,9 @@ long k; --change tn-registers (2026-12-02), the round tiles timed as their TN la
 (both operands through registers, REG_TRANSPOSE=1) at TN with aligned operands; --change mirror
 (2026-12-02), the 128 x 64 tile's 64 x 128 mirror, of the two the one each layout's short
 side wants (NN: fewer columns, TT: fewer rows, NT and TN both), only the round tiles that C
-nearly fills (three quarters of the block along each side).
+nearly fills (three quarters of the block along each side); --change stream-k-first
+(2026-12-02), the round tiles timed where the first candidate is a stream-K schedule at long k
+(plans._round_tile_bases).
 
     python benchmarks/probe_round_tiles.py [--change three-blocks] [--shapes MxNxK,...]
         [--passes 2] [--own-only] [--dtype float32] [--trans NN] [--out DIR]
@@ -18,7 +20,7 @@ at two blocks an SM, splits over one and two rounds, timed only where the first 
 tiles are fewer than its block slots; with --dtype float64 it times dmma's round tiles, whose
 rounds are as before, where a split first candidate has long k. tn-registers runs TN unless
 --trans says otherwise (elsewhere before and after time the same candidates); mirror runs TT
-at MIRROR_SHAPES unless told otherwise.
+at MIRROR_SHAPES unless told otherwise; stream-k-first runs TT at STREAM_K_FIRST_SHAPES.
 """
 
 from __future__ import annotations
@@ -74,6 +76,19 @@ def no_layout_twins(config: Any, key: Any) -> tuple[()]:
     return ()
 
 
+# Long-k TT shapes where the table's first candidate is stream-K and autotuning kept a
+# stream-K pick (2026-12-02, 0.92-0.96x cuBLAS through the call).
+STREAM_K_FIRST_SHAPES = "384x3072x8192,4096x512x16384,512x4096x16384"
+
+
+def split_bases_only(candidates: Any) -> list:
+    """plans._round_tile_bases before stream-k-first: the k-split candidates alone."""
+    from tunedgemm import plans
+
+    return [(c, family, params, params["SPLIT_K"] > 1)
+            for c, family, params in plans._split_k_configs(candidates)]  # fmt: skip
+
+
 def _change(argv: list[str]) -> str:
     """--change's value, taken out of argv (the passes parse the rest)."""
     if "--change" not in argv:
@@ -100,8 +115,12 @@ def main() -> int:
         defaults = ["--dtype", "float32", "--shapes", MIRROR_SHAPES, "--trans", "TT"]
         before = {"families.FAMILIES[simt]": unmirrored_family(),
                   "plans._round_tiles_here": every_round_tile}  # fmt: skip
+    elif change == "stream-k-first":
+        defaults = ["--dtype", "float32", "--shapes", STREAM_K_FIRST_SHAPES, "--trans", "TT"]
+        before = {"plans._round_tile_bases": split_bases_only}
     else:
-        raise SystemExit(f"--change: three-blocks, tn-registers or mirror, not {change!r}")
+        raise SystemExit("--change: three-blocks, tn-registers, mirror or stream-k-first, "
+                         f"not {change!r}")
     sys.argv[1:1] = defaults  # (later ones win)
     return passes(f"round_tiles-{change}", before, [], __doc__)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -222,7 +223,7 @@ def main() -> int:
     tile_stream_k = tuple(int(v) for v in args.tile_stream_k.split(",") if v)
     ignore = tuple(part for arg in args.ignore_constraint for part in arg.split("|"))
 
-    from tunedgemm import autotune, cuda, selection, table
+    from tunedgemm import autotune, compiler, cuda, selection, table
     from tunedgemm.params import KernelConfig
     from tunedgemm.tuning import problems
 
@@ -253,6 +254,9 @@ def main() -> int:
         else:
             grid = list(dict.fromkeys(v for b in bases for v in variants(b, k)))
         candidates = (table.CUBLAS, *grid)
+        # nvcc in parallel first: time_candidates would compile them one at a time, seconds
+        # each on a fresh machine.
+        compiler.precompile(grid, dtype.name, *trans, form.aligned(), jobs=os.cpu_count() or 8)
         ms = autotune.time_candidates(form, dtype, candidates)
         cublas = ms[0]
         ranked = sorted(zip(ms[1:], grid, strict=True), key=lambda x: x[0])

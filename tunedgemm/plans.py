@@ -495,8 +495,9 @@ ROUND_TILES_SPLIT_FROM_K = 2048
 
 def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
     """For each own split-K candidate with fewer output tiles at this shape than the GPU has
-    block slots for it (as with_whole_round_splits asks), or split in k at k of at least
-    ROUND_TILES_SPLIT_FROM_K, its family's `round_tiles` (dmma's two 128 x 64 tilings, simt's
+    block slots for it (as with_whole_round_splits asks), or split in k, by a k-split or a
+    stream-K schedule (_round_tile_bases), at k of at least ROUND_TILES_SPLIT_FROM_K, its
+    family's `round_tiles` (dmma's two 128 x 64 tilings, simt's
     128 x 64 tile, its 64 x 128 mirror and the two-warp 64 x 64) on its other settings, each
     at the k-splits that fill the family's `round_tile_rounds` rounds (where its own tiles
     are fewer than its slots) and, where the candidate's tiles are few and its own fill at
@@ -508,14 +509,14 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
     splits timed over six shapes: probe_round_tiles.py --change tn-registers, H200,
     2026-12-02 03:14 UTC)."""
     found = []
-    for c, family, params in _split_k_configs(candidates):
+    for c, family, params, splits_k in _round_tile_bases(candidates):
         if not family.round_tiles:
             continue
         few = _tiles(key, family.block_tile(params)) < sms * model.resident_blocks(c, key.dtype)
-        if not (few or (params["SPLIT_K"] > 1 and key.k >= ROUND_TILES_SPLIT_FROM_K)):
+        if not (few or (splits_k and key.k >= ROUND_TILES_SPLIT_FROM_K)):
             continue
         for tile in _round_tiles_here(family, params, key):
-            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
+            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1, "STREAM_K": 0})
             for variant in _layout_twins(tiled, key) or (tiled,):
                 if family.violations(variant, key.dtype):
                     continue
@@ -523,6 +524,25 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
                     found.append(variant)
                 found += with_whole_round_splits((variant,), key, sms, family.round_tile_rounds)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
+
+
+def _round_tile_bases(candidates: tuple[Any, ...]) -> list[tuple[KernelConfig, Any, Params, bool]]:
+    """(config, family, parameters, whether it splits k) of the own candidates, in order, that
+    with_round_tiles may retile: those with a k-split, and the stream-K ones (as their
+    data-parallel grid), which split k by their schedule. (Where the table's first candidate
+    at TT 384x3072x8192 was stream-K no round tile was timed, and the call's pick ran 0.93x
+    cuBLAS; the 64 x 128 mirror at 8 slices ran 0.96x: round-mirror, H200, 2026-12-02.)"""
+    from .families import FAMILIES
+
+    found: list[tuple[KernelConfig, Any, Params, bool]] = []
+    for c in candidates:
+        if isinstance(c, KernelConfig) and "SPLIT_K" in c.as_dict():
+            family, params = FAMILIES[c.family], c.as_dict()
+            if family.stream_k(params):
+                found.append((c, family, {**params, "STREAM_K": 0}, True))
+            else:
+                found.append((c, family, params, params["SPLIT_K"] > 1))
+    return found
 
 
 def _round_tiles_here(family: Any, params: Params, key: GemmKey) -> list[Params]:

@@ -122,15 +122,13 @@ def test_simts_round_tiles_come_with_the_loop_twin():
     assert not any(FAMILIES["simt"].violations(c, "float32") for c in found)
 
 
-def test_round_tiles_none_for_full_grids_stream_k_and_families_without_them():
+def test_round_tiles_none_for_full_grids_and_families_without_them():
     assert plans.with_round_tiles((_dmma(SPLIT_K=1),), nn_key(4096, 4096, 4096, "float64"),
                                   SMS) == ()  # fmt: skip
     # (split at long k: its round tiles' 2048 tiles of 128 x 64 fill their slots unsplit)
     assert plans.with_round_tiles((_dmma(),), nn_key(4096, 4096, 4096, "float64"), SMS) == ()
     tf32 = FAMILIES["tf32"].default_config("float32")  # (no round tiles)
     assert plans.with_round_tiles((tf32,), nn_key(384, 384, 3072), SMS) == ()
-    streamk = _dmma(SPLIT_K=1, STREAM_K=1, ADVANCE=1)
-    assert plans.with_round_tiles((streamk,), nn_key(384, 384, 3072, "float64"), SMS) == ()
 
 
 def test_round_tiles_at_their_splits_where_a_first_candidate_of_full_grids_splits_long_k():
@@ -204,6 +202,25 @@ def test_where_c_nearly_fills_no_round_tile_all_are_timed_less_the_layouts_longe
     assert [(t["BM"], t["BN"]) for t in tiles] == [(128, 64), (64, 64)]
     tiles = plans._round_tiles_here(family, params, _key(33, 40, 16384, "NT"))
     assert tiles == list(simt.ROUND_TILES)
+
+
+def test_a_stream_k_first_candidate_at_long_k_gets_the_round_tiles_of_its_data_parallel_grid():
+    """A stream-K first candidate splits k by its schedule: at long k its family's round tiles
+    are timed as for a k-split one (TT 384x3072x8192: the 64 x 128 mirror, 0.96x cuBLAS at 8
+    slices where the stream-K pick ran 0.93x), unsplit and not stream-K; at short k none."""
+    family = FAMILIES["simt"]
+    split = small_simt(**LONG_K_FIRST, BK=16)
+    streamed = KernelConfig.make("simt", {**split.as_dict(), **family.stream_k_changes,
+                                          "STREAM_K": 2})  # fmt: skip
+    assert family.stream_k(streamed.as_dict()) and not family.violations(streamed, "float32")
+    key = _key(384, 3072, 8192, "TT")
+    found = plans.with_round_tiles((streamed,), key, SMS)
+    assert {(c["BM"], c["BN"]) for c in found} == {(64, 128), (64, 64)}
+    assert all(c["STREAM_K"] == 0 for c in found)
+    assert set(found) == set(plans.with_round_tiles((split,), key, SMS))
+    # k under ROUND_TILES_SPLIT_FROM_K, C's 288 tiles of 128 x 32 on 264 slots: not few either.
+    short = _key(384, 3072, plans.ROUND_TILES_SPLIT_FROM_K // 2, "TT")
+    assert plans.with_round_tiles((streamed,), short, SMS) == ()
 
 
 def _tiles(config, m: int, n: int) -> int:
