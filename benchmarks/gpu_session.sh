@@ -908,7 +908,8 @@ PY
     round-tiles)  # simt's round tile at three blocks an SM and its new splits (2026-12-02), and
         # its TN layout twin, in ROUND_PARTS (default "tests probe"): its GPU test and the
         # round-tile cases of the split-K determinism test, then probe_round_tiles.py (the
-        # public call, before and after ROUND_CHANGE, default three-blocks, tn-registers or mirror;
+        # public call, before and after ROUND_CHANGE: three-blocks (the default), tn-registers,
+        # mirror, stream-k-first or unsplit-grids;
         # own kernels only; ROUND_PASSES, default 2; ROUND_SHAPES; ROUND_TRANS, default the
         # change's; ROUND_DTYPE, default float32: float64 times dmma's round tiles, which come
         # where a split first candidate has long k too)

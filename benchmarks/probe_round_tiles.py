@@ -7,7 +7,9 @@ long k; --change tn-registers (2026-12-02), the round tiles timed as their TN la
 side wants (NN: fewer columns, TT: fewer rows, NT and TN both), only the round tiles that C
 nearly fills (three quarters of the block along each side); --change stream-k-first
 (2026-12-02), the round tiles timed where the first candidate is a stream-K schedule at long k
-(plans._round_tile_bases).
+(plans._round_tile_bases); --change unsplit-grids (2026-12-02), a first candidate that splits
+short k over a full grid timed unsplit too, with the round tiles that fill their waves
+(plans.with_unsplit_grids).
 
     python benchmarks/probe_round_tiles.py [--change three-blocks] [--shapes MxNxK,...]
         [--passes 2] [--own-only] [--dtype float32] [--trans NN] [--out DIR]
@@ -20,7 +22,8 @@ at two blocks an SM, splits over one and two rounds, timed only where the first 
 tiles are fewer than its block slots; with --dtype float64 it times dmma's round tiles, whose
 rounds are as before, where a split first candidate has long k. tn-registers runs TN unless
 --trans says otherwise (elsewhere before and after time the same candidates); mirror runs TT
-at MIRROR_SHAPES unless told otherwise; stream-k-first runs TT at STREAM_K_FIRST_SHAPES.
+at MIRROR_SHAPES unless told otherwise; stream-k-first runs TT at STREAM_K_FIRST_SHAPES,
+unsplit-grids TN at UNSPLIT_SHAPES.
 """
 
 from __future__ import annotations
@@ -89,6 +92,18 @@ def split_bases_only(candidates: Any) -> list:
             for c, family, params in plans._split_k_configs(candidates)]  # fmt: skip
 
 
+# Short-k TN shapes where the first candidate splits k over a full grid: TN's losses of the
+# 2026-12-02 random shapes (0.82-0.83x cuBLAS) and random shapes of seeds 0-4 that get
+# unsplit grids.
+UNSPLIT_SHAPES = ("273x10224x374,307x9899x517,232x10211x603,280x13795x466,1408x3030x950,"
+                  "8263x132x1561,10684x116x1630")  # fmt: skip
+
+
+def no_unsplit_grids(candidates: Any, key: Any, sms: int) -> tuple[()]:
+    """plans.with_unsplit_grids before unsplit-grids: nothing."""
+    return ()
+
+
 def _change(argv: list[str]) -> str:
     """--change's value, taken out of argv (the passes parse the rest)."""
     if "--change" not in argv:
@@ -118,9 +133,12 @@ def main() -> int:
     elif change == "stream-k-first":
         defaults = ["--dtype", "float32", "--shapes", STREAM_K_FIRST_SHAPES, "--trans", "TT"]
         before = {"plans._round_tile_bases": split_bases_only}
+    elif change == "unsplit-grids":
+        defaults = ["--dtype", "float32", "--shapes", UNSPLIT_SHAPES, "--trans", "TN"]
+        before = {"plans.with_unsplit_grids": no_unsplit_grids}
     else:
-        raise SystemExit("--change: three-blocks, tn-registers, mirror or stream-k-first, "
-                         f"not {change!r}")
+        raise SystemExit("--change: three-blocks, tn-registers, mirror, stream-k-first or "
+                         f"unsplit-grids, not {change!r}")
     sys.argv[1:1] = defaults  # (later ones win)
     return passes(f"round_tiles-{change}", before, [], __doc__)
 

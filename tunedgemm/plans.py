@@ -359,8 +359,9 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     whole-round splits where their tiles are fewer than their block slots, the first
     RASTERS_OF ones' raster twins, and the first one's narrow tiles at skinny shapes with
     long k, its family's round tiles where its tiles are fewer than its block slots or it
-    splits long k, its family's small-k tiles at short k over many tiles, and its family's
-    medium tiles at skinny and medium shapes.
+    splits long k, itself and those round tiles that fill their waves unsplit where it splits
+    short k over a full grid, its family's small-k tiles at short k over many tiles, and its
+    family's medium tiles at skinny and medium shapes.
 
     Whole-round splits for each of the first RELATIVES_OF, not the first alone: at
     1920x774x1096 float32 (H200, 2026-11-28) the first, a 128 x 32 tile, has more tiles than
@@ -375,6 +376,7 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         streamed = with_stream_k(first, key, sms)  # (their main loop is the twin's already)
         rounds = with_whole_round_splits(first, key, sms)  # (as recorded: no twins)
         rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
+        rounds += with_unsplit_grids(first[:1], key, sms)  # (the same)
         rounds += with_small_k_tiles(first[:1], key, sms)  # (the same)
         rounds += with_medium_tiles(first[:1], key, sms)  # (the same)
     rasters = with_raster_twins(first[:RASTERS_OF], key.dtype)[len(first[:RASTERS_OF]):]
@@ -523,6 +525,43 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
                 if few and 2 * _tiles(key, family.block_tile(variant.as_dict())) >= sms:
                     found.append(variant)
                 found += with_whole_round_splits((variant,), key, sms, family.round_tile_rounds)
+    return tuple(dict.fromkeys(f for f in found if f not in candidates))
+
+
+# Where a k-split first candidate's grid already fills its block slots at short k (under
+# ROUND_TILES_SPLIT_FROM_K), the share of its waves a round tile's unsplit grid must fill for
+# autotuning to time it (with_unsplit_grids). At TN 307x9899x517 the table's 64 x 128 tile split
+# four ways (390 tiles on 264 slots) ran 0.83x cuBLAS through the call; unsplit 0.94x, and the
+# 64 x 128 round tile at three blocks an SM (390 tiles on 396 slots, 98% of one wave) 0.95x;
+# at 273x10224x374 the first candidate unsplit ran 0.85x against its split's 0.82x
+# (layout-losers, H200, 2026-12-02 05:46 UTC).
+UNSPLIT_ROUND_TILE_FILL = 0.9
+
+
+def with_unsplit_grids(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
+    """For each own k-split candidate whose output tiles at this shape fill its block slots
+    (SMs x its resident blocks) at k under ROUND_TILES_SPLIT_FROM_K: itself unsplit, and its
+    family's round tiles here (as with_round_tiles takes them, layout twins too) unsplit where
+    their grid fills at least UNSPLIT_ROUND_TILE_FILL of its waves of block slots. (The table's
+    split comes from an entry of longer k or fewer tiles; at short k over a full grid each
+    slice's few k-tiles and the second launch's sums cost more than the fuller last wave
+    saves.)"""
+    if key.k >= ROUND_TILES_SPLIT_FROM_K:
+        return ()
+    found = []
+    for c, family, params in _split_k_configs(candidates):
+        slots = sms * model.resident_blocks(c, key.dtype)
+        if params["SPLIT_K"] == 1 or _tiles(key, family.block_tile(params)) < slots:
+            continue
+        unsplit = [KernelConfig.make(c.family, {**params, "SPLIT_K": 1})]
+        for tile in _round_tiles_here(family, params, key) if family.round_tiles else ():
+            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
+            for variant in _layout_twins(tiled, key) or (tiled,):
+                block = family.block_tile(variant.as_dict())
+                slots = sms * model.resident_blocks(variant, key.dtype)
+                if _fill(key, block, slots) >= UNSPLIT_ROUND_TILE_FILL:
+                    unsplit.append(variant)
+        found += [u for u in unsplit if not family.violations(u, key.dtype)]
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
 
 

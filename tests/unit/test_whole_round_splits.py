@@ -267,3 +267,48 @@ def test_simts_round_tiles_through_registers_fit_their_caps_at_tn(split, tmp_pat
         where.mkdir()
         jobs = [(config, 1, 0, aligned) for aligned in (0, 1)]
         assert_compile_within(jobs, "float32", cap, where)
+
+
+# The table's first candidate at TN 307x9899x517: 64 x 128 at two blocks an SM, split 4 ways.
+FULL_GRID_FIRST = dict(BM=64, BN=128, WM=32, WN=64, TM=8, TN=8, BK=16, STAGES=2, MIN_BLOCKS=2,
+                       SPLIT_K=4, REG_TRANSPOSE=1)  # fmt: skip
+
+
+def test_a_split_over_a_full_grid_at_short_k_is_timed_unsplit_with_the_round_tiles_that_fill():
+    """307x9899x517 TN: 390 tiles of 64 x 128 fill the first candidate's 264 slots, so it is
+    timed unsplit, with the 64 x 128 round tile (390 tiles on 396 slots, 98% of one wave);
+    the 128 x 64 (465 tiles, 59% of two waves of 396) and the two-warp 64 x 64 (775 on 528
+    slots, 73%) are not."""
+    first = small_simt(**FULL_GRID_FIRST)
+    assert model.resident_blocks(first, "float32") == 2
+    found = plans.with_unsplit_grids((first,), _key(307, 9899, 517, "TN"), SMS)
+    assert [(c["BM"], c["BN"], c["MIN_BLOCKS"]) for c in found] == [(64, 128, 2), (64, 128, 3)]
+    assert found[0].as_dict() == {**first.as_dict(), "SPLIT_K": 1}
+    assert all(c["SPLIT_K"] == 1 and c["REG_TRANSPOSE"] == 1 for c in found)
+    assert not any(FAMILIES["simt"].violations(c, "float32") for c in found)
+
+
+@pytest.mark.parametrize("m,n,k", [
+    (307, 9899, plans.ROUND_TILES_SPLIT_FROM_K),  # long k: with_round_tiles' shapes
+    (307, 2000, 517),  # 80 tiles on 264 slots: the split fills idle SMs
+])  # fmt: skip
+def test_no_unsplit_grids_at_long_k_or_where_the_grid_leaves_slots_idle(m, n, k):
+    first = small_simt(**FULL_GRID_FIRST)
+    assert plans.with_unsplit_grids((first,), _key(m, n, k, "TN"), SMS) == ()
+
+
+def test_no_unsplit_grids_for_unsplit_stream_k_or_cublas():
+    unsplit = small_simt(**{**FULL_GRID_FIRST, "SPLIT_K": 1})
+    family = FAMILIES["simt"]
+    streamed = KernelConfig.make("simt", {**unsplit.as_dict(), **family.stream_k_changes,
+                                          "STREAM_K": 2})  # fmt: skip
+    key = _key(307, 9899, 517, "TN")
+    assert plans.with_unsplit_grids((unsplit, streamed, table.CUBLAS), key, SMS) == ()
+
+
+def test_own_candidates_time_the_first_candidates_unsplit_grids(monkeypatch):
+    monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    first = small_simt(**FULL_GRID_FIRST)
+    key = _key(307, 9899, 517, "TN")
+    expected = plans.with_unsplit_grids((first,), key, SMS)
+    assert expected and set(expected) <= set(plans.own_candidates((first,), key))
