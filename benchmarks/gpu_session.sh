@@ -55,8 +55,8 @@
 # (simt's narrow tiles as two warps, at skinny shapes), longk-float32 (bench_tuning and simt
 # tilings at float32's long-k entries that cuBLAS holds), round-tiles (simt's three-block round
 # tile: its GPU tests, then probe_round_tiles.py), layout-losers (simt tilings at TN's and
-# TT's worst random float32 shapes), round-mirror (the round tile beside its
-# 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
+# TT's worst random float32 shapes), tn-large (simt's large tiles at TN and NN), round-mirror
+# (the round tile beside its 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
 # register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -961,6 +961,24 @@ PY
                 --ignore-constraint "threads per block|element copies" \
                 --tiles $layout_tiles --out "$OUT" > "$OUT/probe_losers-$trans.txt" 2>&1
             echo "layout-losers $trans: exit $?"; grep -v "Warning" "$OUT/probe_losers-$trans.txt" | head -120
+        done ;;
+    tn-large)  # simt's large tiles at TN, through registers and through 4-byte copies,
+        # beside the same tiles at NN, at TN's worst large random float32 shapes of 2026-12-02
+        # (probe_skinny.py --tiles, padded, unsplit, split 2 and as stream-K; TN_LARGE_SHAPES)
+        shapes=${TN_LARGE_SHAPES:-827x4994x7378,3297x2367x1173,7110x1102x3327,4096x4096x4096}
+        twin="ADVANCE=1,FMA_ORDER=1,BK=16"
+        tiles="BM=256,BN=128,WM=64,WN=64,TM=16,TN=8,STAGES=2,MIN_BLOCKS=1,GROUP_M=16,$twin"
+        tiles="$tiles BM=128,BN=128,WM=64,WN=64,TM=16,TN=8,STAGES=2,MIN_BLOCKS=1,GROUP_M=8,$twin"
+        tiles="$tiles BM=128,BN=64,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=3,GROUP_M=8,$twin"
+        for trans in TN NN; do
+            layout_tiles=$tiles
+            if [ $trans = TN ]; then
+                layout_tiles="$tiles $(for t in $tiles; do printf '%s ' "$t,REG_TRANSPOSE=1"; done)"
+            fi
+            timeout ${TN_LARGE_LIMIT:-150} python3 benchmarks/probe_skinny.py --padded --trans $trans \
+                --shapes $shapes --tile-splits 1,2 --tile-stream-k 1,2 --tiles $layout_tiles \
+                --out "$OUT" > "$OUT/probe_tn_large-$trans.txt" 2>&1
+            echo "tn-large $trans: exit $?"; grep -v "Warning" "$OUT/probe_tn_large-$trans.txt" | head -70
         done ;;
     round-mirror)  # simt's 128 x 64 round tile beside its mirror, 64 x 128 (both warp
         # arrangements), three blocks an SM, the loop twin, at splits 1-16 (probe_skinny.py
