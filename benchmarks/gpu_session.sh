@@ -55,7 +55,8 @@
 # (simt's narrow tiles as two warps, at skinny shapes), longk-float32 (bench_tuning and simt
 # tilings at float32's long-k entries that cuBLAS holds), round-tiles (simt's three-block round
 # tile: its GPU tests, then probe_round_tiles.py), layout-losers (simt tilings at TN's and
-# TT's worst random float32 shapes), tn-large (simt's large tiles at TN and NN), round-mirror
+# TT's worst random float32 shapes), tn-large (simt's large tiles at TN and NN), pretranspose
+# (TN as A transposed, then NN: its GPU test and probe_pretranspose.py), round-mirror
 # (the round tile beside its 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
 # register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -980,6 +981,24 @@ PY
                 --out "$OUT" > "$OUT/probe_tn_large-$trans.txt" 2>&1
             echo "tn-large $trans: exit $?"; grep -v "Warning" "$OUT/probe_tn_large-$trans.txt" | head -70
         done ;;
+    pretranspose)  # TN products as A transposed, then an own NN kernel
+        # (tunedgemm/pretranspose.py): its GPU test, then probe_pretranspose.py (the public call,
+        # before and after, own kernels only; PRETRANSPOSE_DTYPES, default float32 float64;
+        # PRETRANSPOSE_SHAPES; PRETRANSPOSE_PARTS, default "tests probe")
+        parts=${PRETRANSPOSE_PARTS:-tests probe}
+        if [[ " $parts " == *" tests "* ]]; then
+            TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${PRETRANSPOSE_TEST_LIMIT:-200} python3 -m pytest -q \
+                -m gpu -p no:cacheprovider tests/gpu/test_pretranspose_gpu.py \
+                > "$OUT/gpu-pretranspose.txt" 2>&1
+            echo "pretranspose tests: exit $?"; tail -5 "$OUT/gpu-pretranspose.txt"
+        fi
+        if [[ " $parts " == *" probe "* ]]; then
+            timeout ${PRETRANSPOSE_LIMIT:-300} python3 benchmarks/probe_pretranspose.py --own-only \
+                --dtype ${PRETRANSPOSE_DTYPES:-float32 float64} --passes ${PRETRANSPOSE_PASSES:-2} \
+                ${PRETRANSPOSE_SHAPES:+--shapes $PRETRANSPOSE_SHAPES} --out "$OUT" \
+                > "$OUT/probe_pretranspose.txt" 2>&1
+            echo "probe_pretranspose: exit $?"; grep -v "Warning\|routine(" "$OUT/probe_pretranspose.txt"
+        fi ;;
     round-mirror)  # simt's 128 x 64 round tile beside its mirror, 64 x 128 (both warp
         # arrangements), three blocks an SM, the loop twin, at splits 1-16 (probe_skinny.py
         # --tiles, padded), in each of MIRROR_TRANS (default "TT NN"; TT stages A's 128 rows

@@ -249,6 +249,9 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     if len(own) > 1:  # nvcc in parallel for those not yet in the disk cache
         precompile(own, dtype_name(dtype), form.trans_a, form.trans_b, form.aligned(),
                    jobs=len(own))  # fmt: skip
+    # Composed runners' own kernels (in their own layouts), likewise.
+    for ta, tb, configs in _composed_jobs(candidates):
+        precompile(configs, dtype_name(dtype), ta, tb, form.aligned(), jobs=len(configs))
     itemsize = np.dtype(dtype).itemsize
     count, strides = batch
     scratch_bytes = (max(form.ldc, 1) * max(form.n, 1) + (count - 1) * strides[2]) * itemsize
@@ -292,7 +295,8 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
                 replay(trial.a, trial.b, trial.c, 1.0, beta, handle, workspace_ptr)
             elif kernels is not None:
                 kernels(trial, 1.0, beta, handle, workspace_ptr)
-            elif getattr(config, "is_cublas", False):  # one cuBLASLt algorithm
+            elif getattr(config, "is_cublas", False) or getattr(config, "runs_itself", False):
+                # one cuBLASLt algorithm, or a runner composed of launches (plans._composed)
                 config(trial.a, trial.b, trial.c, 1.0, beta, handle)  # type: ignore[operator]
             elif lt is not None:  # cuBLAS
                 lt(trial.a, trial.b, trial.c, 1.0, beta, handle)
@@ -328,6 +332,16 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
             timed = [w if c <= keep else None for w, c in zip(timed, cost, strict=True)]
     del scratch, workspace  # every timed launch has finished: the timing waited for the last
     return costs(gpu_ms, host_ms, works, host_groups, whole=[w is not None for w in timed])
+
+
+def _composed_jobs(candidates: tuple[Config, ...]) -> list[tuple[bool, bool, list[Any]]]:
+    """(trans_a, trans_b, configs) of the own kernels that the composed runners among the
+    candidates launch (their compile_jobs), grouped by layout."""
+    layouts: dict[tuple[bool, bool], list[Any]] = {}
+    for c in candidates:
+        for config, ta, tb in getattr(c, "compile_jobs", lambda: ())():
+            layouts.setdefault((ta, tb), []).append(config)
+    return [(ta, tb, configs) for (ta, tb), configs in layouts.items()]
 
 
 def costs(gpu_ms: list[list[float]], host_ms: list[list[float]], works: list[Any],

@@ -807,14 +807,16 @@ def _with_changes(candidates: tuple[Any, ...], dtype: str,
 
 
 def _composed(key: GemmKey) -> tuple[Any, ...]:
-    """Runners composed of cuBLAS calls that autotuning may time for the key: "3xtf32" on
-    cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete."""
-    from . import selection, tf32_cublas
+    """Runners composed of other launches that autotuning may time for the key: "3xtf32" on
+    cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete, and large TN
+    products as A transposed, then an own NN kernel (tunedgemm/pretranspose.py)."""
+    from . import pretranspose, selection, tf32_cublas
 
-    if key.precision != "3xtf32" or not selection.cublas_allowed():
-        return ()
-    found = tf32_cublas.candidate(key)
-    return (found,) if found is not None else ()
+    found: tuple[Any, ...] = pretranspose.candidates(key)
+    if key.precision == "3xtf32" and selection.cublas_allowed():
+        on_cublas = tf32_cublas.candidate(key)
+        found += (on_cublas,) if on_cublas is not None else ()
+    return found
 
 
 LOG_SHAPES_ENV = "TUNEDGEMM_LOG_SHAPES"
@@ -850,6 +852,8 @@ def launcher(key: GemmKey, config: Any) -> Any:
     """run(a, b, c, alpha, beta, stream): the launch of key's product at these addresses."""
     from . import launch, reference, table
 
+    if getattr(config, "runs_itself", False):  # a composed runner (_composed)
+        return config
     m, n, k, lda, ldb, ldc = key.m, key.n, key.k, key.lda, key.ldb, key.ldc
     ta, tb, dtype = key.trans_a, key.trans_b, np.dtype(key.dtype)
     if config == table.CUBLAS:

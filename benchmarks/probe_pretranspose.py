@@ -1,0 +1,33 @@
+"""What TN products as A transposed, then an own NN kernel (tunedgemm/pretranspose.py), do
+through the public call: probe_host_ties.py's passes (PyCUDA GPUArrays into c, operands
+padded, fresh plans each pass, against cuBLAS into c through scikit-cuda on the same
+operands), TN, with "before" autotuning without the transposed runners and "after" as now;
+writes probe_pretranspose-<own|auto>-TN.json (each pass's pick in its rows).
+
+    python benchmarks/probe_pretranspose.py [--shapes MxNxK,...] [--passes 2] [--own-only]
+        [--dtype float32 float64] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# TN's worst large random float32 shapes of 2026-12-02 (0.82-0.93x cuBLAS through the call),
+# the squares, and a shape under pretranspose.FROM_N (before and after time the same there).
+SHAPES = "827x4994x7378,3297x2367x1173,7110x1102x3327,4096x4096x4096,8192x8192x8192,2048x768x4096"
+
+
+def main() -> int:
+    from probe_host_ties import main as passes
+
+    sys.argv[1:1] = ["--shapes", SHAPES, "--trans", "TN"]  # (later ones win)
+    return passes("pretranspose", {"pretranspose.FROM_FLOPS": math.inf}, [], __doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Which TN products autotuning also times as A transposed, then an own NN kernel
+(tunedgemm/pretranspose.py), and the runners' geometry; their kernel compiles."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import pytest
+
+from tunedgemm import plans, pretranspose, selection
+from tunedgemm.params import KernelConfig
+
+
+def _key(m: int, n: int, k: int, pair: str = "TN", dtype: str = "float32", **changes):
+    ta, tb = pair[0] == "T", pair[1] == "T"
+    key = plans.GemmKey(dtype, "ieee", m, n, k, ta, tb, k if ta else m, n if tb else k, m, True)
+    return dataclasses.replace(key, **changes)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_large_tn_products_get_runners_on_the_nn_tables_first_own_configs(dtype):
+    key = _key(4096, 4096, 4096, dtype=dtype)
+    found = pretranspose.candidates(key)
+    assert 1 <= len(found) <= pretranspose.NN_CONFIGS
+    choice = selection.choose(dtype, 4096, 4096, 4096, False, False, warn=False)
+    own = [c for c in choice.candidates or (choice.config,) if isinstance(c, KernelConfig)]
+    inner = pretranspose.nn_key(key)
+    assert [r.config for r in found] == list(dict.fromkeys(
+        pretranspose._fastest_twin(c, inner) for c in own[: pretranspose.NN_CONFIGS]))
+    assert all(r.runs_itself and r.key == key for r in found)
+    assert all(str(r).startswith("A transposed, then NN ") for r in found)
+
+
+@pytest.mark.parametrize("key", [
+    _key(4096, 4096, 4096, "NN"), _key(4096, 4096, 4096, "NT"), _key(4096, 4096, 4096, "TT"),
+    _key(4096, 4096, 4096, aligned=False),  # (the NN kernels' 16-byte copies)
+    _key(4096, 4096, 4096, batch=2),
+    _key(4096, 4096, 4096, precision="3xtf32"),
+    _key(4096, pretranspose.FROM_N - 1, 4096),  # too few columns to spread the transpose over
+    _key(1024, 1024, 512),  # 1.07e9 flops: under FROM_FLOPS
+])  # fmt: skip
+def test_no_runners_elsewhere(key):
+    assert pretranspose.candidates(key) == ()
+
+
+@pytest.mark.parametrize("m,dtype,ld", [(1000, "float32", 1000), (1001, "float32", 1004),
+                                         (1001, "float64", 1002), (3, "float64", 4)])
+def test_the_workspace_keeps_16_byte_rows_and_the_nn_key_reads_it(m, dtype, ld):
+    key = _key(m, 2048, 4096, dtype=dtype)
+    assert pretranspose.workspace_ld(key) == ld
+    inner = pretranspose.nn_key(key)
+    assert (inner.trans_a, inner.trans_b, inner.lda) == (False, False, ld)
+    assert (inner.m, inner.n, inner.k, inner.ldb, inner.ldc) == (m, 2048, 4096, key.ldb, key.ldc)
+
+
+def test_runners_compare_by_what_they_run_and_name_their_kernels():
+    key = _key(4096, 4096, 4096)
+    config, fallback = selection.default_config("float32"), selection.default_config("float32")
+    one, two = (pretranspose.TransposedA(key, config, fallback) for _ in range(2))
+    assert one == two and hash(one) == hash(two) and len({one, two}) == 1
+    assert one != pretranspose.TransposedA(_key(4096, 4096, 2048), config, fallback)
+    assert one.compile_jobs() == ((config, False, False),)
+
+
+def test_plans_time_them_with_the_tables_candidates_and_launch_them_as_they_are():
+    key = _key(4096, 4096, 4096)
+    found = pretranspose.candidates(key)
+    assert found and set(found) <= set(plans._composed(key))
+    assert plans.launcher(key, found[0]) is found[0]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("element", ["float", "double"])
+def test_the_transpose_kernel_compiles_without_spills(element, tmp_path):
+    from helpers import assert_no_spills, compile_report
+
+    report = compile_report(pretranspose.SOURCE, {"ELEM_T": element}, tmp_path)
+    assert "transpose" in report
+    assert_no_spills(report, element)
