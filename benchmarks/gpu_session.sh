@@ -965,13 +965,14 @@ PY
         done ;;
     tn-large)  # simt's large tiles at TN, through registers and through 4-byte copies,
         # beside the same tiles at NN, at TN's worst large random float32 shapes of 2026-12-02
-        # (probe_skinny.py --tiles, padded, unsplit, split 2 and as stream-K; TN_LARGE_SHAPES)
+        # (probe_skinny.py --tiles, padded, unsplit, split 2 and as stream-K; TN_LARGE_SHAPES;
+        # TN_LARGE_TRANS the layouts, default "TN NN")
         shapes=${TN_LARGE_SHAPES:-827x4994x7378,3297x2367x1173,7110x1102x3327,4096x4096x4096}
         twin="ADVANCE=1,FMA_ORDER=1,BK=16"
         tiles="BM=256,BN=128,WM=64,WN=64,TM=16,TN=8,STAGES=2,MIN_BLOCKS=1,GROUP_M=16,$twin"
         tiles="$tiles BM=128,BN=128,WM=64,WN=64,TM=16,TN=8,STAGES=2,MIN_BLOCKS=1,GROUP_M=8,$twin"
         tiles="$tiles BM=128,BN=64,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=3,GROUP_M=8,$twin"
-        for trans in TN NN; do
+        for trans in ${TN_LARGE_TRANS:-TN NN}; do
             layout_tiles=$tiles
             if [ $trans = TN ]; then
                 layout_tiles="$tiles $(for t in $tiles; do printf '%s ' "$t,REG_TRANSPOSE=1"; done)"

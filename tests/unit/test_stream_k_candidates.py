@@ -61,4 +61,6 @@ def test_own_candidates_time_them_after_the_twins(monkeypatch):
     monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
     monkeypatch.setattr(plans, "RASTERS_OF", 0)  # raster twins aside (test_raster_twins.py)
     timed = plans.own_candidates((small_simt(),), nn_key(1100, 1100, 1000))
-    assert timed == (small_simt(), small_simt(**simt.LOOP_TWIN), _streamed(2), _streamed(4))
+    # (then the first unsplit: its 324 tiles fill its 264 slots at short k, with_unsplit_grids)
+    assert timed == (small_simt(), small_simt(**simt.LOOP_TWIN), _streamed(2), _streamed(4),
+                     small_simt(SPLIT_K=1))  # fmt: skip
