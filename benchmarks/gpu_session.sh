@@ -56,7 +56,7 @@
 # tilings at float32's long-k entries that cuBLAS holds), round-tiles (simt's three-block round
 # tile: its GPU tests, then probe_round_tiles.py), layout-losers (simt tilings at TN's and
 # TT's worst random float32 shapes), tn-large (simt's large tiles at TN and NN), pretranspose
-# (TN as A transposed, then NN: its GPU test and probe_pretranspose.py), round-mirror
+# (TN and TT as A transposed, then NN or NT: its GPU test and probe_pretranspose.py), round-mirror
 # (the round tile beside its 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
 # register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -982,10 +982,11 @@ PY
                 --out "$OUT" > "$OUT/probe_tn_large-$trans.txt" 2>&1
             echo "tn-large $trans: exit $?"; grep -v "Warning" "$OUT/probe_tn_large-$trans.txt" | head -70
         done ;;
-    pretranspose)  # TN products as A transposed, then an own NN kernel
+    pretranspose)  # TN and TT products as A transposed, then an own NN or NT kernel
         # (tunedgemm/pretranspose.py): its GPU test, then probe_pretranspose.py (the public call,
         # before and after, own kernels only; PRETRANSPOSE_DTYPES, default float32 float64;
-        # PRETRANSPOSE_SHAPES; PRETRANSPOSE_PARTS, default "tests probe")
+        # PRETRANSPOSE_SHAPES; PRETRANSPOSE_TRANS, default TN; PRETRANSPOSE_PARTS, default
+        # "tests probe")
         parts=${PRETRANSPOSE_PARTS:-tests probe}
         if [[ " $parts " == *" tests "* ]]; then
             TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${PRETRANSPOSE_TEST_LIMIT:-200} python3 -m pytest -q \
@@ -996,7 +997,8 @@ PY
         if [[ " $parts " == *" probe "* ]]; then
             timeout ${PRETRANSPOSE_LIMIT:-300} python3 benchmarks/probe_pretranspose.py --own-only \
                 --dtype ${PRETRANSPOSE_DTYPES:-float32 float64} --passes ${PRETRANSPOSE_PASSES:-2} \
-                ${PRETRANSPOSE_SHAPES:+--shapes $PRETRANSPOSE_SHAPES} --out "$OUT" \
+                ${PRETRANSPOSE_SHAPES:+--shapes $PRETRANSPOSE_SHAPES} \
+                ${PRETRANSPOSE_TRANS:+--trans $PRETRANSPOSE_TRANS} --out "$OUT" \
                 > "$OUT/probe_pretranspose.txt" 2>&1
             echo "probe_pretranspose: exit $?"; grep -v "Warning\|routine(" "$OUT/probe_pretranspose.txt"
         fi ;;

@@ -1,11 +1,12 @@
-"""What TN products as A transposed, then an own NN kernel (tunedgemm/pretranspose.py), do
-through the public call: probe_host_ties.py's passes (PyCUDA GPUArrays into c, operands
-padded, fresh plans each pass, against cuBLAS into c through scikit-cuda on the same
-operands), TN, with "before" autotuning without the transposed runners and "after" as now;
-writes probe_pretranspose-<own|auto>-TN.json (each pass's pick in its rows).
+"""What products of A transposed as A transposed, then an own NN or NT kernel
+(tunedgemm/pretranspose.py), do through the public call: probe_host_ties.py's passes (PyCUDA
+GPUArrays into c, operands padded, fresh plans each pass, against cuBLAS into c through
+scikit-cuda on the same operands), TN unless --trans TT, with "before" autotuning without the
+transposed runners and "after" as now; writes probe_pretranspose-<own|auto>-<TN|TT>.json
+(each pass's pick in its rows).
 
     python benchmarks/probe_pretranspose.py [--shapes MxNxK,...] [--passes 2] [--own-only]
-        [--dtype float32 float64] [--out DIR]
+        [--dtype float32 float64] [--trans TT] [--out DIR]
 """
 
 from __future__ import annotations

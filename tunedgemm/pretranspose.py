@@ -1,22 +1,23 @@
-"""TN products as A transposed into a workspace, then an own NN kernel: a candidate that
-autotuning times.
+"""TN and TT products as A transposed into a workspace, then an own NN or NT kernel: a
+candidate that autotuning times.
 
 At TN both operands are k-contiguous, so simt's kernel stages both through registers to
-transpose them into shared memory (REG_TRANSPOSE=1), where NN stages one. The same large
-tiles ran 7-9% slower at TN than at NN (gpu_session.sh tn-large, H200, 2026-12-02 06:00 UTC,
-launch level, cuBLAS us / ours: 256 x 128 at 4096^3 2851 against 2653, at 7110x1102x3327 1192
-against 1095). Transposing A (m x k) costs about 8 m k bytes of memory traffic, against
-2 m n k flops for the product: under 5% of the product's time from n of about 1000. So
-for large enough TN products (FROM_N, FROM_FLOPS) autotuning also times, for each of the
-first NN_CONFIGS own configs that the table offers at the same shape as NN (their twins
-first), the product as:
+transpose them into shared memory (REG_TRANSPOSE=1), where NN stages one and NT none; TT
+stages A. The same large tiles ran 5-9% slower at TN than at NN, and TT's 5-8% slower than
+NT's (gpu_session.sh tn-large, H200, 2026-12-02 06:00 and 06:14 UTC, launch level, best
+split, us: 256 x 128 at 4096^3 TN 2774, NN 2615, TT 2735, NT 2578). Transposing A (m x k)
+costs about 8 m k bytes of memory traffic (float32), against 2 m n k flops for the
+product: about 5% of the product's time at n of 1000, less above. So for large enough
+products with A transposed (FROM_N, FROM_FLOPS) autotuning also times, for each of the first
+NN_CONFIGS own configs that the table offers at the same shape with A not transposed (their
+twins first), the product as:
 
 1. ``transpose`` (kernels/transpose.cu): op(A) = A^T into a column-major m x k workspace whose
    leading dimension keeps 16-byte rows, from the scratch pool;
-2. the NN config's launches on (workspace, B, C), as a plan runs them.
+2. the config's launches on (workspace, B, C), as a plan runs them, B as it was.
 
-The bits are the NN kernel's on A^T (tests/gpu/test_pretranspose_gpu.py), the same from run
-to run. Where the workspace does not fit, the family's default config runs the TN product
+The bits are that kernel's on A^T (tests/gpu/test_pretranspose_gpu.py), the same from run to
+run. Where the workspace does not fit, the family's default config runs the product
 directly (warned once).
 """
 
@@ -35,16 +36,16 @@ GRID_Y_MAX = 65535
 # Where autotuning times the transposed candidates: n (the columns of C, over which the
 # transpose's cost is spread) and the product's flops at least these.
 FROM_N, FROM_FLOPS = 1024, 2e9
-NN_CONFIGS = 2  # of the NN table's own candidates (each one compile more, as NN)
+NN_CONFIGS = 2  # of the table's own candidates with A not transposed (one compile more each)
 MODES = ("ieee",)
 ALIGN_BYTES = 16
 
 
 def candidates(key: Any) -> tuple[TransposedA, ...]:
-    """The transposed runners autotuning may time for a plan's key: TN, one product in IEEE
-    float32 or float64, aligned operands (the NN kernels' 16-byte copies), at least FROM_N
-    columns and FROM_FLOPS of work."""
-    if not (key.trans_a and not key.trans_b) or key.batch != 1 or key.precision not in MODES:
+    """The transposed runners autotuning may time for a plan's key: TN or TT, one product in
+    IEEE float32 or float64, aligned operands (the inner kernels' 16-byte copies), at least
+    FROM_N columns and FROM_FLOPS of work."""
+    if not key.trans_a or key.batch != 1 or key.precision not in MODES:
         return ()
     if key.dtype not in ("float32", "float64") or not key.aligned:
         return ()
@@ -52,8 +53,8 @@ def candidates(key: Any) -> tuple[TransposedA, ...]:
         return ()
     from . import selection
 
-    inner = nn_key(key)
-    choice = selection.choose(key.dtype, key.m, key.n, key.k, False, False, warn=False)
+    inner = inner_key(key)
+    choice = selection.choose(key.dtype, key.m, key.n, key.k, False, key.trans_b, warn=False)
     own = [c for c in choice.candidates or (choice.config,) if isinstance(c, KernelConfig)]
     configs = [_fastest_twin(c, inner) for c in own[:NN_CONFIGS]]
     fallback = selection.default_config(key.dtype)
@@ -75,16 +76,18 @@ def workspace_ld(key: Any) -> int:
     return -(-key.m // per) * per
 
 
-def nn_key(key: Any) -> Any:
-    """The NN product the transposed runner launches: the key with A^T in the workspace."""
+def inner_key(key: Any) -> Any:
+    """The product the transposed runner launches (NN or NT): the key with A^T in the
+    workspace."""
     import dataclasses
 
     return dataclasses.replace(key, trans_a=False, lda=workspace_ld(key))
 
 
 class TransposedA:
-    """run(a, b, c, alpha, beta, stream) of one TN product: A^T into a pooled workspace, then
-    the NN config's launches (runs_itself: autotuning and plans call it as it is)."""
+    """run(a, b, c, alpha, beta, stream) of one TN or TT product: A^T into a pooled workspace,
+    then the config's launches as NN or NT (runs_itself: autotuning and plans call it as it
+    is)."""
 
     runs_itself = True
     __slots__ = ("_direct", "_inner", "_transpose", "config", "fallback", "key")
@@ -98,7 +101,7 @@ class TransposedA:
     def compile_jobs(self) -> tuple[tuple[KernelConfig, bool, bool], ...]:
         """(config, trans_a, trans_b) of the own kernels it launches, for a parallel
         precompile."""
-        return ((self.config, False, False),)
+        return ((self.config, False, self.key.trans_b),)
 
     def _ready(self) -> None:
         from . import plans
@@ -106,7 +109,7 @@ class TransposedA:
         defines = {"ELEM_T": "double" if self.key.dtype == "float64" else "float"}
         function = compiler.raw_function(SOURCE, defines, "transpose")
         self._transpose = _driver.Launcher(function, "iiPiPi", (TILE, ROWS, 1), 0)
-        self._inner = plans.launcher(nn_key(self.key), self.config)
+        self._inner = plans.launcher(inner_key(self.key), self.config)
 
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
         if self._inner is None:
@@ -134,7 +137,7 @@ class TransposedA:
         device memory (warned once)."""
         from . import plans, table
 
-        table.warn_once(f"a TN product through a transposed A needs {workspace_ld(self.key)} "
+        table.warn_once(f"a product through a transposed A needs {workspace_ld(self.key)} "
                         f"x {self.key.k} elements of device memory, which is short: "
                         f"{self.fallback} ran it directly")  # fmt: skip
         if self._direct is None:
@@ -151,6 +154,6 @@ class TransposedA:
         return hash(self._identity())
 
     def __str__(self) -> str:
-        return f"A transposed, then NN {self.config}"
+        return f"A transposed, then {'NT' if self.key.trans_b else 'NN'} {self.config}"
 
     __repr__ = __str__

@@ -1,10 +1,11 @@
-"""TN products as A transposed, then an own NN kernel (tunedgemm/pretranspose.py), on the GPU.
+"""TN and TT products as A transposed, then an own NN or NT kernel (tunedgemm/pretranspose.py),
+on the GPU.
 
-Both dtypes, odd shapes (m, n, k off every tile's multiple), padded and unpadded leading
-dimensions, alpha and beta with C filled with NaN first: every element written, within the
-float64 reference's K-scaled bound, bit-equal from run to run, and bit-equal to the same NN
-config on A^T laid out by the host; and a public TN call large enough for autotuning to time
-the transposed runners:
+Both dtypes, both layouts, odd shapes (m, n, k off every tile's multiple), padded and unpadded
+leading dimensions, alpha and beta with C filled with NaN first: every element written, within
+the float64 reference's K-scaled bound, bit-equal from run to run, and bit-equal to the same
+config as NN or NT on A^T laid out by the host; and a public TN call large enough for
+autotuning to time the transposed runners:
 
     python -m pytest -q -m gpu tests/gpu/test_pretranspose_gpu.py
 """
@@ -39,8 +40,9 @@ def _configs(dtype: str) -> list[KernelConfig]:
     return list(dict.fromkeys([default, pretranspose._fastest_twin(default, key)]))
 
 
-def _nn_problem(problem):
-    """An NN fixture problem on the same values: A^T and B, laid out by the host."""
+def _inner_problem(problem):
+    """An NN or NT fixture problem on the same values: A^T laid out by the host, and B as
+    stored."""
     from tunedgemm._layout import blas_form
     from tunedgemm.tuning import problems
 
@@ -49,27 +51,30 @@ def _nn_problem(problem):
     keep: list = []
     da = problems._column_major(a, keep, padded)
     db = problems._column_major(problem.b, keep, padded)
-    m, n = a.shape[0], problem.b.shape[1]
+    m, n = a.shape[0], problem.op_b.shape[1]
     dc = problems._column_major(np.full((m, n), np.nan, problem.dtype, order="F"), keep, padded)
-    nn = problems.DeviceProblem(a, problem.b, False, False, blas_form(da, db, dc), problem.dtype,
-                                keep)  # fmt: skip
+    tb = problem.trans_b
+    form = blas_form(da, db.T if tb else db, dc)
+    nn = problems.DeviceProblem(a, problem.b, False, tb, form, problem.dtype, keep)
     nn.poison_c()
     return nn
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_transposed_runs_are_accurate_bit_equal_and_nns_bits(dtype):
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_transposed_runs_are_accurate_bit_equal_and_the_inner_layouts_bits(dtype, trans_b):
     from tunedgemm.tuning import problems
 
     rng = np.random.default_rng()
     for (m, n, k), padded, config in itertools.product(SHAPES, (False, True), _configs(dtype)):
-        problem = problems.make(m, n, k, dtype, True, False, rng, padded=padded)
+        problem = problems.make(m, n, k, dtype, True, trans_b, rng, padded=padded)
         f = problem.form
         key = plans.GemmKey.of(f, dtype, "ieee")
         runner = pretranspose.TransposedA(key, config, selection.default_config(dtype))
-        nn = _nn_problem(problem)
+        nn = _inner_problem(problem)
         for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
-            what = f"{dtype} {m}x{n}x{k} padded={padded} {config} alpha={alpha} beta={beta}"
+            what = (f"{dtype} {m}x{n}x{k} trans_b={trans_b} padded={padded} {config} "
+                    f"alpha={alpha} beta={beta}")  # fmt: skip
             c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(dtype)
             outs = []
             for _ in range(2):
@@ -80,7 +85,7 @@ def test_transposed_runs_are_accurate_bit_equal_and_nns_bits(dtype):
             gpu_backend.run(nn.form, nn.dtype, alpha, beta, config)
             assert np.isfinite(outs[0]).all(), f"unwritten elements: {what}"
             assert outs[0].tobytes() == outs[1].tobytes(), f"not bit-equal run to run: {what}"
-            assert outs[0].tobytes() == nn.c().tobytes(), f"not NN's bits on A^T: {what}"
+            assert outs[0].tobytes() == nn.c().tobytes(), f"not the inner bits on A^T: {what}"
             exact, scale = checks.float64_reference(alpha, problem.op_a, problem.op_b, beta, c0)
             error = checks.scaled_error(outs[0], exact, scale)
             assert error <= checks.tolerance(k, np.dtype(dtype)), f"error {error}: {what}"

@@ -1,4 +1,4 @@
-"""Which TN products autotuning also times as A transposed, then an own NN kernel
+"""Which TN and TT products autotuning also times as A transposed, then an own NN or NT kernel
 (tunedgemm/pretranspose.py), and the runners' geometry; their kernel compiles."""
 
 from __future__ import annotations
@@ -19,21 +19,24 @@ def _key(m: int, n: int, k: int, pair: str = "TN", dtype: str = "float32", **cha
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_large_tn_products_get_runners_on_the_nn_tables_first_own_configs(dtype):
-    key = _key(4096, 4096, 4096, dtype=dtype)
+@pytest.mark.parametrize("pair,inner", [("TN", "NN"), ("TT", "NT")])
+def test_large_products_of_a_transposed_get_runners_on_the_inner_layouts_first_own_configs(
+        dtype, pair, inner):  # fmt: skip
+    key = _key(4096, 4096, 4096, pair, dtype=dtype)
     found = pretranspose.candidates(key)
     assert 1 <= len(found) <= pretranspose.NN_CONFIGS
-    choice = selection.choose(dtype, 4096, 4096, 4096, False, False, warn=False)
+    choice = selection.choose(dtype, 4096, 4096, 4096, False, key.trans_b, warn=False)
     own = [c for c in choice.candidates or (choice.config,) if isinstance(c, KernelConfig)]
-    inner = pretranspose.nn_key(key)
+    inner_key = pretranspose.inner_key(key)
     assert [r.config for r in found] == list(dict.fromkeys(
-        pretranspose._fastest_twin(c, inner) for c in own[: pretranspose.NN_CONFIGS]))
+        pretranspose._fastest_twin(c, inner_key) for c in own[: pretranspose.NN_CONFIGS]))
     assert all(r.runs_itself and r.key == key for r in found)
-    assert all(str(r).startswith("A transposed, then NN ") for r in found)
+    assert all(str(r).startswith(f"A transposed, then {inner} ") for r in found)
+    assert all(r.compile_jobs() == ((r.config, False, key.trans_b),) for r in found)
 
 
 @pytest.mark.parametrize("key", [
-    _key(4096, 4096, 4096, "NN"), _key(4096, 4096, 4096, "NT"), _key(4096, 4096, 4096, "TT"),
+    _key(4096, 4096, 4096, "NN"), _key(4096, 4096, 4096, "NT"),
     _key(4096, 4096, 4096, aligned=False),  # (the NN kernels' 16-byte copies)
     _key(4096, 4096, 4096, batch=2),
     _key(4096, 4096, 4096, precision="3xtf32"),
@@ -46,11 +49,12 @@ def test_no_runners_elsewhere(key):
 
 @pytest.mark.parametrize("m,dtype,ld", [(1000, "float32", 1000), (1001, "float32", 1004),
                                          (1001, "float64", 1002), (3, "float64", 4)])
-def test_the_workspace_keeps_16_byte_rows_and_the_nn_key_reads_it(m, dtype, ld):
-    key = _key(m, 2048, 4096, dtype=dtype)
+@pytest.mark.parametrize("pair", ["TN", "TT"])
+def test_the_workspace_keeps_16_byte_rows_and_the_inner_key_reads_it(m, dtype, ld, pair):
+    key = _key(m, 2048, 4096, pair, dtype=dtype)
     assert pretranspose.workspace_ld(key) == ld
-    inner = pretranspose.nn_key(key)
-    assert (inner.trans_a, inner.trans_b, inner.lda) == (False, False, ld)
+    inner = pretranspose.inner_key(key)
+    assert (inner.trans_a, inner.trans_b, inner.lda) == (False, key.trans_b, ld)
     assert (inner.m, inner.n, inner.k, inner.ldb, inner.ldc) == (m, 2048, 4096, key.ldb, key.ldc)
 
 
