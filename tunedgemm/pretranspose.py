@@ -16,6 +16,9 @@ twins first), the product as:
    leading dimension keeps 16-byte rows, from the scratch pool;
 2. the config's launches on (workspace, B, C), as a plan runs them, B as it was.
 
+float32 only (DTYPES): dmma's TN kernel does not stage through registers, and at three
+float64 TN shapes (3297x2367x1173, 7110x1102x3327, 4096^3) autotuning picked no transposed
+runner (probe_pretranspose.py, H200, 2026-12-02 06:10 UTC); the runner itself takes either.
 The bits are that kernel's on A^T (tests/gpu/test_pretranspose_gpu.py), the same from run to
 run. Where the workspace does not fit, the family's default config runs the product
 directly (warned once).
@@ -37,17 +40,17 @@ GRID_Y_MAX = 65535
 # transpose's cost is spread) and the product's flops at least these.
 FROM_N, FROM_FLOPS = 1024, 2e9
 NN_CONFIGS = 2  # of the table's own candidates with A not transposed (one compile more each)
-MODES = ("ieee",)
+MODES, DTYPES = ("ieee",), ("float32",)
 ALIGN_BYTES = 16
 
 
 def candidates(key: Any) -> tuple[TransposedA, ...]:
     """The transposed runners autotuning may time for a plan's key: TN or TT, one product in
-    IEEE float32 or float64, aligned operands (the inner kernels' 16-byte copies), at least
+    IEEE float32 (DTYPES), aligned operands (the inner kernels' 16-byte copies), at least
     FROM_N columns and FROM_FLOPS of work."""
     if not key.trans_a or key.batch != 1 or key.precision not in MODES:
         return ()
-    if key.dtype not in ("float32", "float64") or not key.aligned:
+    if key.dtype not in DTYPES or not key.aligned:
         return ()
     if key.n < FROM_N or 2.0 * key.m * key.n * key.k < FROM_FLOPS:
         return ()

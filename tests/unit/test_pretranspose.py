@@ -18,10 +18,10 @@ def _key(m: int, n: int, k: int, pair: str = "TN", dtype: str = "float32", **cha
     return dataclasses.replace(key, **changes)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("pair,inner", [("TN", "NN"), ("TT", "NT")])
 def test_large_products_of_a_transposed_get_runners_on_the_inner_layouts_first_own_configs(
-        dtype, pair, inner):  # fmt: skip
+        pair, inner):  # fmt: skip
+    dtype = "float32"
     key = _key(4096, 4096, 4096, pair, dtype=dtype)
     found = pretranspose.candidates(key)
     assert 1 <= len(found) <= pretranspose.NN_CONFIGS
@@ -39,6 +39,7 @@ def test_large_products_of_a_transposed_get_runners_on_the_inner_layouts_first_o
     _key(4096, 4096, 4096, "NN"), _key(4096, 4096, 4096, "NT"),
     _key(4096, 4096, 4096, aligned=False),  # (the NN kernels' 16-byte copies)
     _key(4096, 4096, 4096, batch=2),
+    _key(4096, 4096, 4096, dtype="float64"),  # (dmma's TN loop: none picked where timed)
     _key(4096, 4096, 4096, precision="3xtf32"),
     _key(4096, pretranspose.FROM_N - 1, 4096),  # too few columns to spread the transpose over
     _key(1024, 1024, 512),  # 1.07e9 flops: under FROM_FLOPS
