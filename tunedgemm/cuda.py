@@ -462,6 +462,17 @@ def allocate(nbytes: int) -> ScratchBuffer:
     return (_scratch if bound is None else _pool_of(bound)).take(nbytes)
 
 
+def allocate_if_free(nbytes: int) -> ScratchBuffer | None:
+    """allocate(nbytes), or None where the device has not that much free now (a composed
+    runner then takes a path without its workspace)."""
+    try:
+        return allocate(nbytes)
+    except Exception as exc:  # pycuda.driver.MemoryError; anything else is a fault
+        if type(exc).__name__ != "MemoryError":
+            raise
+        return None
+
+
 CU_STREAM_PER_THREAD = 2  # one handle that names each host thread's own default stream
 
 

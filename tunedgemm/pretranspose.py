@@ -119,11 +119,8 @@ class TransposedA:
             self._ready()
         key = self.key
         ldw = workspace_ld(key)
-        try:
-            buffer = cuda.allocate(np.dtype(key.dtype).itemsize * ldw * key.k)
-        except Exception as exc:  # pycuda.driver.MemoryError: the workspace does not fit now
-            if type(exc).__name__ != "MemoryError":
-                raise
+        buffer = cuda.allocate_if_free(np.dtype(key.dtype).itemsize * ldw * key.k)
+        if buffer is None:  # the workspace does not fit now
             self._run_directly(a, b, c, alpha, beta, stream)
             return
         try:

@@ -78,11 +78,8 @@ class TF32x3OnCublas:
         m, n, k = key.m, key.n, key.k
         in_place = beta == 0.0
         planes = 2 * (m * k + k * n)
-        try:
-            buffer = cuda.allocate(_FLOAT * (planes + (0 if in_place else m * n)))
-        except Exception as exc:  # pycuda.driver.MemoryError: the planes do not fit now
-            if type(exc).__name__ != "MemoryError":
-                raise
+        buffer = cuda.allocate_if_free(_FLOAT * (planes + (0 if in_place else m * n)))
+        if buffer is None:  # the planes do not fit now
             self._sgemm(a, b, c, alpha, beta, stream)
             return
         try:

@@ -83,3 +83,43 @@ def test_the_transpose_kernel_compiles_without_spills(element, tmp_path):
     report = compile_report(pretranspose.SOURCE, {"ELEM_T": element}, tmp_path)
     assert "transpose" in report
     assert_no_spills(report, element)
+
+
+def test_where_the_workspace_does_not_fit_the_default_config_runs_the_product_directly(
+        monkeypatch):  # fmt: skip
+    from tunedgemm import cuda, table
+
+    key = _key(4096, 4096, 4096)
+    config, fallback = selection.default_config("float32"), selection.default_config("float32")
+    runner = pretranspose.TransposedA(key, config, fallback)
+    runner._inner = runner._transpose = object()  # (built: the GPU is not needed here)
+    launched = []
+
+    def launcher(k, c):
+        return lambda *args: launched.append((k, c, args))
+
+    monkeypatch.setattr(cuda, "allocate_if_free", lambda nbytes: None)
+    monkeypatch.setattr(plans, "launcher", launcher)
+    with pytest.warns(table.TableWarning, match="ran it directly"):
+        runner(1, 2, 3, 1.0, 0.0, 0)
+    assert launched == [(key, fallback, (1, 2, 3, 1.0, 0.0, 0))]
+
+
+def test_allocate_if_free_gives_none_for_want_of_memory_and_raises_other_faults(monkeypatch):
+    from tunedgemm import cuda
+
+    class MemoryError(Exception):  # (named as pycuda.driver's)
+        pass
+
+    def short(nbytes):
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(cuda, "allocate", short)
+    assert cuda.allocate_if_free(1 << 30) is None
+
+    def broken(nbytes):
+        raise RuntimeError("context lost")
+
+    monkeypatch.setattr(cuda, "allocate", broken)
+    with pytest.raises(RuntimeError, match="context lost"):
+        cuda.allocate_if_free(1)
