@@ -542,10 +542,9 @@ def with_unsplit_grids(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> t
     """For each own k-split candidate whose output tiles at this shape fill its block slots
     (SMs x its resident blocks) at k under ROUND_TILES_SPLIT_FROM_K: itself unsplit, and its
     family's round tiles here (as with_round_tiles takes them, layout twins too) unsplit where
-    their grid fills at least UNSPLIT_ROUND_TILE_FILL of its waves of block slots. (The table's
-    split comes from an entry of longer k or fewer tiles; at short k over a full grid each
-    slice's few k-tiles and the second launch's sums cost more than the fuller last wave
-    saves.)"""
+    their grid fills at least UNSPLIT_ROUND_TILE_FILL of its waves of block slots. (At short k
+    over a full grid each slice keeps few k-tiles, and the second launch's sums cost more than
+    the fuller last wave saves: UNSPLIT_ROUND_TILE_FILL's shapes.)"""
     if key.k >= ROUND_TILES_SPLIT_FROM_K:
         return ()
     found = []
@@ -558,8 +557,8 @@ def with_unsplit_grids(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> t
             tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
             for variant in _layout_twins(tiled, key) or (tiled,):
                 block = family.block_tile(variant.as_dict())
-                slots = sms * model.resident_blocks(variant, key.dtype)
-                if _fill(key, block, slots) >= UNSPLIT_ROUND_TILE_FILL:
+                its_slots = sms * model.resident_blocks(variant, key.dtype)
+                if _fill(key, block, its_slots) >= UNSPLIT_ROUND_TILE_FILL:
                     unsplit.append(variant)
         found += [u for u in unsplit if not family.violations(u, key.dtype)]
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
@@ -808,8 +807,9 @@ def _with_changes(candidates: tuple[Any, ...], dtype: str,
 
 def _composed(key: GemmKey) -> tuple[Any, ...]:
     """Runners composed of other launches that autotuning may time for the key: "3xtf32" on
-    cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete, and large TN
-    products as A transposed, then an own NN kernel (tunedgemm/pretranspose.py)."""
+    cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete, and large float32
+    TN and TT products as A transposed, then an own NN or NT kernel
+    (tunedgemm/pretranspose.py)."""
     from . import pretranspose, selection, tf32_cublas
 
     found: tuple[Any, ...] = pretranspose.candidates(key)

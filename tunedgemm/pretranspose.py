@@ -16,7 +16,8 @@ twins first), the product as:
    leading dimension keeps 16-byte rows, from the scratch pool;
 2. the config's launches on (workspace, B, C), as a plan runs them, B as it was.
 
-float32 only (DTYPES): dmma's TN kernel does not stage through registers, and at three
+float32 only (DTYPES): dmma's kernel keeps either operand orientation in shared memory as it
+comes (k-contiguous and mn-contiguous rows: kernels/dgemm_mma.cu), and at three
 float64 TN shapes (3297x2367x1173, 7110x1102x3327, 4096^3) autotuning picked no transposed
 runner (probe_pretranspose.py, H200, 2026-12-02 06:10 UTC); the runner itself takes either.
 The bits are that kernel's on A^T (tests/gpu/test_pretranspose_gpu.py), the same from run to
