@@ -192,15 +192,16 @@ def run(
     dtype: np.dtype,
     alpha: float,
     beta: float,
-    config: KernelConfig | str | None = None,
+    config: Any = None,
     stream: Any = None,
     precision: str = IEEE,
     workspace: int = 0,
     plan_cache: Any = None,
-) -> KernelConfig | str:
-    """Run one column-major call with the given config (or cuBLAS), or with what the plan of
-    its key chose (tunedgemm/plans.py; from `plan_cache`, default the process GPU's). Returns
-    what ran: a KernelConfig or table.CUBLAS. `workspace`: for a given split-K config
+) -> Any:
+    """Run one column-major call with the given config (or cuBLAS, or a composed runner of
+    the form's key: plans._composed), or with what the plan of its key chose
+    (tunedgemm/plans.py; from `plan_cache`, default the process GPU's). Returns what ran: a
+    KernelConfig, table.CUBLAS or a composed runner. `workspace`: for a given split-K config
     (launch.gemm)."""
     from ._driver import stream_handle
 
@@ -217,6 +218,9 @@ def run(
         plan = plans.device_plan(key, form, handle, cache)
         plan.run(form.a, form.b, form.c, alpha, beta, handle)
         return plan.choice
+    if getattr(config, "runs_itself", False):  # made for this form's key
+        config(form.a, form.b, form.c, alpha, beta, handle)
+        return config
     if config == table.CUBLAS:
         ok, why = reference.status()
         if ok:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 
+import numpy as np
 import pytest
 
 from tunedgemm import plans, pretranspose, selection
@@ -123,3 +124,24 @@ def test_allocate_if_free_gives_none_for_want_of_memory_and_raises_other_faults(
     monkeypatch.setattr(cuda, "allocate", broken)
     with pytest.raises(RuntimeError, match="context lost"):
         cuda.allocate_if_free(1)
+
+
+def test_gpu_backend_runs_a_composed_runner_given_as_the_config():
+    """What a plan ran may be handed back as the config (as verify and demo do): a composed
+    runner runs itself on the form's addresses."""
+    from tunedgemm import gpu_backend
+    from tunedgemm._layout import BlasForm
+
+    class Runner:
+        runs_itself = True
+
+        def __init__(self):
+            self.calls = []
+
+        def __call__(self, *args):
+            self.calls.append(args)
+
+    form = BlasForm(True, False, 64, 64, 64, 16, 64, 32, 64, 48, 64, 4)
+    runner = Runner()
+    assert gpu_backend.run(form, np.dtype(np.float32), 2.0, 0.5, runner) is runner
+    assert runner.calls == [(16, 32, 48, 2.0, 0.5, 0)]
