@@ -517,15 +517,24 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
         few = _tiles(key, family.block_tile(params)) < sms * model.resident_blocks(c, key.dtype)
         if not (few or (splits_k and key.k >= ROUND_TILES_SPLIT_FROM_K)):
             continue
-        for tile in _round_tiles_here(family, params, key):
-            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1, "STREAM_K": 0})
-            for variant in _layout_twins(tiled, key) or (tiled,):
-                if family.violations(variant, key.dtype):
-                    continue
-                if few and 2 * _tiles(key, family.block_tile(variant.as_dict())) >= sms:
-                    found.append(variant)
-                found += with_whole_round_splits((variant,), key, sms, family.round_tile_rounds)
+        for variant in _round_tile_variants(c, family, params, key):
+            if few and 2 * _tiles(key, family.block_tile(variant.as_dict())) >= sms:
+                found.append(variant)
+            found += with_whole_round_splits((variant,), key, sms, family.round_tile_rounds)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
+
+
+def _round_tile_variants(c: KernelConfig, family: Any, params: Params,
+                         key: GemmKey) -> list[KernelConfig]:  # fmt: skip
+    """The family's round tiles here (_round_tiles_here) on params, unsplit and data-parallel,
+    each as its layout twins where the family has them for the key (else as declared), those
+    the family's constraints allow."""
+    variants = []
+    for tile in _round_tiles_here(family, params, key) if family.round_tiles else ():
+        tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1, "STREAM_K": 0})
+        variants += [v for v in _layout_twins(tiled, key) or (tiled,)
+                     if not family.violations(v, key.dtype)]  # fmt: skip
+    return variants
 
 
 # Where a k-split first candidate's grid already fills its block slots at short k (under
@@ -552,15 +561,14 @@ def with_unsplit_grids(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> t
         slots = sms * model.resident_blocks(c, key.dtype)
         if params["SPLIT_K"] == 1 or _tiles(key, family.block_tile(params)) < slots:
             continue
-        unsplit = [KernelConfig.make(c.family, {**params, "SPLIT_K": 1})]
-        for tile in _round_tiles_here(family, params, key) if family.round_tiles else ():
-            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
-            for variant in _layout_twins(tiled, key) or (tiled,):
-                block = family.block_tile(variant.as_dict())
-                its_slots = sms * model.resident_blocks(variant, key.dtype)
-                if _fill(key, block, its_slots) >= UNSPLIT_ROUND_TILE_FILL:
-                    unsplit.append(variant)
-        found += [u for u in unsplit if not family.violations(u, key.dtype)]
+        itself = KernelConfig.make(c.family, {**params, "SPLIT_K": 1})
+        if not family.violations(itself, key.dtype):
+            found.append(itself)
+        for variant in _round_tile_variants(c, family, params, key):
+            block = family.block_tile(variant.as_dict())
+            its_slots = sms * model.resident_blocks(variant, key.dtype)
+            if _fill(key, block, its_slots) >= UNSPLIT_ROUND_TILE_FILL:
+                found.append(variant)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
 
 
