@@ -104,6 +104,22 @@ def no_unsplit_grids(candidates: Any, key: Any, sms: int) -> tuple[()]:
     return ()
 
 
+# Each change: its default shapes, its default transpose pair (None: the probe's, NN), and
+# the settings that undo it (made when asked for: some build a family).
+CHANGES: dict[str, tuple[str, str | None, Any]] = {
+    "three-blocks": (SHAPES, None, lambda: {
+        "families.FAMILIES[simt]": before_family(), "plans.ROUND_TILES_SPLIT_FROM_K": 1 << 40,
+        "plans._round_tiles_here": every_round_tile}),
+    "tn-registers": (TN_SHAPES, "TN", lambda: {"plans._layout_twins": no_layout_twins}),
+    "mirror": (MIRROR_SHAPES, "TT", lambda: {
+        "families.FAMILIES[simt]": unmirrored_family(),
+        "plans._round_tiles_here": every_round_tile}),
+    "stream-k-first": (STREAM_K_FIRST_SHAPES, "TT",
+                       lambda: {"plans._round_tile_bases": split_bases_only}),
+    "unsplit-grids": (UNSPLIT_SHAPES, "TN", lambda: {"plans.with_unsplit_grids": no_unsplit_grids}),
+}  # fmt: skip
+
+
 def _change(argv: list[str]) -> str:
     """--change's value, taken out of argv (the passes parse the rest)."""
     if "--change" not in argv:
@@ -118,27 +134,11 @@ def main() -> int:
     from probe_host_ties import main as passes
 
     change = _change(sys.argv)
-    if change == "three-blocks":
-        defaults = ["--dtype", "float32", "--shapes", SHAPES]
-        before = {"families.FAMILIES[simt]": before_family(),
-                  "plans.ROUND_TILES_SPLIT_FROM_K": 1 << 40,
-                  "plans._round_tiles_here": every_round_tile}  # fmt: skip
-    elif change == "tn-registers":
-        defaults = ["--dtype", "float32", "--shapes", TN_SHAPES, "--trans", "TN"]
-        before = {"plans._layout_twins": no_layout_twins}
-    elif change == "mirror":
-        defaults = ["--dtype", "float32", "--shapes", MIRROR_SHAPES, "--trans", "TT"]
-        before = {"families.FAMILIES[simt]": unmirrored_family(),
-                  "plans._round_tiles_here": every_round_tile}  # fmt: skip
-    elif change == "stream-k-first":
-        defaults = ["--dtype", "float32", "--shapes", STREAM_K_FIRST_SHAPES, "--trans", "TT"]
-        before = {"plans._round_tile_bases": split_bases_only}
-    elif change == "unsplit-grids":
-        defaults = ["--dtype", "float32", "--shapes", UNSPLIT_SHAPES, "--trans", "TN"]
-        before = {"plans.with_unsplit_grids": no_unsplit_grids}
-    else:
-        raise SystemExit("--change: three-blocks, tn-registers, mirror, stream-k-first or "
-                         f"unsplit-grids, not {change!r}")
+    if change not in CHANGES:
+        raise SystemExit(f"--change: {', '.join(CHANGES)}, not {change!r}")
+    shapes, trans, undone = CHANGES[change]
+    defaults = ["--dtype", "float32", "--shapes", shapes, *(("--trans", trans) if trans else ())]
+    before = undone()
     sys.argv[1:1] = defaults  # (later ones win)
     return passes(f"round_tiles-{change}", before, [], __doc__)
 
