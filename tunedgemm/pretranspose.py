@@ -94,7 +94,8 @@ class TransposedA:
     is)."""
 
     runs_itself = True
-    __slots__ = ("_direct", "_inner", "_transpose", "config", "fallback", "key")
+    __slots__ = ("_direct", "_grid", "_inner", "_ldw", "_transpose", "_workspace_bytes",
+                 "config", "fallback", "key")  # fmt: skip
 
     def __init__(self, key: Any, config: KernelConfig, fallback: KernelConfig) -> None:
         self.key, self.config, self.fallback = key, config, fallback
@@ -114,27 +115,31 @@ class TransposedA:
         function = compiler.raw_function(SOURCE, defines, "transpose")
         self._transpose = _driver.Launcher(function, "iiPiPi", (TILE, ROWS, 1), 0)
         self._inner = plans.launcher(inner_key(self.key), self.config)
+        # The same every call: the workspace, and the transpose's grid over A (k x m).
+        key = self.key
+        self._ldw = workspace_ld(key)
+        self._workspace_bytes = np.dtype(key.dtype).itemsize * self._ldw * key.k
+        self._grid = (-(-key.k // TILE), min(-(-key.m // TILE), GRID_Y_MAX), 1)
 
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
         if self._inner is None:
             self._ready()
         key = self.key
-        ldw = workspace_ld(key)
-        buffer = cuda.allocate_if_free(np.dtype(key.dtype).itemsize * ldw * key.k)
+        buffer = cuda.allocate_if_free(self._workspace_bytes)
         if buffer is None:  # the workspace does not fit now
             self._run_directly(a, b, c, alpha, beta, stream)
             return
         try:
             # A is stored k x m (lda); its transpose, m x k, goes to the workspace.
-            grid = (-(-key.k // TILE), min(-(-key.m // TILE), GRID_Y_MAX), 1)
-            self._transpose.launch(grid, stream, (key.k, key.m, a, key.lda, int(buffer), ldw))
+            self._transpose.launch(self._grid, stream,
+                                   (key.k, key.m, a, key.lda, int(buffer), self._ldw))  # fmt: skip
             self._inner(int(buffer), b, c, alpha, beta, stream)
         finally:  # back to the pool once the stream has passed what was queued
             cuda.release_after([buffer], stream)
 
     def _run_directly(self, a: int, b: int, c: int, alpha: float, beta: float,
                       stream: int) -> None:  # fmt: skip
-        """The TN product by the family's default config, for a call whose workspace finds no
+        """The product by the family's default config, for a call whose workspace finds no
         device memory (warned once)."""
         from . import plans, table
 
