@@ -985,8 +985,9 @@ PY
     pretranspose)  # TN and TT products as A transposed, then an own NN or NT kernel
         # (tunedgemm/pretranspose.py): its GPU test, then probe_pretranspose.py (the public call,
         # before and after, own kernels only; PRETRANSPOSE_DTYPES, default float32 float64;
-        # PRETRANSPOSE_SHAPES; PRETRANSPOSE_TRANS, default TN; PRETRANSPOSE_PARTS, default
-        # "tests probe")
+        # PRETRANSPOSE_SHAPES; PRETRANSPOSE_TRANS, default TN; PRETRANSPOSE_FROM_N and
+        # PRETRANSPOSE_FROM_FLOPS, the gates "after" times the runners from; PRETRANSPOSE_PARTS,
+        # default "tests probe")
         parts=${PRETRANSPOSE_PARTS:-tests probe}
         if [[ " $parts " == *" tests "* ]]; then
             TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${PRETRANSPOSE_TEST_LIMIT:-200} python3 -m pytest -q \
@@ -999,8 +1000,11 @@ PY
                 --dtype ${PRETRANSPOSE_DTYPES:-float32 float64} --passes ${PRETRANSPOSE_PASSES:-2} \
                 ${PRETRANSPOSE_SHAPES:+--shapes $PRETRANSPOSE_SHAPES} \
                 ${PRETRANSPOSE_TRANS:+--trans $PRETRANSPOSE_TRANS} --out "$OUT" \
-                > "$OUT/probe_pretranspose.txt" 2>&1
-            echo "probe_pretranspose: exit $?"; grep -v "Warning\|routine(" "$OUT/probe_pretranspose.txt"
+                ${PRETRANSPOSE_FROM_N:+--from-n $PRETRANSPOSE_FROM_N} \
+                ${PRETRANSPOSE_FROM_FLOPS:+--from-flops $PRETRANSPOSE_FROM_FLOPS} \
+                > "$OUT/probe_pretranspose-${PRETRANSPOSE_TRANS:-TN}.txt" 2>&1
+            echo "probe_pretranspose: exit $?"
+            grep -v "Warning\|routine(" "$OUT/probe_pretranspose-${PRETRANSPOSE_TRANS:-TN}.txt"
         fi ;;
     round-mirror)  # simt's 128 x 64 round tile beside its mirror, 64 x 128 (both warp
         # arrangements), three blocks an SM, the loop twin, at splits 1-16 (probe_skinny.py

@@ -6,7 +6,10 @@ transposed runners and "after" as now; writes probe_pretranspose-<own|auto>-<TN|
 (each pass's pick in its rows).
 
     python benchmarks/probe_pretranspose.py [--shapes MxNxK,...] [--passes 2] [--own-only]
-        [--dtype float32 float64] [--trans TT] [--out DIR]
+        [--dtype float32 float64] [--trans TT] [--out DIR] [--from-n N] [--from-flops F]
+
+--from-n and --from-flops set pretranspose.FROM_N and FROM_FLOPS for "after": where the
+runners are timed (below the gates, before and after otherwise time the same).
 """
 
 from __future__ import annotations
@@ -23,9 +26,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 SHAPES = "827x4994x7378,3297x2367x1173,7110x1102x3327,4096x4096x4096,8192x8192x8192,2048x768x4096"
 
 
+def _take_gates(argv: list[str]) -> None:
+    """Set pretranspose's gates from --from-n / --from-flops, taken out of argv."""
+    from tunedgemm import pretranspose
+
+    for option, name, kind in (("--from-n", "FROM_N", int), ("--from-flops", "FROM_FLOPS", float)):
+        if option in argv:
+            at = argv.index(option)
+            setattr(pretranspose, name, kind(argv[at + 1]))
+            del argv[at : at + 2]
+
+
 def main() -> int:
     from probe_host_ties import main as passes
 
+    _take_gates(sys.argv)
     sys.argv[1:1] = ["--shapes", SHAPES, "--trans", "TN"]  # (later ones win)
     return passes("pretranspose", {"pretranspose.FROM_FLOPS": math.inf}, [], __doc__)
 

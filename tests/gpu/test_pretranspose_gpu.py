@@ -4,8 +4,9 @@ on the GPU.
 Both dtypes, both layouts, odd shapes (m, n, k off every tile's multiple), padded and unpadded
 leading dimensions, alpha and beta with C filled with NaN first: every element written, within
 the float64 reference's K-scaled bound, bit-equal from run to run, and bit-equal to the same
-config as NN or NT on A^T laid out by the host; and a public TN call large enough for
-autotuning to time the transposed runners:
+config as NN or NT on A^T laid out by the host, called as autotuning calls it and through
+gpu_backend.run; without room for the workspace, the default config's bits; and a public TN
+call large enough for autotuning to time the transposed runners:
 
     python -m pytest -q -m gpu tests/gpu/test_pretranspose_gpu.py
 """
@@ -17,7 +18,7 @@ import itertools
 import numpy as np
 import pytest
 
-from tunedgemm import checks, gpu_backend, plans, pretranspose, selection
+from tunedgemm import checks, gpu_backend, plans, pretranspose, selection, table
 from tunedgemm.params import KernelConfig
 
 pytestmark = pytest.mark.gpu
@@ -77,9 +78,12 @@ def test_transposed_runs_are_accurate_bit_equal_and_the_inner_layouts_bits(dtype
                     f"alpha={alpha} beta={beta}")  # fmt: skip
             c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(dtype)
             outs = []
-            for _ in range(2):
+            for through_backend in (False, True):  # as autotuning calls it, then as verify does
                 problem.poison_c() if c0 is None else problem.set_c(c0)
-                runner(f.a, f.b, f.c, alpha, beta, 0)
+                if through_backend:
+                    assert gpu_backend.run(f, problem.dtype, alpha, beta, runner) is runner
+                else:
+                    runner(f.a, f.b, f.c, alpha, beta, 0)
                 outs.append(problem.c())
             nn.poison_c() if c0 is None else nn.set_c(c0)
             gpu_backend.run(nn.form, nn.dtype, alpha, beta, config)
@@ -89,6 +93,34 @@ def test_transposed_runs_are_accurate_bit_equal_and_the_inner_layouts_bits(dtype
             exact, scale = checks.float64_reference(alpha, problem.op_a, problem.op_b, beta, c0)
             error = checks.scaled_error(outs[0], exact, scale)
             assert error <= checks.tolerance(k, np.dtype(dtype)), f"error {error}: {what}"
+
+
+def test_a_runner_without_room_for_its_workspace_runs_the_default_config_directly(monkeypatch):
+    """Where the workspace cannot be allocated, the runner warns once and gives the default
+    config's bits on A as stored, every element written."""
+    import warnings
+
+    from tunedgemm import cuda
+    from tunedgemm.tuning import problems
+
+    rng = np.random.default_rng()
+    dtype, (m, n, k) = "float32", SHAPES[1]
+    problem = problems.make(m, n, k, dtype, True, False, rng, padded=True)
+    f = problem.form
+    key = plans.GemmKey.of(f, dtype, "ieee")
+    fallback = selection.default_config(dtype)
+    runner = pretranspose.TransposedA(key, _configs(dtype)[-1], fallback)
+    monkeypatch.setattr(cuda, "allocate_if_free", lambda nbytes: None)
+    monkeypatch.setattr(table, "_warned", set())  # (warned once a process)
+    problem.poison_c()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runner(f.a, f.b, f.c, 1.0, 0.0, 0)
+    assert any("transposed A" in str(w.message) for w in caught)
+    ran = problem.c()
+    problem.poison_c()
+    gpu_backend.run(f, problem.dtype, 1.0, 0.0, fallback)
+    assert np.isfinite(ran).all() and ran.tobytes() == problem.c().tobytes()
 
 
 def test_a_public_tn_call_times_the_transposed_runners_and_is_right():
