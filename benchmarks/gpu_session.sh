@@ -56,7 +56,8 @@
 # tilings at float32's long-k entries that cuBLAS holds), round-tiles (simt's three-block round
 # tile: its GPU tests, then probe_round_tiles.py), layout-losers (simt tilings at TN's and
 # TT's worst random float32 shapes), tn-large (simt's large tiles at TN and NN), pretranspose
-# (TN and TT as A transposed, then NN or NT: its GPU test and probe_pretranspose.py), round-mirror
+# (TN and TT as A transposed, then NN or NT: its GPU test and probe_pretranspose.py),
+# narrow-splits (simt's narrow tile by GROUP_M and split, then probe_narrow_splits.py), round-mirror
 # (the round tile beside its 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
 # register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -1006,6 +1007,20 @@ PY
             echo "probe_pretranspose: exit $?"
             grep -v "Warning\|routine(" "$OUT/probe_pretranspose-${PRETRANSPOSE_TRANS:-TN}.txt"
         fi ;;
+    narrow-splits)  # simt's 32 x 128 narrow tile at GROUP_M 1, 4, 8, 16 and splits 2-4 at
+        # NARROW_SPLITS_SHAPES (default TT float32's 146x5866x434, probe_skinny.py --tiles,
+        # padded), then probe_narrow_splits.py (the public call, before and after the least
+        # split, own kernels only; NARROW_SPLITS_PROBE_SHAPES, default its own)
+        tile="BM=32,BN=128,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=4,ADVANCE=1,FMA_ORDER=1,BK=16"
+        timeout ${NARROW_SPLITS_LIMIT:-90} python3 benchmarks/probe_skinny.py --padded --trans TT \
+            --shapes ${NARROW_SPLITS_SHAPES:-146x5866x434} --tile-splits 2,3,4 --tile-stream-k "" \
+            --tiles $(for g in 1 4 8 16; do printf '%s ' "$tile,GROUP_M=$g"; done) --out "$OUT" \
+            > "$OUT/probe_narrow_group_m.txt" 2>&1
+        echo "narrow tiles by GROUP_M: exit $?"; grep -v "Warning" "$OUT/probe_narrow_group_m.txt" | head -16
+        timeout ${NARROW_SPLITS_PROBE_LIMIT:-300} python3 benchmarks/probe_narrow_splits.py --own-only \
+            --passes 2 ${NARROW_SPLITS_PROBE_SHAPES:+--shapes $NARROW_SPLITS_PROBE_SHAPES} \
+            --out "$OUT" > "$OUT/probe_narrow_splits.txt" 2>&1
+        echo "probe_narrow_splits: exit $?"; grep -v "Warning\|routine(" "$OUT/probe_narrow_splits.txt" ;;
     round-mirror)  # simt's 128 x 64 round tile beside its mirror, 64 x 128 (both warp
         # arrangements), three blocks an SM, the loop twin, at splits 1-16 (probe_skinny.py
         # --tiles, padded), in each of MIRROR_TRANS (default "TT NN"; TT stages A's 128 rows

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -696,12 +697,9 @@ NARROW_BELOW, NARROW_FROM_K = 512, 256
 def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
     """For an own candidate at a skinny shape with long k, its family's narrow tiles
     (`narrow_tiles`: simt's 128 x 32 and 32 x 128, dmma's 64 x 32 and 32 x 64) on its other
-    settings, each with the least power-of-two k-split that gives every SM the family's
-    `narrow_blocks_per_sm` blocks, as far as each slice keeps two k-tiles and MAX_SPLIT_K
-    allows, and with half and twice that split: the last wave's fill and the slices' sums
-    move the best split either way (probe_skinny.py, H100, 2026-11-26 20:09 UTC: 4 at
-    5453x392x3458 where the rule gives 1, 8 at 77x1643x881 where it gives 16). Nothing for
-    other shapes, stream-K configs or families without narrow tiles."""
+    settings, each at the k-splits of `_narrow_splits`, as far as each slice keeps two
+    k-tiles and MAX_SPLIT_K allows. Nothing for other shapes, stream-K configs or families
+    without narrow tiles."""
     from .families import FAMILIES
 
     if min(key.m, key.n) > NARROW_BELOW or key.k < NARROW_FROM_K:
@@ -716,15 +714,33 @@ def with_narrow_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
         for tile in family.narrow_tiles:
             changed = {**params, **tile}
             k_tile = family.k_tile(changed)
-            split = _filling_split(key, family.block_tile(changed), k_tile,
-                                   sms * family.narrow_blocks_per_sm)  # fmt: skip
+            splits = _narrow_splits(key, family.block_tile(changed), k_tile,
+                                    sms * family.narrow_blocks_per_sm)  # fmt: skip
             widest = max(_widest_split(key, k_tile), 1)
-            for s in (split, split // 2, 2 * split):
+            for s in splits:
                 config = KernelConfig.make(c.family, {**changed, "SPLIT_K": s})
                 if (1 <= s <= widest and config not in candidates
                         and not family.violations(config, key.dtype)):  # fmt: skip
                     narrow.append(config)
     return tuple(dict.fromkeys(narrow))
+
+
+def _narrow_splits(key: GemmKey, tile: tuple[int, int], k_tile: int,
+                   blocks: float) -> tuple[int, ...]:  # fmt: skip
+    """The k-splits a narrow tile is timed at: the least power of two that gives key's grid of
+    `tile`s at least `blocks` blocks (every SM its family's `narrow_blocks_per_sm`), half and
+    twice that, and the least split of any size that gives them.
+
+    Half and twice: the last wave's fill and the slices' sums move the best split either way
+    (probe_skinny.py, H100, 2026-11-26 20:09 UTC: 4 at 5453x392x3458 where the power of two is
+    1, 8 at 77x1643x881 where it is 16). The least of any size: the power of two overshoots
+    it by up to 2x, and each slice more is one more partial C to sum. At 146x5866x434 TT
+    float32, 230 tiles of 32 x 128 on 528 slots, 3 slices ran 31.5-32.5 us at every GROUP_M
+    against 37.2-37.9 at the power of two, 4, and 33.4-38.0 at 2 (cuBLAS 27.6 us;
+    `gpu_session.sh narrow-splits`, H200, 2026-12-02 07:57 UTC)."""
+    split = _filling_split(key, tile, k_tile, blocks)
+    least = min(split, math.ceil(blocks / _tiles(key, tile)))
+    return tuple(dict.fromkeys((split, split // 2, 2 * split, max(least, 1))))
 
 
 # Where autotuning times a candidate's stream-K variants: its data-parallel grid (one k-slice)

@@ -1,7 +1,7 @@
 """Narrow tiles as autotuning's relatives (simt's 128 x 32 and 32 x 128, dmma's 64 x 32 and
 32 x 64): timed only at skinny shapes with long k, each with the k-split that gives every SM
-its family's blocks (simt 4, dmma 1.5) and half and twice that; they compile for sm_90
-without spills."""
+its family's blocks (simt 4, dmma 1.5), half and twice that, and the least split of any
+size that gives them; they compile for sm_90 without spills."""
 
 from __future__ import annotations
 
@@ -29,15 +29,21 @@ def test_narrow_tiles_are_legal_simt_configs_with_the_loop_twin():
 
 
 @pytest.mark.parametrize("shape, expected", [
-    # 1473 x 140: 12 x 5 = 60 tiles of 128 x 32; 60 x 16 >= 4 x 132; 47 x 3 = 141 of 32 x 128.
-    ((1473, 140, 7081), [(128, 32, 16), (128, 32, 8), (128, 32, 32),
-                         (32, 128, 8), (32, 128, 4), (32, 128, 16)]),
-    # 65 x 1292: 41 tiles either way; 41 x 16 = 656 >= 528.
-    ((65, 1292, 1285), [(128, 32, 16), (128, 32, 8), (128, 32, 32),
+    # 1473 x 140: 12 x 5 = 60 tiles of 128 x 32; 60 x 16 >= 4 x 132, and 60 x 9 the least;
+    # 47 x 2 = 94 of 32 x 128: 94 x 8, and 94 x 6 the least.
+    ((1473, 140, 7081), [(128, 32, 16), (128, 32, 8), (128, 32, 32), (128, 32, 9),
+                         (32, 128, 8), (32, 128, 4), (32, 128, 16), (32, 128, 6)]),
+    # 65 x 1292: 41 tiles of 128 x 32, 41 x 16 = 656 >= 528 (13 the least); 3 x 11 = 33 of
+    # 32 x 128, where 33 x 16 = 528 is the least too.
+    ((65, 1292, 1285), [(128, 32, 16), (128, 32, 8), (128, 32, 32), (128, 32, 13),
                         (32, 128, 16), (32, 128, 8), (32, 128, 32)]),
-    # 9947 x 78: 234 tiles of 128 x 32, so 4 slices; 311 x 1 of 32 x 128, so 2.
-    ((9947, 78, 1422), [(128, 32, 4), (128, 32, 2), (128, 32, 8),
+    # 9947 x 78: 234 tiles of 128 x 32, so 4 slices (3 the least); 311 x 1 of 32 x 128, so 2.
+    ((9947, 78, 1422), [(128, 32, 4), (128, 32, 2), (128, 32, 8), (128, 32, 3),
                         (32, 128, 2), (32, 128, 1), (32, 128, 4)]),
+    # 146 x 5866 (TT float32's worst random shape of 2026-12-01): 2 x 184 = 368 tiles of
+    # 128 x 32, 2 slices either way; 5 x 46 = 230 of 32 x 128, 4 the power of two, 3 the least.
+    ((146, 5866, 434), [(128, 32, 2), (128, 32, 1), (128, 32, 4),
+                        (32, 128, 4), (32, 128, 2), (32, 128, 8), (32, 128, 3)]),
     # 5453 x 392 (inside NARROW_BELOW since 20:09 UTC): 43 x 13 = 559 tiles of 128 x 32.
     ((5453, 392, 3458), [(128, 32, 1), (128, 32, 2), (32, 128, 1), (32, 128, 2)]),
     # Very long k: at most MAX_SPLIT_K slices.
@@ -63,13 +69,15 @@ def test_wide_or_short_k_shapes_get_none(shape):
 def test_dmma_gets_its_own_narrow_tiles_with_its_splits():
     dmma = FAMILIES["dmma"].default_config("float64")
     found = plans.with_narrow_tiles((dmma,), _key(1473, 140, 7081, "float64"), SMS)
-    # 24 x 5 = 120 tiles of 64 x 32: 2 slices give 240 >= 1.5 x 132; 47 x 3 = 141 of 32 x 64.
+    # 24 x 5 = 120 tiles of 64 x 32: 2 slices give 240 >= 1.5 x 132, the least too; 47 x 3 =
+    # 141 of 32 x 64.
     assert _tiles_and_splits(found) == [(64, 32, 2), (64, 32, 1), (64, 32, 4),
                                         (32, 64, 2), (32, 64, 1), (32, 64, 4)]  # fmt: skip
     assert all(not FAMILIES["dmma"].violations(c, "float64") for c in found)
     assert _tiles_and_splits(plans.with_narrow_tiles(
         (dmma,), _key(125, 665, 7720, "float64"), SMS)) == [
-            (64, 32, 8), (64, 32, 4), (64, 32, 16), (32, 64, 8), (32, 64, 4), (32, 64, 16)]
+            (64, 32, 8), (64, 32, 4), (64, 32, 16), (64, 32, 5),
+            (32, 64, 8), (32, 64, 4), (32, 64, 16), (32, 64, 5)]
 
 
 def test_stream_k_and_cublas_get_none():
@@ -83,8 +91,9 @@ def test_own_candidates_time_them_for_the_first_own_candidate_only(monkeypatch):
     timed = plans.own_candidates((table.CUBLAS, first, second), _key(1473, 140, 7081))
     own = [c for c in timed if isinstance(c, KernelConfig)]
     narrow = [c for c in own if 32 in FAMILIES["simt"].block_tile(c.as_dict())]
-    assert _tiles_and_splits(narrow) == [(128, 32, 16), (128, 32, 8), (128, 32, 32),
-                                         (32, 128, 8), (32, 128, 4), (32, 128, 16)]  # fmt: skip
+    assert _tiles_and_splits(narrow) == [
+        (128, 32, 16), (128, 32, 8), (128, 32, 32), (128, 32, 9),
+        (32, 128, 8), (32, 128, 4), (32, 128, 16), (32, 128, 6)]  # fmt: skip
     assert all(c.as_dict()["GROUP_M"] == first.as_dict()["GROUP_M"] for c in narrow)
     assert len(timed) == len(set(timed))
     square = plans.own_candidates((table.CUBLAS, first), _key(4096, 4096, 4096))
