@@ -34,7 +34,8 @@ def _configs(name: str, split: int) -> list[KernelConfig]:
 
 
 @pytest.mark.parametrize("name", ["simt", "dmma"])
-@pytest.mark.parametrize("split", [1, 8, plans.MAX_SPLIT_K])  # empty slices at k=15
+# 3: not a power of two (plans._narrow_splits); MAX_SPLIT_K: empty slices at k=15
+@pytest.mark.parametrize("split", [1, 3, 8, plans.MAX_SPLIT_K])
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_narrow_tiles_give_the_square_tiles_bits(name, split, m, n, k):
     configs = _configs(name, split)
