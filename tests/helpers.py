@@ -405,6 +405,22 @@ def whole_c(problem) -> np.ndarray:
     return whole
 
 
+def precompile_variants(configs, dtype, pairs) -> None:
+    """Compile the configs' kernels for these transpose pairs, aligned and not, with nvcc
+    running in parallel: one at a time, a test of a few configs in every layout spent most of
+    a minute in nvcc on a fresh GPU machine."""
+    import itertools
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tunedgemm import compiler
+
+    jobs = list(itertools.product(dict.fromkeys(configs), dict.fromkeys(pairs), (False, True)))
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
+        list(pool.map(lambda job: compiler.precompile([job[0]], dtype, *job[1], job[2], jobs=1),
+                      jobs))  # fmt: skip
+
+
 def assert_configs_agree(configs, dtype, m: int, n: int, k: int, label: str = "",
                          layouts=None) -> None:  # fmt: skip
     """Configs that must give the same bits (a tunable's variants, a family's twins), each
@@ -420,6 +436,8 @@ def assert_configs_agree(configs, dtype, m: int, n: int, k: int, label: str = ""
     rng = np.random.default_rng()
     if layouts is None:
         layouts = itertools.product(itertools.product((False, True), repeat=2), (False, True))
+    layouts = list(layouts)
+    precompile_variants(configs, dtype, [pair for pair, _ in layouts])
     for (ta, tb), padded in layouts:
         problem = problems.make(m, n, k, dtype, ta, tb, rng, padded=padded)
         for alpha, beta in ((1.0, 0.0), (-0.75, 0.5)):
