@@ -740,7 +740,7 @@ def _narrow_splits(key: GemmKey, tile: tuple[int, int], k_tile: int,
     `gpu_session.sh narrow-splits`, H200, 2026-12-02 07:57 UTC)."""
     split = _filling_split(key, tile, k_tile, blocks)
     least = min(split, math.ceil(blocks / _tiles(key, tile)))
-    return tuple(dict.fromkeys((split, split // 2, 2 * split, max(least, 1))))
+    return tuple(dict.fromkeys((split, split // 2, 2 * split, least)))
 
 
 # Where autotuning times a candidate's stream-K variants: its data-parallel grid (one k-slice)
