@@ -415,9 +415,10 @@ def precompile_variants(configs, dtype, pairs) -> None:
 
     from tunedgemm import compiler
 
+    name = np.dtype(dtype).name   # (callers pass np.float32, a dtype or its name)
     jobs = list(itertools.product(dict.fromkeys(configs), dict.fromkeys(pairs), (False, True)))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
-        list(pool.map(lambda job: compiler.precompile([job[0]], dtype, *job[1], job[2], jobs=1),
+        list(pool.map(lambda job: compiler.precompile([job[0]], name, *job[1], job[2], jobs=1),
                       jobs))  # fmt: skip
 
 
