@@ -118,11 +118,11 @@ probe_tiles() {
     local dtype=$1 shapes=$2
     shift 2
     timeout ${TILES_LIMIT:-400} python3 benchmarks/probe_skinny.py --dtype $dtype --padded \
-        --tiles "$@" --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" \
+        --tiles "$@" --shapes ${TILES_SHAPES:-$shapes} --out "$OUT" --trans ${TILES_TRANS:-NN} \
         --tile-splits=${TILES_SPLITS-1,2,3,4,6,8} --tile-stream-k=${TILES_STREAM_K-1,2} \
         ${TILES_TRUST_PTXAS:+--trust-ptxas} ${TILES_IGNORE:+--ignore-constraint "$TILES_IGNORE"} \
-        > "$OUT/probe_tiles-$dtype.txt" 2>&1
-    echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-$dtype.txt"
+        > "$OUT/probe_tiles-$dtype${TILES_TRANS:+-$TILES_TRANS}.txt" 2>&1
+    echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-$dtype${TILES_TRANS:+-$TILES_TRANS}.txt"
 }
 # bench_tuning on a list of shapes, own kernels and auto: bench_worst DTYPE SHAPES (writes
 # bench_tuning-worst-DTYPE.txt; WORST_LIMIT seconds)
@@ -392,14 +392,14 @@ for r in body:
 PY
         ;;
     ncu-census)  # what each kernel is at NCU_SHAPES (space-separated; NCU_DTYPE, default
-        # float64): the own config a call runs there (own kernels only) and cuBLAS's, by
+        # float64; NCU_TRANS, default NN): the own config a call runs there (own kernels only) and cuBLAS's, by
         # Nsight Compute's launch statistics alone: name, grid, block, registers, shared
         # memory, time, SM and DRAM throughput (ncu-census.txt)
         export PATH=$PATH:/usr/local/cuda/bin
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
             --section LaunchStats --section SpeedOfLight --section Occupancy \
             -o "$OUT/ncu-census" python3 benchmarks/ncu_simt.py --call \
-            --dtype ${NCU_DTYPE:-float64} \
+            --dtype ${NCU_DTYPE:-float64} --trans ${NCU_TRANS:-NN} \
             --shape ${NCU_SHAPES:-6904x698x3920} > "$OUT/ncu-census-run.txt" 2>&1
         echo "ncu census: exit $?"; grep -v "^==PROF==" "$OUT/ncu-census-run.txt" | tail -30
         ncu --import "$OUT/ncu-census.ncu-rep" --page raw --csv > "$OUT/ncu-census-raw.csv" 2>&1
@@ -1021,6 +1021,32 @@ PY
             --passes 2 ${NARROW_SPLITS_PROBE_SHAPES:+--shapes $NARROW_SPLITS_PROBE_SHAPES} \
             --out "$OUT" > "$OUT/probe_narrow_splits.txt" 2>&1
         echo "probe_narrow_splits: exit $?"; grep -v "Warning\|routine(" "$OUT/probe_narrow_splits.txt" ;;
+    sass)  # sass_of.py: cuobjdump -sass and the opcode mix of simt's base tile with each of
+        # SASS_CHANGES (space-separated) in SASS_TRANS (default TN); SASS_BASE another base
+        export PATH=$PATH:/usr/local/cuda/bin
+        timeout ${SASS_LIMIT:-120} python3 benchmarks/sass_of.py --trans ${SASS_TRANS:-TN} \
+            ${SASS_BASE:+--base $SASS_BASE} --out "$OUT/sass" $SASS_CHANGES > "$OUT/sass.txt" 2>&1
+        echo "sass: exit $?"; cat "$OUT/sass.txt" ;;
+    cublas-tiles)  # simt at the tilings of cuBLAS's own FFMA kernels at TN's worst random
+        # float32 shapes (Nsight Compute's census, step ncu-census with NCU_TRANS=TN, H200,
+        # 2026-12-02 19:03 UTC: 64 x 64 x 8 tiles, three stages, 128 threads at 2925x440x178 and
+        # 1317x812x232; 128 x 128 x 8, 128 threads, k split 7-9 at 95x3514x13401 and
+        # 639x853x10054; 64 x 256 x 8 split 7 at 5087x430x7000), each through registers at TN,
+        # probe_skinny --tiles (padded) in CUBLAS_TILES_TRANS (default TN) at splits 1-12
+        twin="ADVANCE=1,FMA_ORDER=1,GROUP_M=8"
+        [ "${CUBLAS_TILES_TRANS:-TN}" = TN ] && twin="$twin,REG_TRANSPOSE=1"
+        tiles=""
+        for tile in BM=64,BN=64,WM=32,WN=32,TM=8,TN=4,BK=8,STAGES=3,MIN_BLOCKS=4 \
+                    BM=64,BN=64,WM=32,WN=32,TM=8,TN=4,BK=16,STAGES=3,MIN_BLOCKS=4 \
+                    BM=64,BN=64,WM=64,WN=16,TM=8,TN=4,BK=8,STAGES=3,MIN_BLOCKS=4 \
+                    BM=128,BN=128,WM=64,WN=64,TM=16,TN=8,BK=8,STAGES=3,MIN_BLOCKS=1 \
+                    BM=64,BN=256,WM=64,WN=64,TM=16,TN=8,BK=8,STAGES=3,MIN_BLOCKS=1; do
+            tiles="$tiles $tile,$twin"
+        done
+        shapes=2925x440x178,1317x812x232,2166x342x1628,95x3514x13401,639x853x10054,5087x430x7000
+        TILES_TRANS=${CUBLAS_TILES_TRANS:-TN} TILES_SPLITS=${TILES_SPLITS-1,2,3,4,6,7,8,9,12} \
+            TILES_IGNORE="threads per block|element copies" TILES_LIMIT=${CUBLAS_TILES_LIMIT:-300} \
+            probe_tiles float32 $shapes $tiles ;;
     round-mirror)  # simt's 128 x 64 round tile beside its mirror, 64 x 128 (both warp
         # arrangements), three blocks an SM, the loop twin, at splits 1-16 (probe_skinny.py
         # --tiles, padded), in each of MIRROR_TRANS (default "TT NN"; TT stages A's 128 rows

@@ -20,6 +20,7 @@ DGEMM, on float64 NN operands; --dmma-changes adds that config with each set of 
 (comma-separated NAME=VALUE), as a k-split against stream-K.
 With --call (float32) the own config an sgemm call runs at the shape, as float64's, and cuBLAS.
 With several shapes, each shape's launches in turn (the report lists them in that order).
+--trans takes another transpose pair than NN for the operands (padded, as the others).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def _launches(shape: str, args: argparse.Namespace, held: list[Any]) -> list[tup
     from tunedgemm.params import KernelConfig
     from tunedgemm.tuning import problems
 
-    problem = problems.make(m, n, k, args.dtype, padded=True)
+    trans = (args.trans[0] == "T", args.trans[1] == "T")
+    problem = problems.make(m, n, k, args.dtype, *trans, padded=True)
     configs = []
     if args.call and args.dtype == "float32":
         configs.append(("sgemm's own", _own_choice(problem)))
@@ -104,6 +106,8 @@ def main() -> int:
                         help="float64: dgemm's own config with these changes too")  # fmt: skip
     parser.add_argument("--simt-changes", nargs="*", default=[],
                         help="float32: the table's config with these changes too")  # fmt: skip
+    parser.add_argument("--trans", default="NN", choices=["NN", "NT", "TN", "TT"],
+                        help="the operands' transpose pair (default NN)")  # fmt: skip
     parser.add_argument("--call", action="store_true",
                         help="float32: the own config a call runs, not the variants")  # fmt: skip
     args = parser.parse_args()

@@ -233,7 +233,21 @@ def main() -> int:
     print(f"# {cuda.device_name()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
           f"{dtype.name} {args.trans}; ms per call (autotune.time_candidates)",
           flush=True)  # fmt: skip
-    results = []
+    results: list[dict] = []
+
+    def write() -> None:  # after each shape: a run stopped by its time limit keeps what it timed
+        if not args.out:
+            return
+        name = (f"probe_skinny-{dtype.name}{'-narrow' if args.narrow else ''}"
+                f"{'-large' if args.large else ''}"
+                f"{'-padded' if args.padded else ''}"
+                f"{'-splits' if args.splits else ''}"
+                f"{'-stream-k' if args.stream_k else ''}"
+                f"{'-tiles' if args.tiles else ''}"
+                f"{'' if args.trans == 'NN' else '-' + args.trans}.json")  # fmt: skip
+        path = Path(args.out) / name
+        path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))
+
     for text in args.shapes.split(","):
         m, n, k = (int(v) for v in text.split("x"))
         trans = (args.trans[0] == "T", args.trans[1] == "T")
@@ -265,16 +279,7 @@ def main() -> int:
             print(f"   {cublas / t:5.2f}  {t:.4f}  {c}", flush=True)
         results.append({"shape": [m, n, k], "trans": args.trans, "cublas_ms": cublas,
                         "own": [{"config": str(c), "ms": t} for t, c in ranked]})  # fmt: skip
-    if args.out:
-        name = (f"probe_skinny-{dtype.name}{'-narrow' if args.narrow else ''}"
-                f"{'-large' if args.large else ''}"
-                f"{'-padded' if args.padded else ''}"
-                f"{'-splits' if args.splits else ''}"
-                f"{'-stream-k' if args.stream_k else ''}"
-                f"{'-tiles' if args.tiles else ''}"
-                f"{'' if args.trans == 'NN' else '-' + args.trans}.json")  # fmt: skip
-        path = Path(args.out) / name
-        path.write_text(json.dumps({"device": cuda.device_name(), "shapes": results}, indent=1))
+        write()
     return 0
 
 
