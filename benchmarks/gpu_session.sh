@@ -396,7 +396,7 @@ PY
         # Nsight Compute's launch statistics alone: name, grid, block, registers, shared
         # memory, time, SM and DRAM throughput (ncu-census.txt)
         export PATH=$PATH:/usr/local/cuda/bin
-        timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
+        timeout ${NCU_LIMIT:-240} ncu -f --clock-control none --profile-from-start off \
             --section LaunchStats --section SpeedOfLight --section Occupancy \
             -o "$OUT/ncu-census" python3 benchmarks/ncu_simt.py --call \
             --dtype ${NCU_DTYPE:-float64} --trans ${NCU_TRANS:-NN} \

@@ -379,7 +379,10 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
         rounds += with_unsplit_grids(first[:1], key, sms)  # (the same)
         rounds += with_small_k_tiles(first[:1], key, sms)  # (the same)
-        rounds += with_medium_tiles(first[:1], key, sms)  # (the same)
+        # (the same; on the first own candidate with a k-split: at 2925x440x178 TN float32 the
+        # first is the small family's)
+        split_k_first = tuple(c for c, _, _ in _split_k_configs(first))[:1]
+        rounds += with_medium_tiles(split_k_first, key, sms)
     rasters = with_raster_twins(first[:RASTERS_OF], key.dtype)[len(first[:RASTERS_OF]):]
     relatives = with_twins(relatives, key.dtype, key)[len(first):] + rasters + narrow + streamed
     relatives += rounds
@@ -658,31 +661,39 @@ MEDIUM_UPTO, MEDIUM_FROM_FLOPS = 1024, 2e8
 def with_medium_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
     """For each own split-K candidate at a shape whose shorter side of C is at most
     MEDIUM_UPTO and whose work is at least MEDIUM_FROM_FLOPS, its family's `medium_tiles`
-    (dmma's set every tunable; one added later keeps the candidate's value): unsplit where
-    their tiles fill at least half a round of their block slots, and where they fill less
-    than a round, at the least power-of-two k-split that fills one and at their whole-round
-    splits (600x508x2782: 80 tiles of 64 x 64 on 396 slots ran best split 3 ways)."""
+    (dmma's set every tunable; one added later keeps the candidate's value), as its layout
+    twins where the family has them for the key (simt's TN: through registers), at the grids
+    of _medium_grids (600x508x2782: 80 tiles of 64 x 64 on 396 slots ran best split 3 ways)."""
     if min(key.m, key.n) > MEDIUM_UPTO or 2 * key.m * key.n * key.k < MEDIUM_FROM_FLOPS:
         return ()
     found: list[KernelConfig] = []
     for c, family, params in _split_k_configs(candidates):
         for tile in family.medium_tiles:
-            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
-            if family.violations(tiled, key.dtype):
-                continue
-            changed = tiled.as_dict()
-            block = family.block_tile(changed)
-            slots = sms * model.resident_blocks(tiled, key.dtype)
-            tiles = _tiles(key, block)
-            if 2 * tiles >= slots:
-                found.append(tiled)
-            if tiles < slots:
-                split = _filling_split(key, block, family.k_tile(changed), slots)
-                filled = KernelConfig.make(c.family, {**changed, "SPLIT_K": split})
-                if split > 1 and not family.violations(filled, key.dtype):
-                    found.append(filled)
-                found += with_whole_round_splits((tiled,), key, sms)
+            declared = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
+            for tiled in _layout_twins(declared, key) or (declared,):
+                if not family.violations(tiled, key.dtype):
+                    found += _medium_grids(tiled, key, sms)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
+
+
+def _medium_grids(tiled: KernelConfig, key: GemmKey, sms: int) -> list[KernelConfig]:
+    """The grids with_medium_tiles times a medium tile at: unsplit where its tiles fill at
+    least half a round of its block slots, and where they fill less than a round, at the
+    least power-of-two k-split that fills one and at its whole-round splits."""
+    from .families import FAMILIES
+
+    family, params = FAMILIES[tiled.family], tiled.as_dict()
+    block = family.block_tile(params)
+    slots = sms * model.resident_blocks(tiled, key.dtype)
+    tiles = _tiles(key, block)
+    found = [tiled] if 2 * tiles >= slots else []
+    if tiles < slots:
+        split = _filling_split(key, block, family.k_tile(params), slots)
+        filled = KernelConfig.make(tiled.family, {**params, "SPLIT_K": split})
+        if split > 1 and not family.violations(filled, key.dtype):
+            found.append(filled)
+        found += with_whole_round_splits((tiled,), key, sms)
+    return found
 
 
 # Where autotuning times a family's narrow tiles: min(m, n) at most NARROW_BELOW (four

@@ -1,8 +1,9 @@
 """Autotuning's medium tiles: at shapes with one short side of C and more than launch-bound
 work, the first own split-K candidate's family's medium tilings (dmma's 64 x 64 and 64 x 32
-blocks of four warps, three blocks an SM: cuBLAS's arrangement there; whole configs),
-unsplit where their tiles fill half a round of their slots and split to fill the rest;
-nothing at large squares, launch-bound shapes, or for a family without them."""
+blocks of four warps, three blocks an SM, and simt's 64 x 64 x 8 of four warps, four an SM:
+cuBLAS's arrangements there; whole configs), as the family's layout twins (simt's TN through
+registers), unsplit where their tiles fill half a round of their slots and split to fill the
+rest; nothing at large squares, launch-bound shapes, or for a family without them."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from helpers import (
 )
 
 from tunedgemm import cuda, model, plans, table
-from tunedgemm.families import FAMILIES, dmma
-from tunedgemm.params import register_cap
+from tunedgemm.families import FAMILIES, dmma, simt
+from tunedgemm.params import KernelConfig, register_cap
 
 SMS = 132
 
@@ -102,7 +103,8 @@ def test_none_for_the_tiles_themselves_or_a_family_without_them():
         found = plans.with_medium_tiles((_dmma(**tile),), key, SMS)
         assert _dmma(**tile) not in found
         assert len(found) == len(dmma.MEDIUM_TILES) - 1
-    assert not plans.with_medium_tiles((small_simt(),), nn_key(6904, 698, 3920), SMS)
+    tf32 = FAMILIES["tf32"].default_config("float32")   # (a split-K family without them)
+    assert not plans.with_medium_tiles((tf32,), nn_key(6904, 698, 3920), SMS)
     assert not plans.with_medium_tiles((table.CUBLAS,), key, SMS)
 
 
@@ -110,6 +112,54 @@ def test_autotuning_times_them_beside_the_first_candidate(monkeypatch):
     monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
     key = nn_key(6904, 698, 3920, "float64")
     assert_timed_beside_the_first(plans.with_medium_tiles, _dmma(), key, 2, SMS)
+
+
+def _tn_key(m: int, n: int, k: int):
+    return plans.GemmKey("float32", "ieee", m, n, k, True, False, k, k, m, True)
+
+
+def test_simts_tile_holds_four_blocks_an_sm_within_the_rules():
+    family = FAMILIES["simt"]
+    for tn in (False, True):
+        config = small_simt(**simt.MEDIUM_TILES[0], REG_TRANSPOSE=int(tn))
+        assert not family.violations(config, "float32")
+        assert family.threads(config.as_dict()) == 128
+        assert model.resident_blocks(config, "float32") == 4
+
+
+def test_simts_tile_runs_tns_layout_twin_and_fills_the_grid():
+    # 2925 x 440: 46 x 7 = 322 tiles of 64 x 64 on 528 slots (four an SM): unsplit (more than
+    # half a round), then split to fill a round; TN runs it through registers only, NN as is.
+    found = plans.with_medium_tiles((small_simt(),), _tn_key(2925, 440, 178), SMS)
+    assert found and {f["REG_TRANSPOSE"] for f in found} == {1}
+    assert _tiles_and_splits(found)[0] == (64, 64, 1)
+    assert all((f["BM"], f["BN"], f["BK"], f["MIN_BLOCKS"]) == (64, 64, 8, 4) for f in found)
+    at_nn = plans.with_medium_tiles((small_simt(),), nn_key(2925, 440, 178), SMS)
+    assert at_nn and {f["REG_TRANSPOSE"] for f in at_nn} == {0}
+
+
+def test_timed_where_the_table_ranks_another_family_first(monkeypatch):
+    # At 2925x440x178 TN the table's first own candidate is the small family's (no k-split):
+    # the medium tiles come from the first one with a k-split.
+    monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    small = KernelConfig.make("small", FAMILIES["small"].default_config("float32").as_dict())
+    key = _tn_key(2925, 440, 178)
+    timed = plans.own_candidates((small, small_simt()), key)
+    assert set(plans.with_medium_tiles((small_simt(),), key, SMS)) <= set(timed)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_simts_medium_tile_compiles_within_four_blocks_registers_without_spills(tmp_path):
+    """__launch_bounds__(128, 4) caps it at 128 registers; ptxas (nvcc 13.0, sm_90a) fits it
+    without spills, unsplit and split, in every transpose pair, aligned and not, and at TN
+    through registers."""
+    variants = itertools.product((0, 1), (0, 1), (0, 1), (1, 3), (0, 1))
+    jobs = [(small_simt(**{**simt.MEDIUM_TILES[0], "SPLIT_K": split, "REG_TRANSPOSE": rt}),
+             ta, tb, aligned)
+            for ta, tb, aligned, split, rt in variants
+            if rt == 0 or (ta, tb, aligned) == (1, 0, 1)]  # fmt: skip
+    assert_compile_within(jobs, "float32", register_cap(128, 4), tmp_path)
 
 
 @pytest.mark.slow

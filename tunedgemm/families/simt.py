@@ -197,6 +197,19 @@ ROUND_TILES = (
     {"BM": 64, "BN": 64, "BK": 16, "STAGES": 3, "GROUP_M": 8, "STREAM_K": 0,
      "REG_TRANSPOSE": 0, **TWO_WARP, **LOOP_TWIN},
 )  # fmt: skip
+# The tiling autotuning also times at medium shapes (tunedgemm/plans.py, with_medium_tiles):
+# cuBLAS's own at TN's worst random float32 shapes of 2026-12-02, whose Nsight Compute census
+# (gpu_session.sh ncu-census, NCU_TRANS=TN, H200, 19:03 UTC) named its kernel a 64 x 64 x 8
+# tile of three stages and four warps, 128 registers: 19.2 us at 2925x440x178 (322 blocks)
+# and 21.7 at 1317x812x232. Ours in that tiling, 8 x 4 a thread, four blocks an SM (93
+# registers at TN through registers), its twin's loop (`gpu_session.sh cublas-tiles`,
+# probe_skinny.py --tiles, padded TN, 19:04 UTC): 0.83x cuBLAS at 2925x440x178 unsplit, where
+# the best of 57 tilings of before ran 0.77 and the public call 0.75; 0.84 at 1317x812x232
+# split 3 ways (0.82). At long k it lost to the tilings autotuning times already.
+MEDIUM_TILES = (
+    {"BM": 64, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
+     "MIN_BLOCKS": 4, "GROUP_M": 8, "STREAM_K": 0, **LOOP_TWIN},
+)  # fmt: skip
 # NN (B through registers): the block of fewer columns; TT (A): of fewer rows. NT copies both
 # operands straight to shared memory and TN (aligned) stages both, so both are timed there.
 ROUND_TILE_SHORT_SIDE = {(False, False): "n", (True, True): "m"}
@@ -401,6 +414,7 @@ FAMILY = KernelFamily(
     raster_twins=RASTER_TWINS,
     narrow_tiles=NARROW_TILES,
     round_tiles=ROUND_TILES,
+    medium_tiles=MEDIUM_TILES,
     round_tile_rounds=ROUND_TILE_ROUNDS,
     round_tile_short_side=ROUND_TILE_SHORT_SIDE,
     narrow_blocks_per_sm=NARROW_BLOCKS_PER_SM,
