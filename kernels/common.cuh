@@ -127,21 +127,26 @@ struct __align__(16) ReducePack { REAL v[16 / sizeof(REAL)]; };
 // W_z = W + z * ldw * n, each m x n with leading dimension ldw (a multiple of 16 bytes). One
 // thread per REDUCE_VEC rows of a column, consecutive threads down the column: coalesced
 // 16-byte loads when ALIGNED (C's ldc too), scalar ones otherwise and at the column's end.
-// Never reads C when beta == 0.
+// A grid of at least a thread per element (the launcher's where the 16-byte grid would leave
+// SMs idle: Plan.reduce_grid) takes one element a thread instead, so that four times the
+// threads keep loads in flight. Both add each element's slices in the same order with the
+// same epilogue: the same bits. Never reads C when beta == 0.
 extern "C" __global__ void __launch_bounds__(256)
 splitk_reduce(int m, int n, REAL alpha, const REAL* __restrict__ W, int ldw, REAL beta,
               REAL* __restrict__ C, int ldc)
 {
     constexpr int VEC = REDUCE_VEC;
-    const long long per_column = (m + VEC - 1) / VEC;
+    const bool one_each = (long long)gridDim.x * blockDim.x >= (long long)m * n;
+    const int vec = one_each ? 1 : VEC;  // rows of a column per thread
+    const long long per_column = (m + vec - 1) / vec;
     const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= per_column * n) return;
     const int j = (int)(idx / per_column);
-    const int i = (int)(idx - (long long)j * per_column) * VEC;
+    const int i = (int)(idx - (long long)j * per_column) * vec;
     const size_t slice = (size_t)ldw * (size_t)n;
     const REAL* w = W + (size_t)i + (size_t)j * ldw;
     REAL* c = C + (size_t)i + (size_t)j * ldc;
-    if (VEC > 1 && i + VEC <= m) {
+    if (VEC > 1 && !one_each && i + VEC <= m) {
         ReducePack sum = *reinterpret_cast<const ReducePack*>(w);
 #pragma unroll
         for (int z = 1; z < SPLIT_K; ++z) {
@@ -161,7 +166,7 @@ splitk_reduce(int m, int n, REAL alpha, const REAL* __restrict__ W, int ldw, REA
         *reinterpret_cast<ReducePack*>(c) = out;
         return;
     }
-    for (int e = 0; e < VEC && i + e < m; ++e) {
+    for (int e = 0; e < vec && i + e < m; ++e) {
         REAL sum = w[e];
 #pragma unroll
         for (int z = 1; z < SPLIT_K; ++z) sum += w[e + z * slice];

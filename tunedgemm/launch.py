@@ -17,6 +17,9 @@ from .params import ITEMSIZE, KernelConfig
 
 _SCALAR_CODE = {"float32": "f", "float64": "d"}
 REDUCE_THREADS = 256  # per block of splitk_reduce (its __launch_bounds__ in common.cuh)
+# Whether the reduction takes a thread per element where its 16-byte grid leaves SMs idle
+# (Plan.reduce_grid; off, as before 2026-12-02: probe_reduce_grid.py's "before")
+REDUCE_ONE_EACH = True
 _DTYPE_CODE = {"float32": 0, "float64": 1}
 
 
@@ -83,9 +86,16 @@ class Plan:
         bk = dict(self.defines)["BK"]
         return streamk.schedule(m, n, k, self.tile[0], self.tile[1], bk, sms * self.stream_k)
 
-    def reduce_grid(self, m: int, n: int) -> tuple[int, int, int]:
-        """The grid of the split-K reduction: a thread per reduce_vector rows of a column."""
-        return (-(-(-(-m // self.reduce_vector) * n) // REDUCE_THREADS), 1, 1)
+    def reduce_grid(self, m: int, n: int, sms: int = 0) -> tuple[int, int, int]:
+        """The grid of the split-K reduction: a thread per reduce_vector rows of a column, or a
+        thread per element where that grid has fewer blocks than the GPU's `sms`
+        multiprocessors (splitk_reduce reads which from the grid's size; the same bits): at
+        67x43x5193 float32 split 64 ways, its 3 blocks took 14.1 us under Nsight Compute
+        against the product's 7.9 (H200, 2026-12-02 22:27 UTC, gpu_session.sh ncu-census)."""
+        vectors = -(-m // self.reduce_vector) * n
+        if REDUCE_ONE_EACH and -(-vectors // REDUCE_THREADS) < sms:
+            vectors = m * n
+        return (-(-vectors // REDUCE_THREADS), 1, 1)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -136,6 +146,7 @@ class GemmLauncher:
             compiler.raw_function(p.source, defines, "gemm", p.smem_bytes),
             f"iii{real}PiPi{real}Pi{fused_args}", p.block, p.smem_bytes)  # fmt: skip
         if p.split_k > 1 and not self.fused:
+            self.sms = cuda.sm_count()  # (the reduction's grid)
             self.reduce = _driver.Launcher(
                 compiler.raw_function(p.source, defines, "splitk_reduce"),
                 f"ii{real}Pi{real}Pi", (REDUCE_THREADS, 1, 1), 0)  # fmt: skip
@@ -165,7 +176,7 @@ class GemmLauncher:
         assert self.reduce is not None
         self.gemm.launch(grid, stream, (m, n, form.k, alpha, form.a, form.lda,
                          form.b, form.ldb, beta, workspace, ldw))  # fmt: skip
-        self.reduce.launch(p.reduce_grid(m, n), stream,
+        self.reduce.launch(p.reduce_grid(m, n, self.sms), stream,
                            (m, n, alpha, workspace, ldw, beta, form.c, form.ldc))  # fmt: skip
 
     def launch_count(self, form: BlasForm) -> int:

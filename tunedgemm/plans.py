@@ -976,7 +976,7 @@ class _SplitK:
         self.workspaces = cuda.StreamWorkspaces(p.workspace_bytes(m, n))
         grid = p.grid(m, n)
         self.gemm, self.tiles = (own.gemm.launch, grid), grid[0] * grid[1]
-        self.reduce = None if own.fused else (own.reduce.launch, p.reduce_grid(m, n))
+        self.reduce = None if own.fused else (own.reduce.launch, p.reduce_grid(m, n, own.sms))
         self.replay = replayed(self.queue)  # (a cycle through self.queue that gc collects)
 
     def reserve(self, stream: int) -> None:

@@ -296,6 +296,9 @@ class FakeDriver:
         self.pending.clear()
 
 
+FAKE_SMS = 12  # few: the shapes below take both of the split-K reduction's grids
+
+
 @pytest.fixture
 def fake_driver(monkeypatch):
     driver = FakeDriver()
@@ -303,6 +306,7 @@ def fake_driver(monkeypatch):
     monkeypatch.setattr(_driver, "events", _driver._Events())  # no fake handle outlives this
     monkeypatch.setattr(compiler, "raw_function", driver.raw_function)
     monkeypatch.setattr(cuda, "context", lambda: "the context")
+    monkeypatch.setattr(cuda, "sm_count", lambda: FAKE_SMS)
     launch.launcher.cache_clear()
     yield driver
     launch.launcher.cache_clear()
@@ -349,8 +353,9 @@ def test_launch_uses_the_family_geometry(fake_driver, fake_pool, name, dtype):
     itemsize = np.dtype(dtype).itemsize
     config = family.default_config(dname)
     split = type(config).make(config.family, {**config.as_dict(), "SPLIT_K": 2})
-    for cfg, (m, n, k), ldc in itertools.product((config, split), ((1000, 129, 70), (64, 64, 64)),
-                                                 (None, 1024)):  # fmt: skip
+    grids = [0, 0]  # reductions launched a thread per element, and 16 bytes a thread
+    shapes = ((1000, 129, 70), (1000, 128, 70), (64, 64, 64))
+    for cfg, (m, n, k), ldc in itertools.product((config, split), shapes, (None, 1024)):
         ldc = ldc or m
         form = BlasForm(False, True, m, n, k, 4096, m, 8192, n, 12288, ldc, itemsize)
         del fake_driver.launches[:], fake_pool.taken[:], fake_pool.released[:]
@@ -377,11 +382,15 @@ def test_launch_uses_the_family_geometry(fake_driver, fake_pool, name, dtype):
         assert (stream, block, smem) == (0x99, (launch.REDUCE_THREADS, 1, 1), 0)
         assert values == (m, n, 1.5, workspace, ldw, 0.5, 12288, ldc)
         vector = 16 // itemsize if form.aligned() else 1
+        if -(-(-(-m // vector) * n) // launch.REDUCE_THREADS) < FAKE_SMS:
+            vector, grids[0] = 1, grids[0] + 1  # a thread per element: SMs left idle
+        grids[1] += vector > 1
         assert grid[0] * block[0] >= -(-m // vector) * n > (grid[0] - 1) * block[0]
         assert fake_pool.released == [(workspace, 0x99)]  # back once the stream has run them
         del fake_pool.taken[:], fake_pool.released[:]
         launch.gemm(form, np.dtype(dtype), 1.5, 0.5, cfg, stream=0x99, workspace=0x5000)
         assert fake_driver.launches[-2][6][-2:] == (0x5000, ldw) and fake_pool.taken == []
+    assert all(grids), grids
 
 
 def test_launch_reuses_its_launcher_and_skips_empty_products(fake_driver):
