@@ -59,7 +59,9 @@
 # (TN and TT as A transposed, then NN or NT: its GPU test and probe_pretranspose.py),
 # narrow-splits (simt's narrow tile by GROUP_M and split, then probe_narrow_splits.py), round-mirror
 # (the round tile beside its 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
-# register (probe_register), power (probe_power: SM clock and power while our call or
+# reduce-grid (the split-K reduction's thread per element: its GPU test, its SASS,
+# probe_reduce_grid.py), medium-simt (simt's medium tiles: their GPU test, ncu census,
+# probe_skinny --tiles, the call at NN's and TN's medium shapes), register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
 # family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
@@ -1021,6 +1023,52 @@ PY
             --passes 2 ${NARROW_SPLITS_PROBE_SHAPES:+--shapes $NARROW_SPLITS_PROBE_SHAPES} \
             --out "$OUT" > "$OUT/probe_narrow_splits.txt" 2>&1
         echo "probe_narrow_splits: exit $?"; grep -v "Warning\|routine(" "$OUT/probe_narrow_splits.txt" ;;
+    reduce-grid)  # the split-K reduction's thread per element (launch.Plan.reduce_grid,
+        # 2026-12-02): its GPU test, the reduction's load pattern in SASS (SPLIT_K 64, the tree's
+        # common.cuh and, where .device/base-kernels/kernels holds a commit's, that one's:
+        # reduce-*.sass, LDG and add counts and the most loads issued in a row), then
+        # probe_reduce_grid.py (own kernels only; REDUCE_DTYPES, default float32 float64)
+        export PATH=$PATH:/usr/local/cuda/bin
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${REDUCE_TEST_LIMIT:-200} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_reduce_grid_gpu.py > "$OUT/gpu-reduce-grid.txt" 2>&1
+        echo "reduce-grid tests: exit $?"; tail -3 "$OUT/gpu-reduce-grid.txt"
+        for dir in kernels .device/base-kernels/kernels; do
+            [ -f "$dir/common.cuh" ] || continue
+            tag=$([ $dir = kernels ] && echo tree || echo base)
+            for source in sgemm_simt.cu:0 dgemm_mma.cu:1; do
+                sass="$OUT/reduce-$tag-${source%.cu:*}.sass"
+                nvcc -cubin -arch=sm_90a -DSPLIT_K=64 -DALIGNED=1 -DDTYPE=${source#*:} \
+                    -o /tmp/reduce.cubin "$dir/${source%:*}" \
+                    && cuobjdump -sass -fun splitk_reduce /tmp/reduce.cubin > "$sass"
+                awk -v what="$tag ${source%:*}" '/LDG/ {l++; run++; if (run > most) most = run}
+                    /FADD|DADD/ {a++; run = 0}
+                    END {print what ": LDG " l ", adds " a ", most loads in a row " most}' "$sass"
+            done
+        done | tee "$OUT/reduce-sass.txt"
+        timeout ${REDUCE_LIMIT:-300} python3 benchmarks/probe_reduce_grid.py --own-only \
+            --dtype ${REDUCE_DTYPES:-float32 float64} --passes ${REDUCE_PASSES:-2} \
+            ${REDUCE_SHAPES:+--shapes $REDUCE_SHAPES} --out "$OUT" > "$OUT/probe_reduce_grid.txt" 2>&1
+        echo "probe_reduce_grid: exit $?"; grep -v "Warning\|routine(" "$OUT/probe_reduce_grid.txt" ;;
+    medium-simt)  # simt's medium tiles (64 x 64 x 8 and 64 x 32 x 8, 2026-12-02): their GPU
+        # test, Nsight Compute's census at NN's medium short-k shapes (MEDIUM_NCU_SHAPES), both
+        # tiles at splits 1-4 there (probe_skinny.py --tiles, padded NN), then the call, own
+        # kernels and auto, at NN's and TN's medium shapes (bench_tuning-medium-NN/TN.txt)
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${MEDIUM_TESTS_LIMIT:-200} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_simt_medium_tile_gpu.py > "$OUT/gpu-simt-medium.txt" 2>&1
+        echo "simt medium tests: exit $?"; tail -3 "$OUT/gpu-simt-medium.txt"
+        nn=3477x273x169,4955x899x119,2756x503x193,1301x546x536
+        NCU_DTYPE=float32 NCU_SHAPES="${MEDIUM_NCU_SHAPES:-3477x273x169 4955x899x119}" bash "$0" ncu-census
+        tiles=$(python3 -c "from tunedgemm.families import simt
+print(' '.join(','.join(f'{k}={v}' for k, v in t.items()) for t in simt.MEDIUM_TILES))")
+        TILES_SPLITS=1,2,3,4 TILES_STREAM_K= TILES_LIMIT=${MEDIUM_TILES_LIMIT:-200} \
+            probe_tiles float32 $nn $tiles
+        for pair in NN:$nn TN:2925x440x178,5173x795x285,1317x812x232; do
+            timeout ${MEDIUM_LIMIT:-200} python3 benchmarks/bench_tuning.py --no-heatmap \
+                --dtype float32 --trans ${pair%%:*} --shape-list ${pair#*:} --tag medium-${pair%%:*} \
+                --out "$OUT" > "$OUT/bench_tuning-medium-${pair%%:*}.txt" 2>&1
+            echo "bench_tuning medium ${pair%%:*}: exit $?"
+            grep -v "^#" "$OUT/bench_tuning-medium-${pair%%:*}.txt" | grep -v "best single"
+        done ;;
     sass)  # sass_of.py: cuobjdump -sass and the opcode mix of simt's base tile with each of
         # SASS_CHANGES (space-separated) in SASS_TRANS (default TN); SASS_BASE another base
         export PATH=$PATH:/usr/local/cuda/bin

@@ -1,9 +1,10 @@
 """Autotuning's medium tiles: at shapes with one short side of C and more than launch-bound
 work, the first own split-K candidate's family's medium tilings (dmma's 64 x 64 and 64 x 32
-blocks of four warps, three blocks an SM, and simt's 64 x 64 x 8 of four warps, four an SM:
-cuBLAS's arrangements there; whole configs), as the family's layout twins (simt's TN through
-registers), unsplit where their tiles fill half a round of their slots and split to fill the
-rest; nothing at large squares, launch-bound shapes, or for a family without them."""
+blocks of four warps, three blocks an SM, and simt's 64 x 64 x 8 of four warps, four an SM,
+and 64 x 32 x 8 of two warps, eight an SM: cuBLAS's arrangements there or their mirrors; whole
+configs), as the family's layout twins (simt's TN through registers), unsplit where their
+tiles give every SM one and split to fill a round where they fill less; nothing at large
+squares, launch-bound shapes, or for a family without them."""
 
 from __future__ import annotations
 
@@ -55,17 +56,19 @@ def test_many_tiles_time_them_unsplit():
 
 
 def test_few_tiles_time_them_at_the_splits_that_fill_the_rounds():
-    # 600 x 508: 80 tiles of 64 x 64 on 396 slots: the least power of two that fills a round
-    # (8: 640 blocks), then the whole-round splits at one and three blocks an SM (264 // 80,
-    # 396 // 80, 792 // 80); 64 x 32: 160 tiles, 4, and 396 // 160 = 2 (not unsplit: 160
-    # tiles are less than half a round).
+    # 600 x 508: 80 tiles of 64 x 64 on 396 slots, fewer than the SMs: the least power of two
+    # that fills a round (8: 640 blocks), then the whole-round splits at one and three blocks
+    # an SM (264 // 80, 396 // 80, 792 // 80); 64 x 32: 160 tiles, one an SM at least, so
+    # unsplit too, then 4, and 396 // 160 = 2.
     found = plans.with_medium_tiles((_dmma(),), nn_key(600, 508, 2782, "float64"), SMS)
     assert _tiles_and_splits(found) == [(64, 64, 8), (64, 64, 3), (64, 64, 4), (64, 64, 9),
-                                        (64, 32, 4), (64, 32, 2)]  # fmt: skip
-    # 1952 x 307: 155 tiles of 64 x 64 (split), 310 of 64 x 32 (unsplit and split).
+                                        (64, 32, 1), (64, 32, 4), (64, 32, 2)]  # fmt: skip
+    # 1952 x 307: 155 tiles of 64 x 64, 310 of 64 x 32: each unsplit and split.
     found = plans.with_medium_tiles((_dmma(),), nn_key(1952, 307, 6314, "float64"), SMS)
-    assert (64, 64, 1) not in _tiles_and_splits(found)
-    assert {(64, 64, 4), (64, 32, 1), (64, 32, 2)} <= set(_tiles_and_splits(found))
+    assert {(64, 64, 1), (64, 64, 4), (64, 32, 1), (64, 32, 2)} <= set(_tiles_and_splits(found))
+    # 1000 x 100: 16 x 2 = 32 tiles of 64 x 64, 64 of 64 x 32: fewer than the SMs, split only.
+    found = plans.with_medium_tiles((_dmma(),), nn_key(1000, 100, 1000, "float64"), SMS)
+    assert found and all(f["SPLIT_K"] > 1 for f in found)
     for f in found:
         assert not FAMILIES["dmma"].violations(f, "float64")
 
@@ -118,22 +121,26 @@ def _tn_key(m: int, n: int, k: int):
     return plans.GemmKey("float32", "ieee", m, n, k, True, False, k, k, m, True)
 
 
-def test_simts_tile_holds_four_blocks_an_sm_within_the_rules():
+@pytest.mark.parametrize(("tile", "threads", "blocks"), [(0, 128, 4), (1, 64, 8)])
+def test_simts_tiles_hold_their_blocks_an_sm_within_the_rules(tile, threads, blocks):
     family = FAMILIES["simt"]
     for tn in (False, True):
-        config = small_simt(**simt.MEDIUM_TILES[0], REG_TRANSPOSE=int(tn))
+        config = small_simt(**simt.MEDIUM_TILES[tile], REG_TRANSPOSE=int(tn))
         assert not family.violations(config, "float32")
-        assert family.threads(config.as_dict()) == 128
-        assert model.resident_blocks(config, "float32") == 4
+        assert family.threads(config.as_dict()) == threads
+        assert model.resident_blocks(config, "float32") == blocks
 
 
 def test_simts_tile_runs_tns_layout_twin_and_fills_the_grid():
-    # 2925 x 440: 46 x 7 = 322 tiles of 64 x 64 on 528 slots (four an SM): unsplit (more than
-    # half a round), then split to fill a round; TN runs it through registers only, NN as is.
+    # 2925 x 440: 46 x 7 = 322 tiles of 64 x 64 on 528 slots (four an SM): unsplit (one an SM
+    # at least), then split to fill a round; 46 x 14 = 644 of 64 x 32 on 1,056 slots (eight an
+    # SM): the same. TN runs them through registers only, NN as declared.
     found = plans.with_medium_tiles((small_simt(),), _tn_key(2925, 440, 178), SMS)
     assert found and {f["REG_TRANSPOSE"] for f in found} == {1}
     assert _tiles_and_splits(found)[0] == (64, 64, 1)
-    assert all((f["BM"], f["BN"], f["BK"], f["MIN_BLOCKS"]) == (64, 64, 8, 4) for f in found)
+    assert (64, 32, 1) in _tiles_and_splits(found)
+    tilings = {(f["BM"], f["BN"], f["BK"], f["MIN_BLOCKS"]) for f in found}
+    assert tilings == {(64, 64, 8, 4), (64, 32, 8, 8)}
     at_nn = plans.with_medium_tiles((small_simt(),), nn_key(2925, 440, 178), SMS)
     assert at_nn and {f["REG_TRANSPOSE"] for f in at_nn} == {0}
 
@@ -150,16 +157,17 @@ def test_timed_where_the_table_ranks_another_family_first(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_simts_medium_tile_compiles_within_four_blocks_registers_without_spills(tmp_path):
-    """__launch_bounds__(128, 4) caps it at 128 registers; ptxas (nvcc 13.0, sm_90a) fits it
-    without spills, unsplit and split, in every transpose pair, aligned and not, and at TN
-    through registers."""
+@pytest.mark.parametrize("tile", simt.MEDIUM_TILES, ids=lambda t: f"{t['BM']}x{t['BN']}")
+def test_simts_medium_tiles_compile_within_their_blocks_registers_without_spills(tile, tmp_path):
+    """__launch_bounds__(threads, MIN_BLOCKS) caps them at 128 registers (128 threads, four
+    blocks; 64, eight); ptxas (nvcc 13.0, sm_90a) fits them without spills, unsplit and
+    split, in every transpose pair, aligned and not, and at TN through registers."""
     variants = itertools.product((0, 1), (0, 1), (0, 1), (1, 3), (0, 1))
-    jobs = [(small_simt(**{**simt.MEDIUM_TILES[0], "SPLIT_K": split, "REG_TRANSPOSE": rt}),
-             ta, tb, aligned)
+    jobs = [(small_simt(**{**tile, "SPLIT_K": split, "REG_TRANSPOSE": rt}), ta, tb, aligned)
             for ta, tb, aligned, split, rt in variants
             if rt == 0 or (ta, tb, aligned) == (1, 0, 1)]  # fmt: skip
-    assert_compile_within(jobs, "float32", register_cap(128, 4), tmp_path)
+    threads = FAMILIES["simt"].threads(jobs[0][0].as_dict())
+    assert_compile_within(jobs, "float32", register_cap(threads, tile["MIN_BLOCKS"]), tmp_path)
 
 
 @pytest.mark.slow

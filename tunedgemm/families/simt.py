@@ -206,9 +206,17 @@ ROUND_TILES = (
 # probe_skinny.py --tiles, padded TN, 19:04 UTC): 0.83x cuBLAS at 2925x440x178 unsplit, where
 # the best of 57 tilings of before ran 0.77 and the public call 0.75; 0.84 at 1317x812x232
 # split 3 ways (0.82). At long k it lost to the tilings autotuning times already.
+# And 64 x 32 x 8 of two warps, eight blocks an SM: the mirror of cuBLAS's 32 x 64 x 8 at NN's
+# 3477x273x169 (Nsight Compute: 495 blocks of 64 threads, 15.4 us; ours 15.2), fewer columns
+# of B through registers at NN. gpu_session.sh medium-simt (H200, 2026-12-03 07:07 UTC,
+# probe_skinny.py --tiles, padded NN), unsplit: 1.02x cuBLAS at 3477x273x169 (the 64 x 64
+# tile 0.77, the best other own tiling 0.72), 0.91 at 4955x899x119 (0.91), 0.90 at
+# 2756x503x193 (0.89); split 2 ways 0.89 at 1301x546x536 (the best other 0.86).
 MEDIUM_TILES = (
     {"BM": 64, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
      "MIN_BLOCKS": 4, "GROUP_M": 8, "STREAM_K": 0, **LOOP_TWIN},
+    {"BM": 64, "BN": 32, "BK": 8, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3,
+     "MIN_BLOCKS": 8, "GROUP_M": 8, "STREAM_K": 0, **LOOP_TWIN},
 )  # fmt: skip
 # NN (B through registers): the block of fewer columns; TT (A): of fewer rows. NT copies both
 # operands straight to shared memory and TN (aligned) stages both, so both are timed there.
