@@ -86,7 +86,7 @@ class Plan:
         bk = dict(self.defines)["BK"]
         return streamk.schedule(m, n, k, self.tile[0], self.tile[1], bk, sms * self.stream_k)
 
-    def reduce_grid(self, m: int, n: int, sms: int = 0) -> tuple[int, int, int]:
+    def reduce_grid(self, m: int, n: int, sms: int) -> tuple[int, int, int]:
         """The grid of the split-K reduction: a thread per reduce_vector rows of a column, or a
         thread per element where that grid has fewer blocks than the GPU's `sms`
         multiprocessors (splitk_reduce reads which from the grid's size; the same bits): at

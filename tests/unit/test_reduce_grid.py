@@ -28,7 +28,7 @@ def test_small_products_take_a_thread_per_element(dtype, vector):
     plan = _plan(dtype)
     assert plan.reduce_vector == vector
     assert plan.reduce_grid(67, 43, SMS) == _blocks(67 * 43)  # 3 (float32) blocks of 16 bytes
-    assert plan.reduce_grid(67, 43) == _blocks(17 * 43 if vector == 4 else 34 * 43)  # no SMs
+    assert plan.reduce_grid(67, 43, 0) == _blocks(17 * 43 if vector == 4 else 34 * 43)  # no SMs
 
 
 def test_grids_that_fill_the_sms_keep_16_bytes_a_thread():
@@ -44,7 +44,7 @@ def test_grids_that_fill_the_sms_keep_16_bytes_a_thread():
 def test_unaligned_plans_are_one_element_a_thread_either_way():
     plan = _plan(aligned=False)
     assert plan.reduce_vector == 1
-    assert plan.reduce_grid(67, 43, SMS) == plan.reduce_grid(67, 43) == _blocks(67 * 43)
+    assert plan.reduce_grid(67, 43, SMS) == plan.reduce_grid(67, 43, 0) == _blocks(67 * 43)
 
 
 def test_switched_off_the_grid_is_the_16_byte_one(monkeypatch):
