@@ -61,8 +61,7 @@
 # (the round tile beside its 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
 # reduce-grid (the split-K reduction's thread per element: its GPU test, its SASS,
 # probe_reduce_grid.py), medium-simt (simt's medium tiles: their GPU test, ncu census,
-# probe_skinny --tiles, the call at NN's and TN's medium shapes), reg-ahead (simt REG_AHEAD:
-# its GPU test, SASS, the medium and round tiles with and without it), register (probe_register), power (probe_power: SM clock and power while our call or
+# probe_skinny --tiles, the call at NN's and TN's medium shapes), register (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
 # family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
@@ -1069,25 +1068,6 @@ print(' '.join(','.join(f'{k}={v}' for k, v in t.items()) for t in simt.MEDIUM_T
                 --out "$OUT" > "$OUT/bench_tuning-medium-${pair%%:*}.txt" 2>&1
             echo "bench_tuning medium ${pair%%:*}: exit $?"
             grep -v "^#" "$OUT/bench_tuning-medium-${pair%%:*}.txt" | grep -v "best single"
-        done ;;
-    reg-ahead)  # simt REG_AHEAD (register-staged loads a k-tile earlier, two register sets):
-        # its GPU test, the SASS of the 64 x 64 medium tile at TN without and with it, then the
-        # medium and round tiles without and with it at TN's and NN's medium short-k shapes
-        # (probe_skinny --tiles, padded; AHEAD_TN_SHAPES, AHEAD_NN_SHAPES)
-        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${AHEAD_TESTS_LIMIT:-240} python3 -m pytest -q -m gpu \
-            -p no:cacheprovider tests/gpu/test_simt_reg_ahead_gpu.py > "$OUT/gpu-reg-ahead.txt" 2>&1
-        echo "reg-ahead tests: exit $?"; tail -3 "$OUT/gpu-reg-ahead.txt"
-        SASS_BASE="BM=64,BN=64,BK=8,WM=32,WN=32,TM=8,TN=4,STAGES=3,MIN_BLOCKS=4,GROUP_M=8,ADVANCE=1,FMA_ORDER=1,REG_TRANSPOSE=1" \
-            SASS_CHANGES="REG_AHEAD=0 REG_AHEAD=1" bash "$0" sass
-        tiles=$(python3 -c "from tunedgemm.families import simt
-print(' '.join(','.join(f'{k}={v}' for k, v in {**t, 'REG_AHEAD': a}.items())
-               for t in simt.MEDIUM_TILES + simt.ROUND_TILES for a in (0, 1)))")
-        for pair in TN:${AHEAD_TN_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212,5173x795x285} \
-                    NN:${AHEAD_NN_SHAPES:-4955x899x119,2756x503x193,1301x546x536,3477x273x169,190x3794x677}; do
-            twin=""; [ ${pair%%:*} = TN ] && twin=",REG_TRANSPOSE=1"
-            TILES_TRANS=${pair%%:*} TILES_SPLITS=${TILES_SPLITS-1,2,3} TILES_STREAM_K= \
-                TILES_IGNORE="threads per block|element copies" TILES_LIMIT=${AHEAD_TILES_LIMIT:-150} \
-                probe_tiles float32 ${pair#*:} $(for t in $tiles; do echo -n "$t$twin "; done)
         done ;;
     sass)  # sass_of.py: cuobjdump -sass and the opcode mix of simt's base tile with each of
         # SASS_CHANGES (space-separated) in SASS_TRANS (default TN); SASS_BASE another base

@@ -108,9 +108,6 @@
 #ifndef REG_TRANSPOSE
 #define REG_TRANSPOSE 0   // 1: TN's two k-major operands also transposed through registers
 #endif
-#ifndef REG_AHEAD
-#define REG_AHEAD 0    // 1: register-staged loads a k-tile earlier, into a second register set
-#endif
 #ifndef STEADY_LOOP
 #define STEADY_LOOP (ADVANCE && ALIGNED)   // 1: whole k-tiles in a loop of their own (0: one loop)
 #endif
@@ -208,14 +205,6 @@
 #define STEADY (STEADY_LOOP && ADVANCE && ALIGNED && !EARLY_BARRIER && (!TRANS_A || A_REG) && \
                 (TRANS_B || B_REG))
 #define SHIFTS (STEADY && SHIFT_EDGE && !STREAM_K)
-// REG_AHEAD=1: a register-staged operand's 16-byte loads have one k-tile's fmas to land
-// (issued at the top of the k-tile before the one whose end stores them), so at two or three
-// blocks an SM, as at medium shapes with short k, the stores wait on L2. With AHEAD each
-// k-tile is loaded a k-tile earlier into the other of two register sets: k-tile j's set is
-// j % 2, and the loops take two k-tiles a turn so that the set is known at compile time. The
-// same values land in the same shared positions before the same barriers: the same bits.
-// Only where an operand is staged through registers and the steady loop runs.
-#define AHEAD (REG_AHEAD && STEADY && !STREAM_K && (A_REG || B_REG))
 #define CLAMPS (STEADY && CLAMP_EDGE)
 
 static_assert(WTM * WTN == 32, "a warp tile must hold exactly 32 thread tiles");
@@ -677,14 +666,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #if B_REG
     float4 b_reg[KMajor<BN, 4>::PER];
 #endif
-#if AHEAD   // k-tile j's register-staged values in set j % 2 (a_reg and b_reg unused)
-#if A_REG
-    float4 a_regs[2][KMajor<BM, 4>::PER];
-#endif
-#if B_REG
-    float4 b_regs[2][KMajor<BN, 4>::PER];
-#endif
-#endif
 
 #if ADVANCE   // cursors at k-tile kt_begin; issue_tile is called for kt_begin, kt_begin + 1, ...
 #if !TRANS_A
@@ -764,42 +745,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #endif
         (void)s;
     };
-#if AHEAD
-    // issue_tile's two halves apart, the register sets named by integral constants: the
-    // register-staged operands' next k-tile into set P (whole: with no tests; the cursors know
-    // the k-tile), the other operand's next into slot s; set P into slot s.
-    auto issue_regs_to = [&](auto set, auto whole) {
-        constexpr int P = decltype(set)::value;
-        constexpr bool WHOLE = decltype(whole)::value;
-#if A_REG
-        if constexpr (WHOLE) KMajor<BM, 4>::load_regs_whole(a_regs[P], a_cur);
-        else KMajor<BM, 4>::load_regs(a_regs[P], a_cur);
-#endif
-#if B_REG
-        if constexpr (WHOLE) KMajor<BN, 4>::load_regs_whole(b_regs[P], b_cur);
-        else KMajor<BN, 4>::load_regs(b_regs[P], b_cur);
-#endif
-    };
-    auto issue_async_to = [&](int s) {
-#if !TRANS_A
-        XMajor<BM>::load(As + s * A_STAGE, a_cur, tid);
-#endif
-#if TRANS_B
-        XMajor<BN>::load(Bs + s * B_STAGE, b_cur, tid);
-#endif
-        (void)s;
-    };
-    auto store_regs_from = [&](int s, auto set) {
-        constexpr int P = decltype(set)::value;
-#if A_REG
-        KMajor<BM, 4>::store_regs(As + s * A_STAGE, a_regs[P], tid);
-#endif
-#if B_REG
-        KMajor<BN, 4>::store_regs(Bs + s * B_STAGE, b_regs[P], tid);
-#endif
-        (void)s;
-    };
-#endif
 
     float acc[TM][TN];
 #pragma unroll
@@ -808,25 +753,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         for (int c = 0; c < TN; ++c) acc[r][c] = 0.f;
 
     // Prologue: fill ring slots 0 .. STAGES-2 (one commit group per slot, even if empty).
-#if AHEAD
-    // k-tile j's loads before k-tile j - 1's stores, so that each store's wait overlaps the
-    // next load's (one after the other, the prologue waits on memory STAGES - 1 times); k-tile
-    // STAGES - 1's loads are left in flight for the loop's first k-tile to store.
-    auto prologue_step = [&](auto self, auto j) {
-        constexpr int J = decltype(j)::value;
-        if constexpr (J < STAGES) {
-            if (J < nkt) issue_regs_to(std::integral_constant<int, J % 2>{}, std::false_type{});
-            if (J - 1 < nkt) {
-                issue_async_to(J - 1);
-                store_regs_from(J - 1, std::integral_constant<int, (J - 1) % 2>{});
-            }
-            cp_async_commit();
-            self(self, std::integral_constant<int, J + 1>{});
-        }
-    };
-    if (0 < nkt) issue_regs_to(std::integral_constant<int, 0>{}, std::false_type{});
-    prologue_step(prologue_step, std::integral_constant<int, 1>{});
-#else
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < nkt) {
@@ -835,7 +761,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         }
         cp_async_commit();
     }
-#endif
 
     // Per-lane fragment bases inside a ring slot.
     const int a_off = wm * WM + lm * 4;
@@ -912,20 +837,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // loop the body is a lambda that two loops call; without it, the one loop's own body, as
     // before the steady loop: in a lambda, ptxas spilled 4 bytes of a 512-thread config at
     // its 128-register cap (BM=128, BN=256, TT unaligned; nvcc 13.0).
-#if AHEAD   // (set: an integral constant, k-tile t + STAGES - 1's set)
-    auto tile_step = [&](int t, auto whole, auto set) {
-        constexpr bool WHOLE = decltype(whole)::value;
-        constexpr std::integral_constant<int, 1 - decltype(set)::value> next_set{};
-#elif STEADY
+#if STEADY
     auto tile_step = [&](int t, auto whole) {
         constexpr bool WHOLE = decltype(whole)::value;
 #else
     for (int t = 0; t < nkt; ++t) {
         constexpr bool WHOLE = false;
 #endif
-#if AHEAD   // k-tile t + STAGES into the other set
-        if constexpr (WHOLE) issue_regs_to(next_set, whole);
-#elif STEADY
+#if STEADY
         if constexpr (WHOLE) issue_whole_regs();
 #endif
         // Tile t has landed for this thread; the barrier makes it visible to all and
@@ -940,12 +859,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             cp_async_commit();
 #endif
         } else {
-#if AHEAD
-            if (t + STAGES < nkt) issue_regs_to(next_set, whole);
-            if (more) issue_async_to(ws);
-#else
             if (more) issue_tile(ws, kt_begin + t + STAGES - 1);
-#endif
             cp_async_commit();
         }
 
@@ -1025,11 +939,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 
         // Register-staged operands: their slot was freed by this iteration's barrier and is
         // read STAGES-1 iterations from now, after at least one more barrier.
-#if AHEAD
-        if (more) store_regs_from(ws, set);
-#else
         if (more) store_regs(ws);
-#endif
 
         rs = (rs + 1 == STAGES) ? 0 : rs + 1;
         ws = (ws + 1 == STAGES) ? 0 : ws + 1;
@@ -1040,20 +950,6 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // shifted there or clamped), a loop whose copies have no tests; then the general one for
     // the last STAGES - 1 tiles or so, and for the other blocks on C's edge.
     int t = 0;
-#if AHEAD
-    // Two k-tiles a turn, their k-tiles t + STAGES - 1 in sets 0 and 1, after a lone one where
-    // that k-tile's set is 1; the steady loop ends a k-tile sooner, its loads a k-tile ahead.
-    auto run_to = [&](int end, auto whole) {
-        constexpr std::integral_constant<int, 0> set0{};
-        constexpr std::integral_constant<int, 1> set1{};
-        if (t < end && (t + STAGES - 1) % 2 == 1) tile_step(t++, whole, set1);
-        for (; t + 1 < end; t += 2) {
-            tile_step(t, whole, set0);
-            tile_step(t + 1, whole, set1);
-        }
-        if (t < end) tile_step(t++, whole, set0);
-    };
-#endif
 #if CLAMPS
     // An operand along m (n) copied by whole k-rows a thread (WIDE) clamps its copies at C's
     // edge; a k-major one's tile must lie inside (shifted there where it may).
@@ -1062,28 +958,16 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     const int straddles = (!TRANS_A && row0 + BM > m && m % 4 != 0) ||
                           (TRANS_B && col0 + BN > n && n % 4 != 0);
     if (a_in && b_in) {
-#if AHEAD
-        run_to(min(nkt, (k - straddles) / BK - kt_begin) - STAGES, std::true_type{});
-#else
         const int steady = min(nkt, (k - straddles) / BK - kt_begin) - (STAGES - 1);
         for (; t < steady; ++t) tile_step(t, std::true_type{});
-#endif
     }
 #else
     if (row0 + BM <= m && col0 + BN <= n) {
-#if AHEAD
-        run_to(min(nkt, k / BK - kt_begin) - STAGES, std::true_type{});
-#else
         const int steady = min(nkt, k / BK - kt_begin) - (STAGES - 1);
         for (; t < steady; ++t) tile_step(t, std::true_type{});
-#endif
     }
 #endif
-#if AHEAD
-    run_to(nkt, std::false_type{});
-#else
     for (; t < nkt; ++t) tile_step(t, std::false_type{});
-#endif
 #else
     }
 #endif

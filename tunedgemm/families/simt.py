@@ -83,16 +83,6 @@ FMA_ORDER_ON = (1, 2)
 # the same shared positions, so the bits are REG_TRANSPOSE=0's.
 REG_TRANSPOSE_ON = (1,)
 
-# REG_AHEAD=1 (kernels/sgemm_simt.cu): a register-staged operand's k-tile is loaded a k-tile
-# earlier, into the second of two register sets, so that its loads have two k-tiles' fmas to
-# land instead of one, and the prologue's loads overlap. At medium shapes with short k the
-# blocks run two to four an SM, too few warps to cover a load from L2 within one k-tile of
-# the 64 x 64 x 8 tile's 256 fmas a thread. It costs the staged registers once more (8-19 in
-# the medium tiles, nvcc 13.0, sm_90a, none spilled) and takes effect where an operand is
-# staged through registers (aligned NN's B, TT's A, TN's both with REG_TRANSPOSE=1) and the
-# steady loop runs (ADVANCE=1). The same values land in the same places: the same bits.
-REG_AHEAD_ON = (1,)
-
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
 # walked from one set-up (ADVANCE=1) and serpentine rows (FMA_ORDER=1). On the H100
 # (bench_kernels --fma-order, 2026-11-26 10:29 UTC) it ran the table's own configs 4-7%
@@ -266,7 +256,6 @@ def _reg_estimate(p: Params) -> int:
     staged = p["BK"] * max(p["BM"], p["BN"]) // _threads(p)
     if p["REG_TRANSPOSE"]:
         staged = p["BK"] * (p["BM"] + p["BN"]) // _threads(p)
-    staged *= 1 + p["REG_AHEAD"]  # (REG_AHEAD: two sets)
     return p["TM"] * p["TN"] + 2 * (p["TM"] + p["TN"]) + staged + 24
 
 
@@ -325,8 +314,6 @@ FAMILY = KernelFamily(
         Tunable("FMA_ORDER", (0,), "fma order in a k-step (0: rows; 1, 2: serpentine)", 0),
         # Recorded configs ran TN's operands through 4-byte cp.async: REG_TRANSPOSE=0, unchanged.
         Tunable("REG_TRANSPOSE", (0,), "TN's k-major operands through registers (0: cp.async)", 0),
-        # Recorded configs loaded a register-staged k-tile one k-tile ahead: REG_AHEAD=0.
-        Tunable("REG_AHEAD", (0,), "register-staged loads two k-tiles ahead (0: one)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -382,15 +369,6 @@ FAMILY = KernelFamily(
         Constraint("EARLY_BARRIER is 0 or 1", lambda p, s: p["EARLY_BARRIER"] in (0, 1)),
         Constraint("FMA_ORDER is 0, 1 or 2", lambda p, s: p["FMA_ORDER"] in (0, 1, 2)),
         Constraint("REG_TRANSPOSE is 0 or 1", lambda p, s: p["REG_TRANSPOSE"] in (0, 1)),
-        Constraint("REG_AHEAD is 0 or 1", lambda p, s: p["REG_AHEAD"] in (0, 1)),
-        # (the kernel runs REG_AHEAD in the steady loop, which these rule out)
-        Constraint(
-            "REG_AHEAD=1 needs ADVANCE=1, EARLY_BARRIER=0 and STREAM_K=0",
-            lambda p, s: (
-                p["REG_AHEAD"] == 0
-                or (p["ADVANCE"] == 1 and p["EARLY_BARRIER"] == 0 and p["STREAM_K"] == 0)
-            ),
-        ),
         Constraint(
             "EARLY_BARRIER=1 runs the unrolled BK loop (ROLL_K = 0)",
             lambda p, s: p["EARLY_BARRIER"] == 0 or p["ROLL_K"] == 0,
@@ -404,9 +382,8 @@ FAMILY = KernelFamily(
         ),
         Constraint(
             "MAXNREG is 0 or a multiple of 8 within __launch_bounds__'s cap",
-            lambda p, s: (
-                p["MAXNREG"] == 0 or (p["MAXNREG"] % 8 == 0 and p["MAXNREG"] <= _launch_cap(p))
-            ),
+            lambda p, s: p["MAXNREG"] == 0
+            or (p["MAXNREG"] % 8 == 0 and p["MAXNREG"] <= _launch_cap(p)),
         ),
         Constraint(
             "registers fit __launch_bounds__(THREADS, MIN_BLOCKS) without spills",
@@ -436,7 +413,6 @@ FAMILY = KernelFamily(
             "MAXNREG": 0,
             "FMA_ORDER": 0,
             "REG_TRANSPOSE": 0,
-            "REG_AHEAD": 0,
         },
     },
     threads=_threads,
