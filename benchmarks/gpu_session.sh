@@ -355,22 +355,26 @@ for step in $steps; do
         # kernel (ncu-simt-raw.csv) and per SASS instruction (ncu-simt-sass-N.csv), issue slots;
         # NCU_DTYPE=float64: the own dmma config a dgemm call runs there and cuBLAS's DGEMM
         # instead (files ncu-dmma*), and that config with each of NCU_DMMA_CHANGES; float32:
-        # the table's config with each of NCU_SIMT_CHANGES too
+        # the table's config with each of NCU_SIMT_CHANGES too; NCU_CALL=1 (float32): the own
+        # config an sgemm call runs instead of the variants, at NCU_SHAPE in NCU_TRANS (default
+        # NN; several shapes space-separated); NCU_SAMPLING: ncu's --sampling-interval (short
+        # kernels give few warp-state samples at its default); NCU_STALLS: the per-instruction
+        # stall summary (ncu_sass_mix.py --stalls NCU_STALLS) too
         export PATH=$PATH:/usr/local/cuda/bin
         name=ncu-simt; [ "${NCU_DTYPE:-float32}" = float64 ] && name=ncu-dmma
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
-            --section WarpStateStats --section SchedulerStats --section SourceCounters \
+            ${NCU_SAMPLING:+--sampling-interval $NCU_SAMPLING} --section WarpStateStats --section SchedulerStats --section SourceCounters \
             --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
             --section Occupancy --section MemoryWorkloadAnalysis --section SpeedOfLight \
             -o "$OUT/$name" python3 benchmarks/ncu_simt.py --shape ${NCU_SHAPE:-4096x4096x4096} \
             ${NCU_VARIANTS:+--variants $NCU_VARIANTS} ${NCU_DTYPE:+--dtype $NCU_DTYPE} \
             ${NCU_DMMA_CHANGES:+--dmma-changes $NCU_DMMA_CHANGES} \
             ${NCU_SIMT_CHANGES:+--simt-changes $NCU_SIMT_CHANGES} \
-            > "$OUT/$name-run.txt" 2>&1
+            ${NCU_CALL:+--call} ${NCU_TRANS:+--trans $NCU_TRANS} > "$OUT/$name-run.txt" 2>&1
         echo "ncu: exit $?"; tail -12 "$OUT/$name-run.txt"
         ncu --import "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
         ncu --import "$OUT/$name.ncu-rep" --page raw --csv > "$OUT/$name-raw.csv" 2>&1
-        for id in 0 1 2 3 4 5; do
+        for id in 0 1 2 3 4 5 6 7 8; do
             ncu --import "$OUT/$name.ncu-rep" --page source --csv --print-source sass \
                 --launch-skip $id --launch-count 1 > "$OUT/$name-sass-$id.csv" 2>&1
             [ -s "$OUT/$name-sass-$id.csv" ] || rm -f "$OUT/$name-sass-$id.csv"
@@ -379,6 +383,8 @@ for step in $steps; do
         # loop's against the once-a-tile set-up and epilogue).
         python3 benchmarks/ncu_sass_mix.py "$OUT"/$name-sass-*.csv > "$OUT/$name-sass-mix.txt" 2>&1
         tail -8 "$OUT/$name-sass-mix.txt"
+        [ -n "${NCU_STALLS:-}" ] && python3 benchmarks/ncu_sass_mix.py --stalls "$NCU_STALLS" \
+            "$OUT"/$name-sass-*.csv > "$OUT/$name-stalls.txt" 2>&1
         grep -E "^  [a-zA-Z_0-9]|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Duration|\
 L2 Cache Throughput|DRAM Throughput|Compute \(SM\) Throughput|Cluster Size|Registers Per|\
 Block Size|Grid Size|L1/TEX Hit|L2 Hit" "$OUT/$name.txt" | head -90
