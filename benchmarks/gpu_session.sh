@@ -357,13 +357,13 @@ for step in $steps; do
         # instead (files ncu-dmma*), and that config with each of NCU_DMMA_CHANGES; float32:
         # the table's config with each of NCU_SIMT_CHANGES too; NCU_CALL=1 (float32): the own
         # config an sgemm call runs instead of the variants, at NCU_SHAPE in NCU_TRANS (default
-        # NN; several shapes space-separated); NCU_SAMPLING: ncu's --sampling-interval (short
+        # NN; several shapes space-separated); NCU_SAMPLING: ncu's --warp-sampling-interval (short
         # kernels give few warp-state samples at its default); NCU_STALLS: the per-instruction
         # stall summary (ncu_sass_mix.py --stalls NCU_STALLS) too
         export PATH=$PATH:/usr/local/cuda/bin
         name=ncu-simt; [ "${NCU_DTYPE:-float32}" = float64 ] && name=ncu-dmma
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
-            ${NCU_SAMPLING:+--sampling-interval $NCU_SAMPLING} --section WarpStateStats --section SchedulerStats --section SourceCounters \
+            ${NCU_SAMPLING:+--warp-sampling-interval $NCU_SAMPLING} --section WarpStateStats --section SchedulerStats --section SourceCounters \
             --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
             --section Occupancy --section MemoryWorkloadAnalysis --section SpeedOfLight \
             -o "$OUT/$name" python3 benchmarks/ncu_simt.py --shape ${NCU_SHAPE:-4096x4096x4096} \
