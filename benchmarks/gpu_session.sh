@@ -363,7 +363,8 @@ for step in $steps; do
         export PATH=$PATH:/usr/local/cuda/bin
         name=ncu-simt; [ "${NCU_DTYPE:-float32}" = float64 ] && name=ncu-dmma
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
-            ${NCU_SAMPLING:+--warp-sampling-interval $NCU_SAMPLING} --section WarpStateStats --section SchedulerStats --section SourceCounters \
+            ${NCU_SAMPLING:+--warp-sampling-interval $NCU_SAMPLING} \
+            --section WarpStateStats --section SchedulerStats --section SourceCounters \
             --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
             --section Occupancy --section MemoryWorkloadAnalysis --section SpeedOfLight \
             -o "$OUT/$name" python3 benchmarks/ncu_simt.py --shape ${NCU_SHAPE:-4096x4096x4096} \
