@@ -362,6 +362,11 @@ for step in $steps; do
         # stall summary (ncu_sass_mix.py --stalls NCU_STALLS) too
         export PATH=$PATH:/usr/local/cuda/bin
         name=ncu-simt; [ "${NCU_DTYPE:-float32}" = float64 ] && name=ncu-dmma
+        # A call's own configs are found first, outside ncu (ncu_simt.py --choices says why).
+        choices="--choices $OUT/$name-choices.json"
+        python3 benchmarks/ncu_simt.py --plan-only $choices --shape ${NCU_SHAPE:-4096x4096x4096} \
+            ${NCU_DTYPE:+--dtype $NCU_DTYPE} ${NCU_CALL:+--call} ${NCU_TRANS:+--trans $NCU_TRANS} \
+            > "$OUT/$name-plan.txt" 2>&1
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
             ${NCU_SAMPLING:+--warp-sampling-interval $NCU_SAMPLING} \
             --section WarpStateStats --section SchedulerStats --section SourceCounters \
@@ -371,7 +376,7 @@ for step in $steps; do
             ${NCU_VARIANTS:+--variants $NCU_VARIANTS} ${NCU_DTYPE:+--dtype $NCU_DTYPE} \
             ${NCU_DMMA_CHANGES:+--dmma-changes $NCU_DMMA_CHANGES} \
             ${NCU_SIMT_CHANGES:+--simt-changes $NCU_SIMT_CHANGES} \
-            ${NCU_CALL:+--call} ${NCU_TRANS:+--trans $NCU_TRANS} > "$OUT/$name-run.txt" 2>&1
+            ${NCU_CALL:+--call} ${NCU_TRANS:+--trans $NCU_TRANS} $choices > "$OUT/$name-run.txt" 2>&1
         echo "ncu: exit $?"; tail -12 "$OUT/$name-run.txt"
         ncu --import "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
         ncu --import "$OUT/$name.ncu-rep" --page raw --csv > "$OUT/$name-raw.csv" 2>&1

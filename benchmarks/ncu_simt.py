@@ -21,6 +21,10 @@ DGEMM, on float64 NN operands; --dmma-changes adds that config with each set of 
 With --call (float32) the own config an sgemm call runs at the shape, as float64's, and cuBLAS.
 With several shapes, each shape's launches in turn (the report lists them in that order).
 --trans takes another transpose pair than NN for the operands (padded, as the others).
+--choices FILE keeps a call's own configs (--call, float64) in FILE: read from it where it
+exists, else found and written there. Found under ncu with its full sections, autotuning's
+compiles and launches crashed the process (segmentation fault, H200, 2026-12-03), so the ncu
+step finds them first in a plain run with --plan-only (write FILE, launch nothing).
 """
 
 from __future__ import annotations
@@ -36,15 +40,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _own_choice(problem: Any) -> Any:
+def _own_choice(problem: Any, shape: str, trans: str, choices: str | None) -> Any:
     """The own config a call of this problem runs with own kernels only (its plan's choice)."""
+    import json
     import os
 
     from tunedgemm import plans, selection
+    from tunedgemm.params import KernelConfig
 
+    name = f"{shape} {trans} {problem.dtype.name}"
+    kept = json.loads(Path(choices).read_text()) if choices and Path(choices).exists() else {}
+    if name in kept:
+        return KernelConfig.make(kept[name]["family"], kept[name]["params"])
     os.environ[selection.CUBLAS_ENV] = "0"
     key = plans.GemmKey.of(problem.form, problem.dtype.name, "ieee")
-    return plans.device_plan(key, problem.form, 0).choice
+    choice = plans.device_plan(key, problem.form, 0).choice
+    if choices:
+        kept[name] = {"family": choice.family, "params": choice.as_dict()}
+        Path(choices).write_text(json.dumps(kept, indent=1))
+    return choice
 
 
 def _changes(text: str) -> dict[str, int]:
@@ -67,9 +81,9 @@ def _launches(shape: str, args: argparse.Namespace, held: list[Any]) -> list[tup
     problem = problems.make(m, n, k, args.dtype, *trans, padded=True)
     configs = []
     if args.call and args.dtype == "float32":
-        configs.append(("sgemm's own", _own_choice(problem)))
+        configs.append(("sgemm's own", _own_choice(problem, shape, args.trans, args.choices)))
     elif args.dtype == "float64":
-        own = _own_choice(problem)
+        own = _own_choice(problem, shape, args.trans, args.choices)
         configs.append(("dgemm's own", own))
         configs += [(text, KernelConfig.make("dmma", {**own.as_dict(), **_changes(text)}))
                     for text in args.dmma_changes]  # fmt: skip
@@ -110,6 +124,9 @@ def main() -> int:
                         help="the operands' transpose pair (default NN)")  # fmt: skip
     parser.add_argument("--call", action="store_true",
                         help="float32: the own config a call runs, not the variants")  # fmt: skip
+    parser.add_argument("--choices", help="a JSON file that keeps the call's own configs")
+    parser.add_argument("--plan-only", action="store_true",
+                        help="find the own configs (into --choices), launch nothing")  # fmt: skip
     args = parser.parse_args()
 
     from tunedgemm import cuda
@@ -122,6 +139,8 @@ def main() -> int:
     held: list[Any] = []  # workspaces, alive to the end
     for shape in args.shape:
         launches += _launches(shape, args, held)
+    if args.plan_only:
+        return 0
     for _, work in launches:
         for _ in range(3):
             work()
