@@ -380,7 +380,7 @@ for step in $steps; do
         echo "ncu: exit $?"; tail -12 "$OUT/$name-run.txt"
         ncu --import "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
         ncu --import "$OUT/$name.ncu-rep" --page raw --csv > "$OUT/$name-raw.csv" 2>&1
-        for id in 0 1 2 3 4 5 6 7 8; do
+        for id in 0 1 2 3 4 5 6 7 8 9 10 11; do
             ncu --import "$OUT/$name.ncu-rep" --page source --csv --print-source sass \
                 --launch-skip $id --launch-count 1 > "$OUT/$name-sass-$id.csv" 2>&1
             [ -s "$OUT/$name-sass-$id.csv" ] || rm -f "$OUT/$name-sass-$id.csv"

@@ -25,16 +25,25 @@ import sys
 TOP_OPCODES = 32
 
 
-def read(path: str) -> list[tuple[str, int, int]]:
-    """(opcode, instructions executed, samples) of each SASS instruction in the file."""
+def _rows(path: str) -> tuple[list[str], list[list[str]]]:
+    """The header and the instruction rows of the file's first function: a cuBLAS kernel's
+    source page can list a second function after it, header and all (ncu on the H200,
+    2026-12-03)."""
     with open(path, newline="") as file:
         rows = list(csv.reader(file))
     head = next(i for i, r in enumerate(rows) if "Instructions Executed" in r)
-    names = rows[head]
+    end = next((i for i in range(head + 1, len(rows)) if rows[i][:1] == ["Kernel Name"]),
+               len(rows))  # fmt: skip
+    return rows[head], rows[head + 1 : end]
+
+
+def read(path: str) -> list[tuple[str, int, int]]:
+    """(opcode, instructions executed, samples) of each SASS instruction in the file."""
+    names, body = _rows(path)
     executed, source = names.index("Instructions Executed"), names.index("Source")
     samples = names.index("Warp Stall Sampling (All Samples)")
     found = []
-    for r in rows[head + 1 :]:
+    for r in body:
         if len(r) <= max(executed, samples):
             continue
         words = [w for w in r[source].split() if not w.startswith("@")]
@@ -47,16 +56,13 @@ def read(path: str) -> list[tuple[str, int, int]]:
 def print_stalls(path: str, least: int) -> None:
     """The instructions of one kernel with at least `least` samples, their chief stall reasons
     (each over a tenth of the instruction's samples), then each reason's share of the kernel."""
-    with open(path, newline="") as file:
-        rows = list(csv.reader(file))
-    head = next(i for i, r in enumerate(rows) if "Instructions Executed" in r)
-    names = rows[head]
+    names, body = _rows(path)
     executed, source = names.index("Instructions Executed"), names.index("Source")
     reasons = [i for i, name in enumerate(names)
                if name.startswith("stall_") and "Not Issued" not in name]  # fmt: skip
     warps, totals = 0, collections.Counter[str]()
     print(f"{path}: instructions with {least}+ samples (runs a warp, samples, chief reasons)")
-    for r in rows[head + 1 :]:
+    for r in body:
         if len(r) <= max(reasons):
             continue
         runs = int(r[executed].replace(",", "") or 0)

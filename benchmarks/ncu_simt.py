@@ -18,7 +18,8 @@ With --dtype float64 the launches are instead the own config a dgemm call runs a
 (TUNEDGEMM_CUBLAS=0: the table's choice refined by autotuning, as the public call) and cuBLAS's
 DGEMM, on float64 NN operands; --dmma-changes adds that config with each set of changes
 (comma-separated NAME=VALUE), as a k-split against stream-K.
-With --call (float32) the own config an sgemm call runs at the shape, as float64's, and cuBLAS.
+With --call (float32) the own config an sgemm call runs at the shape, as float64's, and cuBLAS;
+--simt-changes then adds that config with each set of changes.
 With several shapes, each shape's launches in turn (the report lists them in that order).
 --trans takes another transpose pair than NN for the operands (padded, as the others).
 --choices FILE keeps a call's own configs (--call, float64) in FILE: read from it where it
@@ -81,7 +82,10 @@ def _launches(shape: str, args: argparse.Namespace, held: list[Any]) -> list[tup
     problem = problems.make(m, n, k, args.dtype, *trans, padded=True)
     configs = []
     if args.call and args.dtype == "float32":
-        configs.append(("sgemm's own", _own_choice(problem, shape, args.trans, args.choices)))
+        own = _own_choice(problem, shape, args.trans, args.choices)
+        configs.append(("sgemm's own", own))
+        configs += [(text, KernelConfig.make(own.family, {**own.as_dict(), **_changes(text)}))
+                    for text in args.simt_changes]  # fmt: skip
     elif args.dtype == "float64":
         own = _own_choice(problem, shape, args.trans, args.choices)
         configs.append(("dgemm's own", own))
@@ -119,7 +123,7 @@ def main() -> int:
     parser.add_argument("--dmma-changes", nargs="*", default=[],
                         help="float64: dgemm's own config with these changes too")  # fmt: skip
     parser.add_argument("--simt-changes", nargs="*", default=[],
-                        help="float32: the table's config with these changes too")  # fmt: skip
+                        help="float32: the table's (the call's) config with these")  # fmt: skip
     parser.add_argument("--trans", default="NN", choices=["NN", "NT", "TN", "TT"],
                         help="the operands' transpose pair (default NN)")  # fmt: skip
     parser.add_argument("--call", action="store_true",
