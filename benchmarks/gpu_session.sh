@@ -61,7 +61,9 @@
 # (the round tile beside its 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
 # reduce-grid (the split-K reduction's thread per element: its GPU test, its SASS,
 # probe_reduce_grid.py), medium-simt (simt's medium tiles: their GPU test, ncu census,
-# probe_skinny --tiles, the call at NN's and TN's medium shapes), register (probe_register), power (probe_power: SM clock and power while our call or
+# probe_skinny --tiles, the call at NN's and TN's medium shapes), tn-copies (TN's operands
+# by 4-byte cp.async against through registers: ncu, probe_skinny --tiles), register
+# (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
 # family's whole space at launch-bound shapes against cuBLAS and the table's own configs),
@@ -1081,6 +1083,21 @@ print(' '.join(','.join(f'{k}={v}' for k, v in t.items()) for t in simt.MEDIUM_T
             echo "bench_tuning medium ${pair%%:*}: exit $?"
             grep -v "^#" "$OUT/bench_tuning-medium-${pair%%:*}.txt" | grep -v "best single"
         done ;;
+    tn-copies)  # TN's two k-major operands copied into shared memory by 4-byte cp.async
+        # (REG_TRANSPOSE=0, as cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes does: ncu,
+        # H200, 2026-12-03) against through registers (1, what autotuning times there):
+        # Nsight Compute's stall reasons of the call's config both ways and cuBLAS's at
+        # COPIES_NCU_SHAPES, then simt's medium and round tiles both ways at splits 1-3
+        # (probe_skinny --tiles, padded TN) at COPIES_SHAPES
+        NCU_CALL=1 NCU_TRANS=TN NCU_SHAPE="${COPIES_NCU_SHAPES:-2925x440x178 1317x812x232}" \
+            NCU_SIMT_CHANGES="REG_TRANSPOSE=0 REG_TRANSPOSE=0,STAGES=4" NCU_SAMPLING=0 \
+            NCU_STALLS=1500 bash "$0" ncu
+        tiles=$(python3 -c "from tunedgemm.families import simt
+print(' '.join(','.join(f'{k}={v}' for k, v in {**t, 'REG_TRANSPOSE': r}.items())
+               for t in simt.MEDIUM_TILES + simt.ROUND_TILES[:2] for r in (0, 1)))")
+        TILES_TRANS=TN TILES_SPLITS=${TILES_SPLITS-1,2,3} TILES_STREAM_K= \
+            TILES_LIMIT=${COPIES_TILES_LIMIT:-300} probe_tiles float32 \
+            ${COPIES_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212} $tiles ;;
     sass)  # sass_of.py: cuobjdump -sass and the opcode mix of simt's base tile with each of
         # SASS_CHANGES (space-separated) in SASS_TRANS (default TN); SASS_BASE another base
         export PATH=$PATH:/usr/local/cuda/bin
