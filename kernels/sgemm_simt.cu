@@ -108,6 +108,9 @@
 #ifndef REG_TRANSPOSE
 #define REG_TRANSPOSE 0   // 1: TN's two k-major operands also transposed through registers
 #endif
+#ifndef ASYNC_CURSOR
+#define ASYNC_CURSOR 0   // 1 (with ADVANCE): k-major operands copied by 4-byte cp.async walk a cursor too
+#endif
 #ifndef STEADY_LOOP
 #define STEADY_LOOP (ADVANCE && ALIGNED)   // 1: whole k-tiles in a loop of their own (0: one loop)
 #endif
@@ -200,10 +203,24 @@
 // in the same shared positions, so the fmas and their bits are REG_TRANSPOSE=0's.
 #define B_REG (ALIGNED && !TRANS_B && (!TRANS_A || REG_TRANSPOSE))
 #define A_REG (ALIGNED && TRANS_A && (TRANS_B || REG_TRANSPOSE))
-// The steady loop needs a cursor on both operands (x-major ones, or k-major ones staged
-// through registers), and the barrier at each k-tile's top.
+// ASYNC_CURSOR=1: a k-major operand copied by 4-byte cp.async (TN's two at REG_TRANSPOSE=0,
+// as cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes copies them) walks a cursor, as the
+// others do. Without it each k-tile's copies cost 120 instructions a thread in the 64 x 64 x 8
+// tile, recomputing addresses and edge tests, against the 32 of the register-staged copies
+// (Nsight Compute, H200, 2026-12-03).
+#define A_ASYNC_CUR (ASYNC_CURSOR && ADVANCE && TRANS_A && !A_REG)
+#define B_ASYNC_CUR (ASYNC_CURSOR && ADVANCE && !TRANS_B && !B_REG)
+// The steady loop needs a cursor on both operands (x-major ones, k-major ones staged through
+// registers or walked by ASYNC_CURSOR), and the barrier at each k-tile's top. (STEADY's text
+// reaches C++ expressions, as !CLAMPS: at ASYNC_CURSOR=0 it stays as it was, so that the
+// shipped configs' kernels preprocess as they did.)
+#if ASYNC_CURSOR
+#define STEADY (STEADY_LOOP && ADVANCE && ALIGNED && !EARLY_BARRIER && \
+                (!TRANS_A || A_REG || A_ASYNC_CUR) && (TRANS_B || B_REG || B_ASYNC_CUR))
+#else
 #define STEADY (STEADY_LOOP && ADVANCE && ALIGNED && !EARLY_BARRIER && (!TRANS_A || A_REG) && \
                 (TRANS_B || B_REG))
+#endif
 #define SHIFTS (STEADY && SHIFT_EDGE && !STREAM_K)
 #define CLAMPS (STEADY && CLAMP_EDGE)
 
@@ -243,6 +260,18 @@ __device__ __forceinline__ void cp_async4(float* dst, const float* src, int src_
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes)
                  : "memory");
 }
+
+#if ASYNC_CURSOR
+// cp_async4 with the L2 fetching the whole 128-byte line (cuBLAS's LDGSTS.E.LTC128B): a
+// warp's 4-byte copies of a k-major tile read 32 bytes of each of four rows, and the next
+// k-tile's copies the rest of those lines.
+__device__ __forceinline__ void cp_async4_line(float* dst, const float* src, int src_bytes)
+{
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src),
+                 "r"(src_bytes) : "memory");
+}
+#endif
 
 __device__ __forceinline__ float comp(const float4& v, int i)
 {
@@ -538,6 +567,37 @@ struct KMajor {
         c.krem -= BK;
     }
 #endif
+#if ADVANCE && ASYNC_CURSOR
+    // ASYNC_CURSOR=1: load_async from a cursor set up by start (W = 1: krem counts from
+    // this thread's k-row, p0, so its element lies inside k while krem > 0).
+    // A k-tile whose copies lie wholly inside m / n and k: no tests.
+    __device__ static void load_async_whole(float* dst, Cursor& c, int tid)
+    {
+        float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
+        const float* src = c.g;
+#pragma unroll
+        for (int r = 0; r < PER; ++r) {
+            if (r > 0) src += c.rstep;
+            cp_async4_line(d + r * XSTEP, src, 4);
+        }
+        c.g += BK;
+        c.krem -= BK;
+    }
+    // A zero src-size reads nothing, so the cursor may point past the operand.
+    __device__ static void load_async(float* dst, Cursor& c, int tid)
+    {
+        float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
+        const float* src = c.g;
+        const bool kin = c.krem > 0;
+#pragma unroll
+        for (int r = 0; r < PER; ++r) {
+            if (r > 0) src += c.rstep;
+            cp_async4_line(d + r * XSTEP, src, kin && (c.in >> r & 1u) ? 4 : 0);
+        }
+        c.g += BK;
+        c.krem -= BK;
+    }
+#endif
 };
 
 #if STREAM_K
@@ -672,11 +732,15 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     auto a_cur = XMajor<BM>::start(A, lda, m, row0, kt_begin * BK, k, tid);
 #elif A_REG
     auto a_cur = KMajor<BM, 4>::start(A, lda, m, row0, kt_begin * BK, k, tid);
+#elif A_ASYNC_CUR
+    auto a_cur = KMajor<BM, 1>::start(A, lda, m, row0, kt_begin * BK, k, tid);
 #endif
 #if TRANS_B
     auto b_cur = XMajor<BN>::start(B, ldb, n, col0, kt_begin * BK, k, tid);
 #elif B_REG
     auto b_cur = KMajor<BN, 4>::start(B, ldb, n, col0, kt_begin * BK, k, tid);
+#elif B_ASYNC_CUR
+    auto b_cur = KMajor<BN, 1>::start(B, ldb, n, col0, kt_begin * BK, k, tid);
 #endif
 #endif
 
@@ -692,6 +756,8 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         KMajor<BM, 4>::load_regs(a_reg, a_cur);
 #elif A_REG
         KMajor<BM, 4>::load_regs(a_reg, A, lda, m, row0, k0, k, tid);
+#elif A_ASYNC_CUR
+        KMajor<BM, 1>::load_async(As + s * A_STAGE, a_cur, tid);
 #else
         KMajor<BM, 1>::load_async(As + s * A_STAGE, A, lda, m, row0, k0, k, tid);
 #endif
@@ -709,6 +775,8 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         KMajor<BN, 4>::load_regs(b_reg, b_cur);
 #elif B_REG
         KMajor<BN, 4>::load_regs(b_reg, B, ldb, n, col0, k0, k, tid);
+#elif B_ASYNC_CUR
+        KMajor<BN, 1>::load_async(Bs + s * B_STAGE, b_cur, tid);
 #else
         KMajor<BN, 1>::load_async(Bs + s * B_STAGE, B, ldb, n, col0, k0, k, tid);
 #endif
@@ -719,19 +787,23 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     // loads into registers (they may go before the barrier: the registers were stored at the
     // end of the last k-tile) and the cp.async copies into slot s (after it: it frees s).
     auto issue_whole_regs = [&]() {
-#if TRANS_A
+#if A_REG
         KMajor<BM, 4>::load_regs_whole(a_reg, a_cur);
 #endif
-#if !TRANS_B
+#if B_REG
         KMajor<BN, 4>::load_regs_whole(b_reg, b_cur);
 #endif
     };
     auto issue_whole_async = [&](int s) {
 #if !TRANS_A
         XMajor<BM>::load_whole(As + s * A_STAGE, a_cur, tid);
+#elif A_ASYNC_CUR
+        KMajor<BM, 1>::load_async_whole(As + s * A_STAGE, a_cur, tid);
 #endif
 #if TRANS_B
         XMajor<BN>::load_whole(Bs + s * B_STAGE, b_cur, tid);
+#elif B_ASYNC_CUR
+        KMajor<BN, 1>::load_async_whole(Bs + s * B_STAGE, b_cur, tid);
 #endif
         (void)s;
     };

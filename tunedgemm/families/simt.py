@@ -83,6 +83,13 @@ FMA_ORDER_ON = (1, 2)
 # the same shared positions, so the bits are REG_TRANSPOSE=0's.
 REG_TRANSPOSE_ON = (1,)
 
+# ASYNC_CURSOR=1 (kernels/sgemm_simt.cu, with ADVANCE=1): TN's k-major operands, copied by
+# 4-byte cp.async at REG_TRANSPOSE=0, walk cursors as the other operands do, and the steady
+# loop takes them. cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes copies them so; ours
+# spent 120 instructions a thread per k-tile on those copies' addresses and edge tests, and
+# through registers its shared stores waited on the loads (Nsight Compute, H200, 2026-12-03).
+ASYNC_CURSOR_ON = (1,)
+
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
 # walked from one set-up (ADVANCE=1) and serpentine rows (FMA_ORDER=1). On the H100
 # (bench_kernels --fma-order, 2026-11-26 10:29 UTC) it ran the table's own configs 4-7%
@@ -314,6 +321,8 @@ FAMILY = KernelFamily(
         Tunable("FMA_ORDER", (0,), "fma order in a k-step (0: rows; 1, 2: serpentine)", 0),
         # Recorded configs ran TN's operands through 4-byte cp.async: REG_TRANSPOSE=0, unchanged.
         Tunable("REG_TRANSPOSE", (0,), "TN's k-major operands through registers (0: cp.async)", 0),
+        # Recorded configs recomputed the 4-byte copies' addresses: ASYNC_CURSOR=0, unchanged.
+        Tunable("ASYNC_CURSOR", (0,), "4-byte k-major copies walk cursors (with ADVANCE)", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -369,6 +378,7 @@ FAMILY = KernelFamily(
         Constraint("EARLY_BARRIER is 0 or 1", lambda p, s: p["EARLY_BARRIER"] in (0, 1)),
         Constraint("FMA_ORDER is 0, 1 or 2", lambda p, s: p["FMA_ORDER"] in (0, 1, 2)),
         Constraint("REG_TRANSPOSE is 0 or 1", lambda p, s: p["REG_TRANSPOSE"] in (0, 1)),
+        Constraint("ASYNC_CURSOR is 0 or 1", lambda p, s: p["ASYNC_CURSOR"] in (0, 1)),
         Constraint(
             "EARLY_BARRIER=1 runs the unrolled BK loop (ROLL_K = 0)",
             lambda p, s: p["EARLY_BARRIER"] == 0 or p["ROLL_K"] == 0,
@@ -413,6 +423,7 @@ FAMILY = KernelFamily(
             "MAXNREG": 0,
             "FMA_ORDER": 0,
             "REG_TRANSPOSE": 0,
+            "ASYNC_CURSOR": 0,
         },
     },
     threads=_threads,
