@@ -1100,21 +1100,20 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**t, 'REG_TRANSPOSE': r}.items()
             TILES_LIMIT=${COPIES_TILES_LIMIT:-300} probe_tiles float32 \
             ${COPIES_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212} $tiles ;;
     async-cursor)  # simt ASYNC_CURSOR (TN's 4-byte cp.async copies walk cursors, in the
-        # steady loop): its GPU test, Nsight Compute on the call's config with each value
-        # beside cuBLAS's at COPIES_NCU_SHAPES, then simt's medium and round tiles through
-        # registers and by the cursor copies at splits 1-3 (probe_skinny --tiles,
+        # steady loop): its GPU test, Nsight Compute on the call's config with it (and four
+        # stages) beside cuBLAS's at COPIES_NCU_SHAPES, then simt's medium and round tiles
+        # through registers and by the cursor copies at splits 1-3 (probe_skinny --tiles,
         # padded TN) at COPIES_SHAPES
         TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${CURSOR_TESTS_LIMIT:-240} python3 -m pytest -q -m gpu \
             -p no:cacheprovider tests/gpu/test_simt_async_cursor_gpu.py > "$OUT/gpu-async-cursor.txt" 2>&1
         echo "async-cursor tests: exit $?"; tail -3 "$OUT/gpu-async-cursor.txt"
         NCU_CALL=1 NCU_TRANS=TN NCU_SHAPE="${COPIES_NCU_SHAPES:-2925x440x178 1317x812x232}" \
-            NCU_SIMT_CHANGES="REG_TRANSPOSE=0,ASYNC_CURSOR=1 REG_TRANSPOSE=0,ASYNC_CURSOR=2" \
+            NCU_SIMT_CHANGES="REG_TRANSPOSE=0,ASYNC_CURSOR=1 REG_TRANSPOSE=0,ASYNC_CURSOR=1,STAGES=4" \
             NCU_SAMPLING=0 NCU_STALLS=1500 bash "$0" ncu
         tiles=$(python3 -c "from tunedgemm.families import simt
 print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
                for t in simt.MEDIUM_TILES + simt.ROUND_TILES[:2]
-               for c in ({'REG_TRANSPOSE': 1}, *({'REG_TRANSPOSE': 0, 'ASYNC_CURSOR': a}
-                                                  for a in simt.ASYNC_CURSOR_ON))))")
+               for c in ({'REG_TRANSPOSE': 1}, {'REG_TRANSPOSE': 0, 'ASYNC_CURSOR': 1})))")
         TILES_TRANS=TN TILES_SPLITS=${TILES_SPLITS-1,2,3} TILES_STREAM_K= \
             TILES_LIMIT=${COPIES_TILES_LIMIT:-300} probe_tiles float32 \
             ${COPIES_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212,5173x795x285} $tiles ;;

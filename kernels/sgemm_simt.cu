@@ -109,8 +109,7 @@
 #define REG_TRANSPOSE 0   // 1: TN's two k-major operands also transposed through registers
 #endif
 #ifndef ASYNC_CURSOR
-#define ASYNC_CURSOR 0   // with ADVANCE, k-major operands copied by 4-byte cp.async walk a cursor
-                         // too: 1 one pointer and a row step, 2 a pointer per copy
+#define ASYNC_CURSOR 0   // 1 (with ADVANCE): k-major operands copied by 4-byte cp.async walk a cursor too
 #endif
 #ifndef STEADY_LOOP
 #define STEADY_LOOP (ADVANCE && ALIGNED)   // 1: whole k-tiles in a loop of their own (0: one loop)
@@ -568,62 +567,9 @@ struct KMajor {
         c.krem -= BK;
     }
 #endif
-#if ADVANCE && ASYNC_CURSOR == 2
-    // ASYNC_CURSOR=2: a pointer per copy, each moved on a k-tile just before its copy. With
-    // one pointer and a row step (1), ptxas reused the copies' address registers right after
-    // them, and a cp.async reads its address late: the next writes to those registers waited
-    // on it (long scoreboard, 6% of the 64 x 64 x 8 tile's warp samples at 2925x440x178 TN;
-    // ncu, H200, 2026-12-03). Here a pointer is written once a k-tile, before its copy.
-    // krem counts from this thread's k-row, p0, into the last k-tile copied (start: one
-    // before the first), so its element lies inside k while krem > 0 after the move.
-    struct CopyCursor {
-        const float* g[PER];   // copy r's source in the last k-tile copied
-        unsigned in;           // bit r: x-row r * XSTEP inside m / n
-        int krem;
-    };
-    __device__ static CopyCursor start_async(const float* __restrict__ G, int ld, int ext,
-                                             int xbase, int k0, int kend, int tid)
-    {
-        CopyCursor c;
-        const int gx = xbase + x0(tid), gp = k0 + p0(tid);
-        c.in = 0;
-#pragma unroll
-        for (int r = 0; r < PER; ++r) {
-            c.g[r] = G + ((long long)(gx + r * XSTEP) * ld + gp - BK);
-            c.in |= (gx + r * XSTEP < ext ? 1u : 0u) << r;
-        }
-        c.krem = kend - gp + BK;
-        return c;
-    }
-    __device__ static void load_async_whole(float* dst, CopyCursor& c, int tid)
-    {
-        float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
-#pragma unroll
-        for (int r = 0; r < PER; ++r) {
-            c.g[r] += BK;
-            cp_async4_line(d + r * XSTEP, c.g[r], 4);
-        }
-        c.krem -= BK;
-    }
-    __device__ static void load_async(float* dst, CopyCursor& c, int tid)
-    {
-        float* d = dst + p0(tid) * (BX + PAD) + x0(tid);
-        c.krem -= BK;
-        const bool kin = c.krem > 0;
-#pragma unroll
-        for (int r = 0; r < PER; ++r) {
-            c.g[r] += BK;
-            cp_async4_line(d + r * XSTEP, c.g[r], kin && (c.in >> r & 1u) ? 4 : 0);
-        }
-    }
-#elif ADVANCE && ASYNC_CURSOR
+#if ADVANCE && ASYNC_CURSOR
     // ASYNC_CURSOR=1: load_async from a cursor set up by start (W = 1: krem counts from
     // this thread's k-row, p0, so its element lies inside k while krem > 0).
-    __device__ static Cursor start_async(const float* __restrict__ G, int ld, int ext, int xbase,
-                                         int k0, int kend, int tid)
-    {
-        return start(G, ld, ext, xbase, k0, kend, tid);
-    }
     // A k-tile whose copies lie wholly inside m / n and k: no tests.
     __device__ static void load_async_whole(float* dst, Cursor& c, int tid)
     {
@@ -787,14 +733,14 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #elif A_REG
     auto a_cur = KMajor<BM, 4>::start(A, lda, m, row0, kt_begin * BK, k, tid);
 #elif A_ASYNC_CUR
-    auto a_cur = KMajor<BM, 1>::start_async(A, lda, m, row0, kt_begin * BK, k, tid);
+    auto a_cur = KMajor<BM, 1>::start(A, lda, m, row0, kt_begin * BK, k, tid);
 #endif
 #if TRANS_B
     auto b_cur = XMajor<BN>::start(B, ldb, n, col0, kt_begin * BK, k, tid);
 #elif B_REG
     auto b_cur = KMajor<BN, 4>::start(B, ldb, n, col0, kt_begin * BK, k, tid);
 #elif B_ASYNC_CUR
-    auto b_cur = KMajor<BN, 1>::start_async(B, ldb, n, col0, kt_begin * BK, k, tid);
+    auto b_cur = KMajor<BN, 1>::start(B, ldb, n, col0, kt_begin * BK, k, tid);
 #endif
 #endif
 

@@ -88,8 +88,7 @@ REG_TRANSPOSE_ON = (1,)
 # loop takes them. cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes copies them so; ours
 # spent 120 instructions a thread per k-tile on those copies' addresses and edge tests, and
 # through registers its shared stores waited on the loads (Nsight Compute, H200, 2026-12-03).
-# 1 walks one pointer and a row step, 2 a pointer per copy (kernels/sgemm_simt.cu says why).
-ASYNC_CURSOR_ON = (1, 2)
+ASYNC_CURSOR_ON = (1,)
 
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
 # walked from one set-up (ADVANCE=1) and serpentine rows (FMA_ORDER=1). On the H100
@@ -379,7 +378,7 @@ FAMILY = KernelFamily(
         Constraint("EARLY_BARRIER is 0 or 1", lambda p, s: p["EARLY_BARRIER"] in (0, 1)),
         Constraint("FMA_ORDER is 0, 1 or 2", lambda p, s: p["FMA_ORDER"] in (0, 1, 2)),
         Constraint("REG_TRANSPOSE is 0 or 1", lambda p, s: p["REG_TRANSPOSE"] in (0, 1)),
-        Constraint("ASYNC_CURSOR is 0, 1 or 2", lambda p, s: p["ASYNC_CURSOR"] in (0, 1, 2)),
+        Constraint("ASYNC_CURSOR is 0 or 1", lambda p, s: p["ASYNC_CURSOR"] in (0, 1)),
         Constraint(
             "EARLY_BARRIER=1 runs the unrolled BK loop (ROLL_K = 0)",
             lambda p, s: p["EARLY_BARRIER"] == 0 or p["ROLL_K"] == 0,
