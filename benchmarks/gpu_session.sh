@@ -63,7 +63,8 @@
 # probe_reduce_grid.py), medium-simt (simt's medium tiles: their GPU test, ncu census,
 # probe_skinny --tiles, the call at NN's and TN's medium shapes), tn-copies (TN's operands
 # by 4-byte cp.async against through registers: ncu, probe_skinny --tiles), async-cursor
-# (simt ASYNC_CURSOR: its GPU test, ncu, probe_skinny --tiles at TN), register
+# (simt ASYNC_CURSOR: its GPU test, ncu, probe_skinny --tiles at TN), cursor-call (TN's
+# cursor-copy twin: GPU tests, bench_tuning at TN's medium shapes), register
 # (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -1117,6 +1118,17 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
         TILES_TRANS=TN TILES_SPLITS=${TILES_SPLITS-1,2,3} TILES_STREAM_K= \
             TILES_LIMIT=${COPIES_TILES_LIMIT:-300} probe_tiles float32 \
             ${COPIES_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212,5173x795x285} $tiles ;;
+    cursor-call)  # TN's cursor-copy twin (simt ASYNC_CURSOR, 2026-12-03) through the call: the
+        # GPU tests of it, the twins and the plans (CURSOR_TESTS_LIMIT seconds), then
+        # bench_tuning, own kernels and auto, at TN's medium shapes (CURSOR_SHAPES)
+        GPU_TESTS="tests/gpu/test_simt_async_cursor_gpu.py tests/gpu/test_twins_gpu.py \
+            tests/gpu/test_simt_medium_tile_gpu.py tests/gpu/test_plans_gpu.py" \
+            TESTS_LIMIT=${CURSOR_TESTS_LIMIT:-240} bash "$0" tests
+        timeout ${CURSOR_LIMIT:-240} python3 benchmarks/bench_tuning.py --no-heatmap --dtype float32 \
+            --trans TN --shape-list ${CURSOR_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212,5173x795x285} \
+            --tag cursor-TN --out "$OUT" > "$OUT/bench_tuning-cursor-TN.txt" 2>&1
+        echo "bench_tuning cursor TN: exit $?"
+        grep -v "^#" "$OUT/bench_tuning-cursor-TN.txt" | grep -v "best single" ;;
     sass)  # sass_of.py: cuobjdump -sass and the opcode mix of simt's base tile with each of
         # SASS_CHANGES (space-separated) in SASS_TRANS (default TN); SASS_BASE another base
         export PATH=$PATH:/usr/local/cuda/bin

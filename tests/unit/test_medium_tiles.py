@@ -134,15 +134,17 @@ def test_simts_tiles_hold_their_blocks_an_sm_within_the_rules(tile, threads, blo
 def test_simts_tile_runs_tns_layout_twin_and_fills_the_grid():
     # 2925 x 440: 46 x 7 = 322 tiles of 64 x 64 on 528 slots (four an SM): unsplit (one an SM
     # at least), then split to fill a round; 46 x 14 = 644 of 64 x 32 on 1,056 slots (eight an
-    # SM): the same. TN runs them through registers only, NN as declared.
+    # SM): the same. TN runs them as its layout twins only (through registers, and copied
+    # from cursors), NN as declared.
     found = plans.with_medium_tiles((small_simt(),), _tn_key(2925, 440, 178), SMS)
-    assert found and {f["REG_TRANSPOSE"] for f in found} == {1}
+    ways = {(f["REG_TRANSPOSE"], f["ASYNC_CURSOR"]) for f in found}
+    assert found and ways == {(1, 0), (0, 1)}
     assert _tiles_and_splits(found)[0] == (64, 64, 1)
     assert (64, 32, 1) in _tiles_and_splits(found)
     tilings = {(f["BM"], f["BN"], f["BK"], f["MIN_BLOCKS"]) for f in found}
     assert tilings == {(64, 64, 8, 4), (64, 32, 8, 8)}
     at_nn = plans.with_medium_tiles((small_simt(),), nn_key(2925, 440, 178), SMS)
-    assert at_nn and {f["REG_TRANSPOSE"] for f in at_nn} == {0}
+    assert at_nn and {(f["REG_TRANSPOSE"], f["ASYNC_CURSOR"]) for f in at_nn} == {(0, 0)}
 
 
 def test_timed_where_the_table_ranks_another_family_first(monkeypatch):

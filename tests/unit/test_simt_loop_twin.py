@@ -53,14 +53,16 @@ def _key(trans_a: bool, trans_b: bool, aligned: bool = True) -> plans.GemmKey:
                          aligned)  # fmt: skip
 
 
-def test_tn_alone_times_the_twin_with_both_operands_through_registers():
+def test_tn_alone_times_the_twins_through_registers_and_by_cursor_copies():
     default = FAMILY.default_config("float32")
     loop = KernelConfig.make("simt", {**default.as_dict(), **simt.LOOP_TWIN})
-    (changes,) = simt.LAYOUT_TWINS[(True, False)]
-    staged = KernelConfig.make("simt", {**default.as_dict(), **changes})
+    staged, cursor = (KernelConfig.make("simt", {**default.as_dict(), **changes})
+                      for changes in simt.LAYOUT_TWINS[(True, False)])  # fmt: skip
     assert staged.as_dict()["REG_TRANSPOSE"] == 1 and staged != loop
-    assert plans.with_twins((default,), "float32", _key(True, False)) == (default, loop, staged)
-    # Elsewhere REG_TRANSPOSE compiles to the same kernel: no second compile of it.
+    assert cursor.as_dict()["ASYNC_CURSOR"] == 1 and cursor.as_dict()["REG_TRANSPOSE"] == 0
+    assert plans.with_twins((default,), "float32", _key(True, False)) == (
+        default, loop, staged, cursor)
+    # Elsewhere REG_TRANSPOSE and ASYNC_CURSOR compile to the same kernel: no second compile.
     for key in (_key(False, False), _key(False, True), _key(True, True), _key(True, False, False)):
         assert plans.with_twins((default,), "float32", key) == (default, loop), key
     assert plans.with_twins((default,), "float32") == (default, loop)
@@ -74,11 +76,13 @@ def test_tn_twins_are_left_out_where_both_staged_operands_would_not_fit():
     config = KernelConfig.make("simt", tight)
     assert not FAMILY.violations(config, "float32")
     timed = plans.with_twins((config,), "float32", _key(True, False))
-    assert [c.as_dict()["REG_TRANSPOSE"] for c in timed] == [0, 0]
+    assert [c.as_dict()["REG_TRANSPOSE"] for c in timed] == [0, 0, 0]
+    assert timed[-1].as_dict()["ASYNC_CURSOR"] == 1  # (the cursor copies stage nothing)
 
 
 def test_the_search_space_and_the_recorded_configs_keep_cp_async_for_tn():
-    assert all(c.as_dict()["REG_TRANSPOSE"] == 0 for c in FAMILY.space("float32", IEEE))
+    assert all(c.as_dict()["REG_TRANSPOSE"] == 0 and c.as_dict()["ASYNC_CURSOR"] == 0
+               for c in FAMILY.space("float32", IEEE))  # fmt: skip
     default = FAMILY.default_config("float32").as_dict()
     recorded = FAMILY.recorded({k: v for k, v in default.items() if k != "REG_TRANSPOSE"})
     assert recorded.as_dict()["REG_TRANSPOSE"] == 0
@@ -90,7 +94,7 @@ def test_the_tn_twin_of_the_large_tile_compiles_without_spills(tmp_path):
     built the TN twins of all 219 shipped configs it is timed for without spills)."""
     large = {**FAMILY.default_config("float32").as_dict(), **simt.STREAM_K_TILES[0],
              "STREAM_K": 0}  # fmt: skip
-    (twin,) = simt.LAYOUT_TWINS[(True, False)]
+    twin = simt.LAYOUT_TWINS[(True, False)][0]
     config = KernelConfig.make("simt", {**large, **twin})
     assert not FAMILY.violations(config, "float32")
     assert_no_spills(_tn_aligned_report(config, tmp_path), str(config))
@@ -174,13 +178,13 @@ def _layout_defines(changes: dict, ta: int, tb: int, aligned: int) -> tuple[Kern
 def test_the_steady_loop_runs_where_both_operands_have_cursors(tmp_path):
     """STEADY_LOOP defaults to ADVANCE and ALIGNED, and needs a cursor on both operands: the
     loop twin's aligned NN, NT and TT kernels differ from their text with the loop off, and
-    TN's does with both operands through registers only; unaligned, and without the cursors
-    (ADVANCE=0), the text is the same."""
+    TN's does with both operands through registers or copied from cursors (its two layout
+    twins) only; unaligned, and without the cursors (ADVANCE=0), the text is the same."""
     source = _kernel_source(tmp_path)
-    (tn_twin,) = simt.LAYOUT_TWINS[(True, False)]
     cases = [(simt.LOOP_TWIN, ta, tb, aligned, aligned and (ta, tb) != (1, 0))
              for ta, tb in ((0, 0), (0, 1), (1, 1), (1, 0)) for aligned in (0, 1)]
-    cases += [(tn_twin, 1, 0, 1, True), ({"ADVANCE": 0}, 0, 0, 1, False)]
+    cases += [(tn_twin, 1, 0, 1, True) for tn_twin in simt.LAYOUT_TWINS[(True, False)]]
+    cases += [({"ADVANCE": 0}, 0, 0, 1, False)]
     for changes, ta, tb, aligned, steady in cases:
         _, defines = _layout_defines(changes, ta, tb, aligned)
         on = preprocessed(source, defines)

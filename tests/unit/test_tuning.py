@@ -636,14 +636,15 @@ def test_seeds_hold_the_other_layouts_candidates_with_this_layouts_twins(monkeyp
     nn_own = [c for c in nn.candidates if isinstance(c, KernelConfig)]
     assert nn_own
     seeds = other_layouts(task, GPU, CC)
-    (tn_twin,) = simt.LAYOUT_TWINS[(True, False)]
     assert set(nn_own) <= set(seeds)
     first = nn_own[0]  # (relatives are timed for the first few: plans.RELATIVES_OF)
     assert first.family == "simt"
-    assert KernelConfig.make("simt", {**first.as_dict(), **tn_twin}) in seeds
+    for tn_twin in simt.LAYOUT_TWINS[(True, False)]:
+        assert KernelConfig.make("simt", {**first.as_dict(), **tn_twin}) in seeds
     every = of_task(task, GPU, CC)
     assert set(seeds) <= set(every) and len(every) == len(set(every))
-    # An NN task takes TN's candidates as NN compiles them: no REG_TRANSPOSE=1 among them.
+    # An NN task takes TN's candidates as NN compiles them: no TN twin settings among them.
     nn_task = Task("float32", False, False, Shape(4096, 4096, 4096))
-    assert all(c.as_dict().get("REG_TRANSPOSE", 0) == 0 for c in other_layouts(nn_task, GPU, CC))
+    assert all(c.as_dict().get("REG_TRANSPOSE", 0) == 0 and c.as_dict().get("ASYNC_CURSOR", 0) == 0
+               for c in other_layouts(nn_task, GPU, CC))  # fmt: skip
     assert other_layouts(Task("float32", True, False, task.shape, "tf32"), GPU, CC) == []

@@ -156,16 +156,18 @@ def _key(m: int, n: int, k: int, pair: str, aligned: bool = True):
 LONG_K_FIRST = dict(BM=128, BN=32, WM=32, WN=32, TM=8, TN=4, SPLIT_K=4)
 
 
-def test_simts_round_tiles_come_as_tns_layout_twin_at_tn_aligned_alone():
-    """At TN with aligned operands each round tile is timed as its layout twin (both operands
-    through registers) at the splits the tile would have; unaligned, as declared (as at NT,
-    whose round tiles are the same ones)."""
+def test_simts_round_tiles_come_as_tns_layout_twins_at_tn_aligned_alone():
+    """At TN with aligned operands each round tile is timed as each of its layout twins (both
+    operands through registers, or copied from cursors) at the splits the tile would have;
+    unaligned, as declared (as at NT, whose round tiles are the same ones)."""
     first = small_simt(**LONG_K_FIRST)
     declared = plans.with_round_tiles((first,), _key(384, 3072, 8192, "NT"), SMS)
     assert declared and all(c["REG_TRANSPOSE"] == 0 for c in declared)
     staged = plans.with_round_tiles((first,), _key(384, 3072, 8192, "TN"), SMS)
-    assert [c.as_dict() for c in staged] == [{**c.as_dict(), "REG_TRANSPOSE": 1}
-                                             for c in declared]  # fmt: skip
+    twins = simt.LAYOUT_TWINS[(True, False)]
+    assert len(staged) == len(twins) * len(declared)
+    assert set(staged) == {KernelConfig.make("simt", {**c.as_dict(), **twin})
+                           for c in declared for twin in twins}  # fmt: skip
     assert not any(FAMILIES["simt"].violations(c, "float32") for c in staged)
     unaligned = _key(384, 3072, 8192, "TN", aligned=False)
     assert plans.with_round_tiles((first,), unaligned, SMS) == declared
@@ -278,13 +280,15 @@ def test_a_split_over_a_full_grid_at_short_k_is_timed_unsplit_with_the_round_til
     """307x9899x517 TN: 390 tiles of 64 x 128 fill the first candidate's 264 slots, so it is
     timed unsplit, with the 64 x 128 round tile (390 tiles on 396 slots, 98% of one wave);
     the 128 x 64 (465 tiles, 59% of two waves of 396) and the two-warp 64 x 64 (775 on 528
-    slots, 73%) are not."""
+    slots, 73%) are not; the round tile as each of TN's layout twins."""
     first = small_simt(**FULL_GRID_FIRST)
     assert model.resident_blocks(first, "float32") == 2
     found = plans.with_unsplit_grids((first,), _key(307, 9899, 517, "TN"), SMS)
-    assert [(c["BM"], c["BN"], c["MIN_BLOCKS"]) for c in found] == [(64, 128, 2), (64, 128, 3)]
+    assert [(c["BM"], c["BN"], c["MIN_BLOCKS"]) for c in found] == [
+        (64, 128, 2), (64, 128, 3), (64, 128, 3)]
     assert found[0].as_dict() == {**first.as_dict(), "SPLIT_K": 1}
-    assert all(c["SPLIT_K"] == 1 and c["REG_TRANSPOSE"] == 1 for c in found)
+    assert all(c["SPLIT_K"] == 1 for c in found)
+    assert [(c["REG_TRANSPOSE"], c["ASYNC_CURSOR"]) for c in found] == [(1, 0), (1, 0), (0, 1)]
     assert not any(FAMILIES["simt"].violations(c, "float32") for c in found)
 
 

@@ -98,8 +98,12 @@ LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1}
 # TN's second twin (aligned operands): the loop twin with both operands through registers.
 # Only TN's kernel changes, and the staging costs BK * (BM + BN) / THREADS registers, which
 # 162 of the space's 1,728 configs lack under their cap: as a change of LOOP_TWIN it would
-# take those configs' loop twins from every layout.
-LAYOUT_TWINS = {(True, False): ({**LOOP_TWIN, "REG_TRANSPOSE": 1},)}
+# take those configs' loop twins from every layout. Its third: the loop twin with both
+# operands copied by 4-byte cp.async from cursors (ASYNC_CURSOR), faster at BK = 8 and
+# slower at BK = 16 than through registers (the medium tiles 2-6% ahead at four of TN's
+# medium shapes, the round tiles 1-3% behind; gpu_session.sh async-cursor, H200, 2026-12-03).
+LAYOUT_TWINS = {(True, False): ({**LOOP_TWIN, "REG_TRANSPOSE": 1},
+                                {**LOOP_TWIN, "ASYNC_CURSOR": ASYNC_CURSOR_ON[0]})}  # fmt: skip
 
 # The loop twin with the blocks taking C's tiles in plain grid order (GROUP_M=1: down C's
 # columns, so that the blocks in flight store one run of memory) and in the widest groups of
