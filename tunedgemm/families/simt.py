@@ -102,8 +102,12 @@ LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1}
 # operands copied by 4-byte cp.async from cursors (ASYNC_CURSOR), faster at BK = 8 and
 # slower at BK = 16 than through registers (the medium tiles 2-6% ahead at four of TN's
 # medium shapes, the round tiles 1-3% behind; gpu_session.sh async-cursor, H200, 2026-12-03).
-LAYOUT_TWINS = {(True, False): ({**LOOP_TWIN, "REG_TRANSPOSE": 1},
-                                {**LOOP_TWIN, "ASYNC_CURSOR": ASYNC_CURSOR_ON[0]})}  # fmt: skip
+# Each twin sets the other's tunable too: with both on, the cursor is inert (the operands go
+# through registers), a second compile of the register twin's kernel (autotuning timed one at
+# 5173x795x285, 2026-12-03 14:00 UTC).
+LAYOUT_TWINS = {(True, False): ({**LOOP_TWIN, "REG_TRANSPOSE": 1, "ASYNC_CURSOR": 0},
+                                {**LOOP_TWIN, "REG_TRANSPOSE": 0,
+                                 "ASYNC_CURSOR": ASYNC_CURSOR_ON[0]})}  # fmt: skip
 
 # The loop twin with the blocks taking C's tiles in plain grid order (GROUP_M=1: down C's
 # columns, so that the blocks in flight store one run of memory) and in the widest groups of
