@@ -163,11 +163,13 @@ def test_timed_where_the_table_ranks_another_family_first(monkeypatch):
 def test_simts_medium_tiles_compile_within_their_blocks_registers_without_spills(tile, tmp_path):
     """__launch_bounds__(threads, MIN_BLOCKS) caps them at 128 registers (128 threads, four
     blocks; 64, eight); ptxas (nvcc 13.0, sm_90a) fits them without spills, unsplit and
-    split, in every transpose pair, aligned and not, and at TN through registers."""
-    variants = itertools.product((0, 1), (0, 1), (0, 1), (1, 3), (0, 1))
-    jobs = [(small_simt(**{**tile, "SPLIT_K": split, "REG_TRANSPOSE": rt}), ta, tb, aligned)
-            for ta, tb, aligned, split, rt in variants
-            if rt == 0 or (ta, tb, aligned) == (1, 0, 1)]  # fmt: skip
+    split, in every transpose pair, aligned and not, and at TN as its layout twins (through
+    registers, copied from cursors)."""
+    twins = ({}, *simt.LAYOUT_TWINS[(True, False)])
+    variants = itertools.product((0, 1), (0, 1), (0, 1), (1, 3), range(len(twins)))
+    jobs = [(small_simt(**{**tile, "SPLIT_K": split, **twins[t]}), ta, tb, aligned)
+            for ta, tb, aligned, split, t in variants
+            if t == 0 or (ta, tb, aligned) == (1, 0, 1)]  # fmt: skip
     threads = FAMILIES["simt"].threads(jobs[0][0].as_dict())
     assert_compile_within(jobs, "float32", register_cap(threads, tile["MIN_BLOCKS"]), tmp_path)
 
