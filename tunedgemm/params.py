@@ -198,7 +198,7 @@ class KernelFamily:
                    aligned: bool) -> KernelConfig:  # fmt: skip
         """The config as it compiles for this layout: tunables that only `layout_twins` set,
         and that this layout's twins do not, back at their recorded (`absent`) value, where
-        they compile to the same kernel (simt's REG_TRANSPOSE outside TN)."""
+        they compile to the same kernel (simt's REG_TRANSPOSE and ASYNC_CURSOR outside TN)."""
         layout_only = {name for twins in self.layout_twins.values() for changes in twins
                        for name in changes}  # fmt: skip
         here = self.twins_for(trans_a, trans_b, aligned)
