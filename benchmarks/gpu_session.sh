@@ -64,7 +64,8 @@
 # probe_skinny --tiles, the call at NN's and TN's medium shapes), tn-copies (TN's operands
 # by 4-byte cp.async against through registers: ncu, probe_skinny --tiles), async-cursor
 # (simt ASYNC_CURSOR: its GPU test, ncu, probe_skinny --tiles at TN), cursor-call (TN's
-# cursor-copy twin: GPU tests, bench_tuning at TN's medium shapes), register
+# cursor-copy twin: GPU tests, bench_tuning at TN's medium shapes), medium-floor (the medium
+# tiles under plans.MEDIUM_FROM_FLOPS, against the call there), register
 # (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -1130,6 +1131,26 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
             --tag cursor-TN --out "$OUT" > "$OUT/bench_tuning-cursor-TN.txt" 2>&1
         echo "bench_tuning cursor TN: exit $?"
         grep -v "^#" "$OUT/bench_tuning-cursor-TN.txt" | grep -v "best single" ;;
+    medium-floor)  # whether plans.MEDIUM_FROM_FLOPS (2e8) should come down (written
+        # 2026-12-03 without a GPU): at 194x2770x88 TN (9.5e7 flops) the call ran a round tile
+        # at 0.84x cuBLAS where the 64 x 32 medium tile copied from cursors ran 0.91 as a
+        # kernel. simt's medium tiles (at TN also as its layout twins) at FLOOR_SHAPES, shapes
+        # of 6.7e7-1.3e8 flops, in NN and TN (probe_skinny --tiles, padded), then the call as
+        # it is there (bench_tuning, own kernels and auto)
+        shapes=${FLOOR_SHAPES:-194x2770x88,512x512x128,1000x300x200,300x2000x100,2000x200x150,128x4096x128,700x700x100,3000x150x120}
+        for trans in NN TN; do
+            tiles=$(python3 -c "from tunedgemm.families import simt
+twins = simt.LAYOUT_TWINS[(True, False)] if '$trans' == 'TN' else ({},)
+print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
+               for t in simt.MEDIUM_TILES for c in twins))")
+            TILES_TRANS=$trans TILES_SPLITS=1,2 TILES_STREAM_K= TILES_LIMIT=${FLOOR_TILES_LIMIT:-150} \
+                probe_tiles float32 $shapes $tiles
+            timeout ${FLOOR_LIMIT:-150} python3 benchmarks/bench_tuning.py --no-heatmap --dtype float32 \
+                --trans $trans --shape-list $shapes --tag floor-$trans --out "$OUT" \
+                > "$OUT/bench_tuning-floor-$trans.txt" 2>&1
+            echo "bench_tuning floor $trans: exit $?"
+            grep -v "^#" "$OUT/bench_tuning-floor-$trans.txt" | grep -v "best single"
+        done ;;
     sass)  # sass_of.py: cuobjdump -sass and the opcode mix of simt's base tile with each of
         # SASS_CHANGES (space-separated) in SASS_TRANS (default TN); SASS_BASE another base
         export PATH=$PATH:/usr/local/cuda/bin
