@@ -131,14 +131,16 @@ probe_tiles() {
         > "$OUT/probe_tiles-$dtype${TILES_TRANS:+-$TILES_TRANS}.txt" 2>&1
     echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-$dtype${TILES_TRANS:+-$TILES_TRANS}.txt"
 }
-# bench_tuning on a list of shapes, own kernels and auto: bench_worst DTYPE SHAPES (writes
-# bench_tuning-worst-DTYPE.txt; WORST_LIMIT seconds)
-bench_worst() {
-    timeout ${WORST_LIMIT:-240} python3 benchmarks/bench_tuning.py --no-heatmap \
-        --dtype $1 --shape-list $2 --tag worst-$1 --out "$OUT" > "$OUT/bench_tuning-worst-$1.txt" 2>&1
-    echo "bench_tuning worst $1: exit $?"
-    grep -v "^#" "$OUT/bench_tuning-worst-$1.txt" | grep -v "best single"
+# bench_tuning on a list of shapes, own kernels and auto: bench_list DTYPE TRANS SHAPES TAG
+# SECONDS (writes bench_tuning-TAG.txt and .json); bench_worst DTYPE SHAPES is it at NN with
+# the tag worst-DTYPE and WORST_LIMIT seconds
+bench_list() {
+    timeout $5 python3 benchmarks/bench_tuning.py --no-heatmap --dtype $1 --trans $2 \
+        --shape-list $3 --tag $4 --out "$OUT" > "$OUT/bench_tuning-$4.txt" 2>&1
+    echo "bench_tuning $4: exit $?"
+    grep -v "^#" "$OUT/bench_tuning-$4.txt" | grep -v "best single"
 }
+bench_worst() { bench_list $1 NN $2 worst-$1 ${WORST_LIMIT:-240}; }
 # RETUNE_INSTALL=1: a retuned table ($OUT/tuned.json) in the tree, which `python3 -m` run
 # from the repository root imports (the tuner, pytest), and in the package setup.sh installed,
 # which the scripts under benchmarks/ import (they run with benchmarks/, not the root, first on
@@ -367,11 +369,12 @@ for step in $steps; do
         # stall summary (ncu_sass_mix.py --stalls NCU_STALLS) too
         export PATH=$PATH:/usr/local/cuda/bin
         name=ncu-simt; [ "${NCU_DTYPE:-float32}" = float64 ] && name=ncu-dmma
-        # A call's own configs are found first, outside ncu (ncu_simt.py --choices says why).
+        # A call's own configs (NCU_CALL, float64) are found first, outside ncu (ncu_simt.py
+        # --choices says why).
         choices="--choices $OUT/$name-choices.json"
-        python3 benchmarks/ncu_simt.py --plan-only $choices --shape ${NCU_SHAPE:-4096x4096x4096} \
-            ${NCU_DTYPE:+--dtype $NCU_DTYPE} ${NCU_CALL:+--call} ${NCU_TRANS:+--trans $NCU_TRANS} \
-            > "$OUT/$name-plan.txt" 2>&1
+        [ -n "${NCU_CALL:-}" ] || [ $name = ncu-dmma ] && python3 benchmarks/ncu_simt.py \
+            --plan-only $choices --shape ${NCU_SHAPE:-4096x4096x4096} ${NCU_DTYPE:+--dtype $NCU_DTYPE} \
+            ${NCU_CALL:+--call} ${NCU_TRANS:+--trans $NCU_TRANS} > "$OUT/$name-plan.txt" 2>&1
         timeout ${NCU_LIMIT:-240} ncu --clock-control none --profile-from-start off \
             ${NCU_SAMPLING:+--warp-sampling-interval $NCU_SAMPLING} \
             --section WarpStateStats --section SchedulerStats --section SourceCounters \
@@ -1080,11 +1083,7 @@ print(' '.join(','.join(f'{k}={v}' for k, v in t.items()) for t in simt.MEDIUM_T
         TILES_SPLITS=1,2,3,4 TILES_STREAM_K= TILES_LIMIT=${MEDIUM_TILES_LIMIT:-200} \
             probe_tiles float32 $nn $tiles
         for pair in NN:$nn TN:2925x440x178,5173x795x285,1317x812x232; do
-            timeout ${MEDIUM_LIMIT:-200} python3 benchmarks/bench_tuning.py --no-heatmap \
-                --dtype float32 --trans ${pair%%:*} --shape-list ${pair#*:} --tag medium-${pair%%:*} \
-                --out "$OUT" > "$OUT/bench_tuning-medium-${pair%%:*}.txt" 2>&1
-            echo "bench_tuning medium ${pair%%:*}: exit $?"
-            grep -v "^#" "$OUT/bench_tuning-medium-${pair%%:*}.txt" | grep -v "best single"
+            bench_list float32 ${pair%%:*} ${pair#*:} medium-${pair%%:*} ${MEDIUM_LIMIT:-200}
         done ;;
     tn-copies)  # TN's two k-major operands copied into shared memory by 4-byte cp.async
         # (REG_TRANSPOSE=0, as cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes does: ncu,
@@ -1126,11 +1125,9 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
         GPU_TESTS="tests/gpu/test_simt_async_cursor_gpu.py tests/gpu/test_twins_gpu.py \
             tests/gpu/test_simt_medium_tile_gpu.py tests/gpu/test_plans_gpu.py" \
             TESTS_LIMIT=${CURSOR_TESTS_LIMIT:-360} bash "$0" tests
-        timeout ${CURSOR_LIMIT:-240} python3 benchmarks/bench_tuning.py --no-heatmap --dtype float32 \
-            --trans TN --shape-list ${CURSOR_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212,5173x795x285} \
-            --tag cursor-TN --out "$OUT" > "$OUT/bench_tuning-cursor-TN.txt" 2>&1
-        echo "bench_tuning cursor TN: exit $?"
-        grep -v "^#" "$OUT/bench_tuning-cursor-TN.txt" | grep -v "best single" ;;
+        bench_list float32 TN \
+            ${CURSOR_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212,5173x795x285} \
+            cursor-TN ${CURSOR_LIMIT:-240} ;;
     medium-floor)  # whether plans.MEDIUM_FROM_FLOPS (2e8) should come down (written
         # 2026-12-03 without a GPU): at 194x2770x88 TN (9.5e7 flops) the call ran a round tile
         # at 0.84x cuBLAS where the 64 x 32 medium tile copied from cursors ran 0.91 as a
@@ -1145,11 +1142,7 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
                for t in simt.MEDIUM_TILES for c in twins))")
             TILES_TRANS=$trans TILES_SPLITS=1,2 TILES_STREAM_K= TILES_LIMIT=${FLOOR_TILES_LIMIT:-150} \
                 probe_tiles float32 $shapes $tiles
-            timeout ${FLOOR_LIMIT:-150} python3 benchmarks/bench_tuning.py --no-heatmap --dtype float32 \
-                --trans $trans --shape-list $shapes --tag floor-$trans --out "$OUT" \
-                > "$OUT/bench_tuning-floor-$trans.txt" 2>&1
-            echo "bench_tuning floor $trans: exit $?"
-            grep -v "^#" "$OUT/bench_tuning-floor-$trans.txt" | grep -v "best single"
+            bench_list float32 $trans $shapes floor-$trans ${FLOOR_LIMIT:-150}
         done ;;
     sass)  # sass_of.py: cuobjdump -sass and the opcode mix of simt's base tile with each of
         # SASS_CHANGES (space-separated) in SASS_TRANS (default TN); SASS_BASE another base
