@@ -65,7 +65,8 @@
 # by 4-byte cp.async against through registers: ncu, probe_skinny --tiles), async-cursor
 # (simt ASYNC_CURSOR: its GPU test, ncu, probe_skinny --tiles at TN), cursor-call (TN's
 # cursor-copy twin: GPU tests, bench_tuning at TN's medium shapes), medium-floor (the medium
-# tiles under plans.MEDIUM_FROM_FLOPS, against the call there), register
+# tiles under plans.MEDIUM_FROM_FLOPS, against the call there), copy-step (TN's cursor-copy
+# twin with its copies later in the k-tile: COPY_STEP, probe_skinny --tiles), register
 # (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -1128,6 +1129,21 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
         bench_list float32 TN \
             ${CURSOR_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212,5173x795x285} \
             cursor-TN ${CURSOR_LIMIT:-240} ;;
+    copy-step)  # where TN's cursor-copy twin issues its copies in the k-tile (COPY_STEP, a
+        # development define; BK / 4 = 2 at simt's medium tiles): Nsight Compute's source pages
+        # put cuBLAS's copies 50-68% of the way through its k-tile, ours 29-35% (H200,
+        # 2026-12-03 13:41 UTC). simt's medium tiles through registers and copied from cursors
+        # with COPY_STEP of COPY_STEPS (default "3 4 5 6"), probe_skinny --tiles (padded TN),
+        # at COPIES_SHAPES
+        tiles=$(python3 -c "from tunedgemm.families import simt
+regs, cursors = simt.LAYOUT_TWINS[(True, False)]
+steps = [{}] + [{'COPY_STEP': int(s)} for s in '${COPY_STEPS:-3 4 5 6}'.split()]
+print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
+               for t in simt.MEDIUM_TILES for c in [regs] + [{**cursors, **s} for s in steps]))")
+        TILES_TRANS=TN TILES_SPLITS=${TILES_SPLITS-1} TILES_STREAM_K= \
+            TILES_IGNORE="unknown parameter COPY_STEP" TILES_LIMIT=${COPY_STEP_LIMIT:-240} \
+            probe_tiles float32 ${COPIES_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212} \
+            $tiles ;;
     medium-floor)  # whether plans.MEDIUM_FROM_FLOPS (2e8) should come down (written
         # 2026-12-03 without a GPU): at 194x2770x88 TN (9.5e7 flops) the call ran a round tile
         # at 0.84x cuBLAS where the 64 x 32 medium tile copied from cursors ran 0.91 as a
