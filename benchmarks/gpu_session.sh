@@ -1147,18 +1147,31 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
     medium-floor)  # whether plans.MEDIUM_FROM_FLOPS (2e8) should come down (written
         # 2026-12-03 without a GPU): at 194x2770x88 TN (9.5e7 flops) the call ran a round tile
         # at 0.84x cuBLAS where the 64 x 32 medium tile copied from cursors ran 0.91 as a
-        # kernel. simt's medium tiles (at TN also as its layout twins) at FLOOR_SHAPES, shapes
-        # of 6.7e7-1.3e8 flops, in NN and TN (probe_skinny --tiles, padded), then the call as
-        # it is there (bench_tuning, own kernels and auto)
+        # kernel. In each of FLOOR_TRANS (default "NN TN"), at FLOOR_SHAPES (6.7e7-1.3e8 flops)
+        # and in FLOOR_PARTS (default "tiles call lowered"): simt's medium tiles (at TN as its
+        # layout twins; probe_skinny --tiles, padded), the call as it is (bench_tuning, own
+        # kernels and auto), and the call with the floor at FLOOR_AT (default 5e7) in the
+        # installed package's plans.py, which the step puts back after
         shapes=${FLOOR_SHAPES:-194x2770x88,512x512x128,1000x300x200,300x2000x100,2000x200x150,128x4096x128,700x700x100,3000x150x120}
-        for trans in NN TN; do
-            tiles=$(python3 -c "from tunedgemm.families import simt
+        parts=" ${FLOOR_PARTS:-tiles call lowered} "
+        plans=$(cd /tmp && python3 -c "import tunedgemm.plans as p; print(p.__file__)")
+        for trans in ${FLOOR_TRANS:-NN TN}; do
+            if [[ $parts == *" tiles "* ]]; then
+                tiles=$(python3 -c "from tunedgemm.families import simt
 twins = simt.LAYOUT_TWINS[(True, False)] if '$trans' == 'TN' else ({},)
 print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
                for t in simt.MEDIUM_TILES for c in twins))")
-            TILES_TRANS=$trans TILES_SPLITS=1,2 TILES_STREAM_K= TILES_LIMIT=${FLOOR_TILES_LIMIT:-150} \
-                probe_tiles float32 $shapes $tiles
-            bench_list float32 $trans $shapes floor-$trans ${FLOOR_LIMIT:-150}
+                TILES_TRANS=$trans TILES_SPLITS=1,2 TILES_STREAM_K= \
+                    TILES_LIMIT=${FLOOR_TILES_LIMIT:-150} probe_tiles float32 $shapes $tiles
+            fi
+            [[ $parts == *" call "* ]] && bench_list float32 $trans $shapes floor-$trans ${FLOOR_LIMIT:-150}
+            if [[ $parts == *" lowered "* ]]; then
+                cp "$plans" /tmp/plans.py.shipped
+                sed -i "s/^MEDIUM_UPTO, MEDIUM_FROM_FLOPS = 1024, 2e8$/MEDIUM_UPTO, MEDIUM_FROM_FLOPS = 1024, ${FLOOR_AT:-5e7}/" "$plans"
+                grep -n "^MEDIUM_UPTO" "$plans"
+                bench_list float32 $trans $shapes floor-$trans-at-${FLOOR_AT:-5e7} ${FLOOR_LIMIT:-150}
+                cp /tmp/plans.py.shipped "$plans"
+            fi
         done ;;
     sass)  # sass_of.py: cuobjdump -sass and the opcode mix of simt's base tile with each of
         # SASS_CHANGES (space-separated) in SASS_TRANS (default TN); SASS_BASE another base
