@@ -379,10 +379,13 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
         rounds += with_unsplit_grids(first[:1], key, sms)  # (the same)
         rounds += with_small_k_tiles(first[:1], key, sms)  # (the same)
-        # (the same; on the first own candidate with a k-split: at 2925x440x178 TN float32 the
-        # first is the small family's)
-        split_k_first = tuple(c for c, _, _ in _split_k_configs(first))[:1]
-        rounds += with_medium_tiles(split_k_first, key, sms)
+    # The medium tiles (cursors already) on the first own candidate with a k-split among all
+    # of them, not only the first RELATIVES_OF: at 194x2770x88 TN float32 the table's first
+    # four are the small family's, so none were timed, and the call ran a 64 x 128 tile in
+    # 13.1 us where the 64 x 32 medium tile ran 10.0 (H200, 2026-12-03 15:17 and 15:28 UTC).
+    split_k_first = tuple(c for c, _, _ in _split_k_configs(candidates))[:1]
+    if split_k_first:
+        rounds += with_medium_tiles(split_k_first, key, cuda.sm_count())
     rasters = with_raster_twins(first[:RASTERS_OF], key.dtype)[len(first[:RASTERS_OF]):]
     relatives = with_twins(relatives, key.dtype, key)[len(first):] + rasters + narrow + streamed
     relatives += rounds
@@ -655,8 +658,11 @@ def with_small_k_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> t
 # and at least MEDIUM_FROM_FLOPS of work (below it a call is bound by its launch, and each
 # tiling is one more compile on a shape's first call). The medium tiles won at float64 shapes
 # whose short side was 131-893 (dmma.MEDIUM_TILES) and tied at 700x2460x2744; at
-# 3178x4043x2654 the table's 128 x 64 tile ran 4% ahead of them.
-MEDIUM_UPTO, MEDIUM_FROM_FLOPS = 1024, 2e8
+# 3178x4043x2654 the table's 128 x 64 tile ran 4% ahead of them. 5e7, not 2e8: at 16 float32
+# NN and TN shapes of 6.7e7-1.3e8 flops, the call with them timed ran 1.12-1.39x as fast at
+# four (194x2770x88 NN, 300x2000x100 both ways, 3000x150x120 TN) and 0.99-1.03x at the other
+# twelve (H200, 2026-12-03 15:28 UTC, gpu_session.sh medium-floor).
+MEDIUM_UPTO, MEDIUM_FROM_FLOPS = 1024, 5e7
 
 
 def with_medium_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:

@@ -95,9 +95,10 @@ def test_only_where_a_side_is_short_and_the_work_is_not_launch_bound():
     assert plans.with_medium_tiles((first,), nn_key(8192, upto, 2048, "float64"), SMS)
     assert not plans.with_medium_tiles((first,), nn_key(8192, upto + 1, 2048, "float64"), SMS)
     assert not plans.with_medium_tiles((first,), nn_key(4096, 4096, 4096, "float64"), SMS)
-    # 2 m n k against MEDIUM_FROM_FLOPS (2e8): 1000 x 100 x 1000 is exactly it.
-    assert plans.with_medium_tiles((first,), nn_key(1000, 100, 1000, "float64"), SMS)
-    assert not plans.with_medium_tiles((first,), nn_key(1000, 100, 999, "float64"), SMS)
+    # 2 m n k against MEDIUM_FROM_FLOPS (5e7): 1000 x 100 x 250 is exactly it.
+    assert plans.MEDIUM_FROM_FLOPS == 5e7
+    assert plans.with_medium_tiles((first,), nn_key(1000, 100, 250, "float64"), SMS)
+    assert not plans.with_medium_tiles((first,), nn_key(1000, 100, 249, "float64"), SMS)
 
 
 def test_none_for_the_tiles_themselves_or_a_family_without_them():
@@ -155,6 +156,21 @@ def test_timed_where_the_table_ranks_another_family_first(monkeypatch):
     key = _tn_key(2925, 440, 178)
     timed = plans.own_candidates((small, small_simt()), key)
     assert set(plans.with_medium_tiles((small_simt(),), key, SMS)) <= set(timed)
+
+
+def test_timed_where_the_table_ranks_other_families_first_beyond_the_relatives(monkeypatch):
+    # At 194x2770x88 TN the table's first four own candidates are the small family's, more
+    # than RELATIVES_OF: the medium tiles still come from the first one with a k-split.
+    monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    base = FAMILIES["small"].default_config("float32").as_dict()
+    smalls = tuple(KernelConfig.make("small", {**base, "KSPLIT": s}) for s in (1, 2, 4, 8))
+    assert len(smalls) > plans.RELATIVES_OF
+    key = _tn_key(2770, 194, 88)
+    medium = plans.with_medium_tiles((small_simt(),), key, SMS)
+    assert medium
+    timed = plans.own_candidates((*smalls, small_simt()), key)
+    assert set(medium) <= set(timed)
+    assert plans.own_candidates(smalls, key) == smalls  # (no own candidate with a k-split)
 
 
 @pytest.mark.slow
