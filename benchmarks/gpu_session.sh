@@ -1147,13 +1147,14 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
     medium-floor)  # whether plans.MEDIUM_FROM_FLOPS (2e8) should come down (written
         # 2026-12-03 without a GPU): at 194x2770x88 TN (9.5e7 flops) the call ran a round tile
         # at 0.84x cuBLAS where the 64 x 32 medium tile copied from cursors ran 0.91 as a
-        # kernel. In each of FLOOR_TRANS (default "NN TN"), at FLOOR_SHAPES (6.7e7-1.3e8 flops)
-        # and in FLOOR_PARTS (default "tiles call lowered"): simt's medium tiles (at TN as its
-        # layout twins; probe_skinny --tiles, padded), the call as it is (bench_tuning, own
-        # kernels and auto), and the call with the floor at FLOOR_AT (default 5e7) in the
-        # installed package's plans.py, which the step puts back after
+        # kernel (the floor is 5e7 since). In FLOOR_DTYPE (default float32), in each of
+        # FLOOR_TRANS (default "NN TN"), at FLOOR_SHAPES (6.7e7-1.3e8 flops) and in FLOOR_PARTS
+        # (default "tiles call at"): simt's medium tiles (at TN as its layout twins;
+        # probe_skinny --tiles, padded; float32 only), the call as it is (bench_tuning, own
+        # kernels and auto), and the call with the floor at FLOOR_AT (default 2e8, the old
+        # one) in the installed package's plans.py, which the step puts back after
         shapes=${FLOOR_SHAPES:-194x2770x88,512x512x128,1000x300x200,300x2000x100,2000x200x150,128x4096x128,700x700x100,3000x150x120}
-        parts=" ${FLOOR_PARTS:-tiles call lowered} "
+        parts=" ${FLOOR_PARTS:-tiles call at} " dtype=${FLOOR_DTYPE:-float32}
         plans=$(cd /tmp && python3 -c "import tunedgemm.plans as p; print(p.__file__)")
         for trans in ${FLOOR_TRANS:-NN TN}; do
             if [[ $parts == *" tiles "* ]]; then
@@ -1162,14 +1163,14 @@ twins = simt.LAYOUT_TWINS[(True, False)] if '$trans' == 'TN' else ({},)
 print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
                for t in simt.MEDIUM_TILES for c in twins))")
                 TILES_TRANS=$trans TILES_SPLITS=1,2 TILES_STREAM_K= \
-                    TILES_LIMIT=${FLOOR_TILES_LIMIT:-150} probe_tiles float32 $shapes $tiles
+                    TILES_LIMIT=${FLOOR_TILES_LIMIT:-150} probe_tiles $dtype $shapes $tiles
             fi
-            [[ $parts == *" call "* ]] && bench_list float32 $trans $shapes floor-$trans ${FLOOR_LIMIT:-150}
-            if [[ $parts == *" lowered "* ]]; then
+            [[ $parts == *" call "* ]] && bench_list $dtype $trans $shapes floor-$dtype-$trans ${FLOOR_LIMIT:-150}
+            if [[ $parts == *" at "* ]]; then
                 cp "$plans" /tmp/plans.py.shipped
-                sed -i "s/^MEDIUM_UPTO, MEDIUM_FROM_FLOPS = 1024, 2e8$/MEDIUM_UPTO, MEDIUM_FROM_FLOPS = 1024, ${FLOOR_AT:-5e7}/" "$plans"
+                sed -i "s/^\(MEDIUM_UPTO, MEDIUM_FROM_FLOPS = [0-9]*, \).*$/\1${FLOOR_AT:-2e8}/" "$plans"
                 grep -n "^MEDIUM_UPTO" "$plans"
-                bench_list float32 $trans $shapes floor-$trans-at-${FLOOR_AT:-5e7} ${FLOOR_LIMIT:-150}
+                bench_list $dtype $trans $shapes floor-$dtype-$trans-at-${FLOOR_AT:-2e8} ${FLOOR_LIMIT:-150}
                 cp /tmp/plans.py.shipped "$plans"
             fi
         done ;;

@@ -57,6 +57,7 @@ def test_own_candidates_give_the_wider_split_its_twins_too(monkeypatch):
     monkeypatch.setattr(plans, "STREAM_K_BELOW_FILL", 0)  # and stream-K (its own test file)
     monkeypatch.setattr(plans, "WHOLE_ROUNDS", ())  # and whole-round splits (theirs)
     monkeypatch.setattr(plans, "with_round_tiles", lambda *a: ())  # and round tiles (theirs)
+    monkeypatch.setattr(plans, "with_medium_tiles", lambda *a: ())  # and medium tiles (theirs)
     monkeypatch.setattr(plans, "RASTERS_OF", 0)  # and raster twins (test_raster_twins.py)
     timed = plans.own_candidates((_simt(),), _key(322, 57, 5243))
     twin = simt.LOOP_TWIN
@@ -69,6 +70,7 @@ def test_only_the_first_own_candidates_get_relatives(monkeypatch):
     monkeypatch.setattr(plans, "STREAM_K_BELOW_FILL", 0)  # and stream-K (its own test file)
     monkeypatch.setattr(plans, "WHOLE_ROUNDS", ())  # and whole-round splits (theirs)
     monkeypatch.setattr(plans, "with_round_tiles", lambda *a: ())  # and round tiles (theirs)
+    monkeypatch.setattr(plans, "with_medium_tiles", lambda *a: ())  # and medium tiles (theirs)
     monkeypatch.setattr(plans, "RASTERS_OF", 0)  # and raster twins (test_raster_twins.py)
     own = [_simt(STAGES=s, GROUP_M=g) for s in (2, 3) for g in (1, 8)]
     candidates = (table.CUBLAS, *own)
