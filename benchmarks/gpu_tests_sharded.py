@@ -11,7 +11,9 @@ each kernel is compiled in as few shards as possible). Each shard gets its own k
 directory (XDG_CACHE_HOME): PyCUDA writes a cache entry in place, so one shard could otherwise
 read another's half-written cubin. conftest's parallel precompile is off in the shards
 (TUNEDGEMM_TEST_PRECOMPILE=0): the shards are the parallelism, and each would otherwise
-compile every family default in 16 nvcc processes of its own. Writes gpu-tests-shard-I.txt per
+compile every family default in 16 nvcc processes of its own. So are the test modules' own
+(TUNEDGEMM_TEST_SHARD, helpers.precompiles_modules): a shard holding a slice of a module
+would compile the whole module's kernels. Writes gpu-tests-shard-I.txt per
 shard and a summary of the pass/fail/skip counts; exits 1 if any shard failed or ran out of time.
 
 nvcc bounds it, not the GPU: on the one-H200 machine (16 cores, 2026-11-29) 12 shards ran about
@@ -105,7 +107,7 @@ def main() -> int:
     running = []
     for index, items in enumerate(shards):
         env = dict(os.environ, XDG_CACHE_HOME=f"/tmp/tunedgemm-shard-cache-{index}",
-                   TUNEDGEMM_TEST_PRECOMPILE="0")  # fmt: skip
+                   TUNEDGEMM_TEST_PRECOMPILE="0", TUNEDGEMM_TEST_SHARD=str(index))  # fmt: skip
         log_path = out / f"gpu-tests-shard-{index}.txt"
         with log_path.open("w") as log:
             process = subprocess.Popen([*PYTEST, *items], stdout=log, stderr=subprocess.STDOUT,

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from helpers import assert_configs_agree, whole_c
+from helpers import assert_configs_agree, precompiles_modules, whole_c
 
 from tunedgemm.families import FAMILIES
 from tunedgemm.params import KernelConfig
@@ -33,6 +33,8 @@ def precompile(configs: Iterable[KernelConfig], alignments: Sequence[bool] = (Fa
     time)."""
     from tunedgemm.compiler import precompile as compile_all
 
+    if not precompiles_modules():
+        return
     ordered = sorted(set(configs))
     for (ta, tb), aligned in itertools.product(itertools.product((False, True), repeat=2),
                                                alignments):  # fmt: skip

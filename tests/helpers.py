@@ -14,6 +14,19 @@ from typing import ClassVar
 
 import numpy as np
 
+# gpu_tests_sharded.py names each shard in this variable.
+SHARD_ENV = "TUNEDGEMM_TEST_SHARD"
+
+
+def precompiles_modules() -> bool:
+    """Whether a GPU test module compiles all its kernels in parallel before its first test:
+    not in one of gpu_tests_sharded.py's shards, which may hold a slice of a module. There each
+    shard would compile the whole module's kernels, all at once: nine shards of
+    test_twins_gpu.py and test_simt_async_cursor_gpu.py had run 43 of 146 tests after 200 s,
+    where one process ran both and two more files in 274 s (H200, 2026-12-03). A shard
+    compiles what its tests launch, as they meet it; the shards are the parallelism."""
+    return os.environ.get(SHARD_ENV) is None
+
 
 def gpu_available() -> bool:
     from tunedgemm import cuda
@@ -415,6 +428,8 @@ def precompile_variants(configs, dtype, pairs) -> None:
 
     from tunedgemm import compiler
 
+    if not precompiles_modules():
+        return
     name = np.dtype(dtype).name   # (callers pass np.float32, a dtype or its name)
     jobs = list(itertools.product(dict.fromkeys(configs), dict.fromkeys(pairs), (False, True)))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:

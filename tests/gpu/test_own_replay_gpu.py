@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 import pytest
+from helpers import precompiles_modules
 
 from tunedgemm import checks, cublaslt, plans
 from tunedgemm.families import FAMILIES
@@ -44,6 +45,8 @@ def _compiled() -> None:
     """The variants the tests launch (padded operands: aligned), compiled in parallel."""
     from tunedgemm.compiler import precompile
 
+    if not precompiles_modules():
+        return
     for dtype, (ta, tb) in itertools.product(CHANGES, ((False, False), (True, True))):
         configs = sorted({_config(dtype, name) for name in CHANGES[dtype]})
         precompile(configs, dtype, ta, tb, True, jobs=os.cpu_count() or 4)

@@ -13,6 +13,7 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import precompiles_modules
 
 from tunedgemm import ozaki, ozaki_device
 from tunedgemm._layout import BlasForm
@@ -46,6 +47,8 @@ def _skip_without_wgmma(config: KernelConfig) -> None:
 @pytest.fixture(scope="module", autouse=True)
 def _compiled() -> None:
     """Every INT8 GEMM config of this file, both output modes, compiled in parallel first."""
+    if not precompiles_modules():
+        return
     configs = GEMM_CONFIGS + (WGMMA_CONFIGS if _arch() in int8_wgmma.ARCHS else [])
     for out_mod in (True, False):
         ozaki_device.precompile_gemms(configs, out_mod)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from helpers import assert_configs_agree
+from helpers import assert_configs_agree, precompiles_modules
 
 from tunedgemm.families import simt
 from tunedgemm.params import KernelConfig
@@ -54,6 +54,8 @@ def _compiled() -> None:
     """Every variant this module launches, compiled in parallel first."""
     from tunedgemm.compiler import precompile
 
+    if not precompiles_modules():
+        return
     configs = [c for split in SPLITS for c in _configs(split)]
     for ta, tb, aligned in itertools.product((False, True), repeat=3):
         precompile(configs, "float32", ta, tb, aligned)

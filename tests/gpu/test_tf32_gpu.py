@@ -16,7 +16,13 @@ import os
 
 import numpy as np
 import pytest
-from helpers import assert_error_within_2x, assert_tf32_mode, float32_against_cublas, spread_float32
+from helpers import (
+    assert_error_within_2x,
+    assert_tf32_mode,
+    float32_against_cublas,
+    precompiles_modules,
+    spread_float32,
+)
 
 from tunedgemm.families.tf32 import DEFAULTS_BY_PRECISION, FAMILY, default_for
 from tunedgemm.params import KernelConfig
@@ -62,6 +68,8 @@ def _compiled():
     """Every variant of every config compiled in parallel before the first launch."""
     from tunedgemm.compiler import precompile
 
+    if not precompiles_modules():
+        return
     configs = sorted({config for _, config in CONFIGS if not FAMILY.violations(config, "float32")})
     for ta, tb, aligned in itertools.product((False, True), repeat=3):
         precompile(configs, "float32", ta, tb, aligned, jobs=os.cpu_count() or 4)

@@ -19,6 +19,7 @@ from helpers import (
     assert_ieee_pattern,
     assert_tf32_mode,
     float32_against_cublas,
+    precompiles_modules,
     special_operands,
     spread_float32,
 )
@@ -44,6 +45,8 @@ def _sm90():
         pytest.skip(f"wgmma needs sm_90 (this GPU: {cuda.arch()})")
     from tunedgemm.compiler import precompile
 
+    if not precompiles_modules():
+        return
     for ta, tb, aligned in itertools.product((False, True), repeat=3):
         precompile(CONFIGS, "float32", ta, tb, aligned, jobs=os.cpu_count() or 4)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from helpers import assert_configs_agree
+from helpers import assert_configs_agree, precompiles_modules
 
 from tunedgemm import plans
 from tunedgemm.families import simt
@@ -45,6 +45,8 @@ def _compiled() -> None:
     """Every variant this module launches, compiled in parallel first."""
     from tunedgemm.compiler import precompile
 
+    if not precompiles_modules():
+        return
     configs = [c for case in CASES for c in _configs(case)]
     for ta, tb, aligned in itertools.product((False, True), repeat=3):
         precompile(configs, "float32", ta, tb, aligned)
