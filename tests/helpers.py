@@ -21,9 +21,9 @@ SHARD_ENV = "TUNEDGEMM_TEST_SHARD"
 def precompiles_modules() -> bool:
     """Whether a GPU test module compiles all its kernels in parallel before its first test:
     not in one of gpu_tests_sharded.py's shards, which may hold a slice of a module. There each
-    shard would compile the whole module's kernels, all at once: nine shards of
-    test_twins_gpu.py and test_simt_async_cursor_gpu.py had run 43 of 146 tests after 200 s,
-    where one process ran both and two more files in 274 s (H200, 2026-12-03). A shard
+    shard would compile the whole module's kernels, all at once: in 12 shards,
+    test_twins_gpu.py and test_simt_async_cursor_gpu.py had run 43 of 146 tests after 200 s
+    (seven shards none), and 54 in 110 s without those precompiles (H200, 2026-12-03). A shard
     compiles what its tests launch, as they meet it; the shards are the parallelism."""
     return os.environ.get(SHARD_ENV) is None
 
