@@ -964,7 +964,10 @@ PY
         # (probe_skinny.py --tiles, padded, at splits 1-8 and as stream-K; TN's through
         # registers): the round tile, its mirror, the two-warp 64 x 64, 128 x 128 at two blocks
         # and at one, the table's 64 x 128 and the two-warp narrow tiles; LOSERS_TN and
-        # LOSERS_TT the shapes, LOSERS_LIMIT seconds a layout
+        # LOSERS_TT the shapes, LOSERS_LIMIT seconds a layout; LOSERS_CURSORS=1: TN's tiles
+        # copied from cursors too (simt ASYNC_CURSOR, TN's second layout twin since
+        # 2026-12-03; TN's worst random shapes that day: 627x1738x2098, 50x3468x3777,
+        # 80x5961x2440, 9619x89x324 and 220x1856x1905, 0.88-0.95 own kernels only)
         twin="ADVANCE=1,FMA_ORDER=1,GROUP_M=8,BK=16"
         tiles=""
         for tile in BM=128,BN=64,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=3 \
@@ -980,7 +983,9 @@ PY
         for trans in TN TT; do
             if [ $trans = TN ]; then
                 shapes=${LOSERS_TN:-273x10224x374,307x9899x517,2166x342x1628,4013x590x3661,389x676x16253,126x1257x8863}
-                layout_tiles=$(for t in $tiles; do printf '%s ' "$t,REG_TRANSPOSE=1"; done)
+                layout_tiles=$(for t in $tiles; do printf '%s ' "$t,REG_TRANSPOSE=1"
+                    [ "${LOSERS_CURSORS:-0}" = 1 ] && printf '%s ' "$t,REG_TRANSPOSE=0,ASYNC_CURSOR=1"
+                done)
             else
                 shapes=${LOSERS_TT:-146x5866x434,384x3072x8192,512x4096x16384,4096x512x16384}
                 layout_tiles=$tiles
