@@ -12,7 +12,6 @@ through tunedgemm.launch.gemm with each config, in every transpose pair, with an
 from __future__ import annotations
 
 import itertools
-import os
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ from helpers import (
     assert_error_within_2x,
     assert_tf32_mode,
     float32_against_cublas,
-    precompiles_modules,
+    precompile_variants,
     spread_float32,
 )
 
@@ -66,13 +65,8 @@ def test_configs_are_valid():
 @pytest.fixture(scope="module", autouse=True)
 def _compiled():
     """Every variant of every config compiled in parallel before the first launch."""
-    from tunedgemm.compiler import precompile
-
-    if not precompiles_modules():
-        return
     configs = sorted({config for _, config in CONFIGS if not FAMILY.violations(config, "float32")})
-    for ta, tb, aligned in itertools.product((False, True), repeat=3):
-        precompile(configs, "float32", ta, tb, aligned, jobs=os.cpu_count() or 4)
+    precompile_variants(configs, "float32", TRANS)
 
 
 @pytest.mark.parametrize("mode,config", CONFIGS, ids=IDS)

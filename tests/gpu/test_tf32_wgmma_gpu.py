@@ -10,7 +10,6 @@ worse than 2x), and IEEE special values. Skips without an sm_90 GPU.
 from __future__ import annotations
 
 import itertools
-import os
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from helpers import (
     assert_ieee_pattern,
     assert_tf32_mode,
     float32_against_cublas,
-    precompiles_modules,
+    precompile_variants,
     special_operands,
     spread_float32,
 )
@@ -43,12 +42,7 @@ def _sm90():
         pytest.skip("no GPU")
     if cuda.arch() != "sm_90":
         pytest.skip(f"wgmma needs sm_90 (this GPU: {cuda.arch()})")
-    from tunedgemm.compiler import precompile
-
-    if not precompiles_modules():
-        return
-    for ta, tb, aligned in itertools.product((False, True), repeat=3):
-        precompile(CONFIGS, "float32", ta, tb, aligned, jobs=os.cpu_count() or 4)
+    precompile_variants(CONFIGS, "float32", TRANS)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)

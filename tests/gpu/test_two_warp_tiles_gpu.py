@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from helpers import assert_configs_agree, precompiles_modules
+from helpers import assert_configs_agree, precompile_variants
 
 from tunedgemm import plans
 from tunedgemm.families import simt
@@ -43,13 +43,8 @@ def _configs(case: tuple[int, ...]) -> list[KernelConfig]:
 @pytest.fixture(scope="module", autouse=True)
 def _compiled() -> None:
     """Every variant this module launches, compiled in parallel first."""
-    from tunedgemm.compiler import precompile
-
-    if not precompiles_modules():
-        return
     configs = [c for case in CASES for c in _configs(case)]
-    for ta, tb, aligned in itertools.product((False, True), repeat=3):
-        precompile(configs, "float32", ta, tb, aligned)
+    precompile_variants(configs, "float32", list(itertools.product((False, True), repeat=2)))
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: "-".join(map(str, case)))
