@@ -5,8 +5,9 @@ so each element's sum takes the same k-steps in the same order and the bits are 
 unsplit and at the whole-round splits autotuning times (3, 8 and 12 slices); checked on shapes
 with m, n and k edges, all four transposes, aligned and not, beta 0 and not, C poisoned by
 NaN, against float64 (helpers.assert_configs_agree). At TN, aligned and not, each round tile's
-layout twin (both operands through registers, REG_TRANSPOSE=1, timed since 2026-12-02)
-against the tile as declared, the three-block ones at three blocks an SM and at two:
+layout twins (both operands through registers, REG_TRANSPOSE=1, timed since 2026-12-02, and
+copied from cursors, ASYNC_CURSOR=1, since 2026-12-03) against the tile as declared, the
+three-block ones at three blocks an SM and at two:
 
     python -m pytest -q -m gpu tests/gpu/test_simt_round_tile_gpu.py
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from helpers import assert_configs_agree, precompiles_modules
+from helpers import assert_configs_agree, precompile_variants
 
 from tunedgemm.families import simt
 from tunedgemm.params import KernelConfig
@@ -38,31 +39,25 @@ def _configs(split: int) -> list[KernelConfig]:
             KernelConfig.make("simt", mirror)]
 
 
-def _through_registers(tile: dict, split: int) -> list[KernelConfig]:
-    """A round tile as declared, then its TN layout twin (the 128 x 64 at three blocks an SM
-    and at two)."""
+def _tn_twins(tile: dict, split: int) -> list[KernelConfig]:
+    """A round tile as declared, then its TN layout twins, through registers and copied from
+    cursors (the 128 x 64 at three blocks an SM and at two)."""
     declared = {**simt.FAMILY.default_config("float32").as_dict(), **tile, "SPLIT_K": split}
     blocks = (3, 2) if tile["MIN_BLOCKS"] == 3 else (tile["MIN_BLOCKS"],)
     twins = [KernelConfig.make("simt", {**declared, **twin, "MIN_BLOCKS": b})
              for twin in simt.LAYOUT_TWINS[(True, False)] for b in blocks]  # fmt: skip
-    assert twins and all(t["REG_TRANSPOSE"] == 1 for t in twins)
+    assert {(t["REG_TRANSPOSE"], t["ASYNC_CURSOR"]) for t in twins} == {(1, 0), (0, 1)}
     return [KernelConfig.make("simt", declared), *twins]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _compiled() -> None:
     """Every variant this module launches, compiled in parallel first."""
-    from tunedgemm.compiler import precompile
-
-    if not precompiles_modules():
-        return
     configs = [c for split in SPLITS for c in _configs(split)]
-    for ta, tb, aligned in itertools.product((False, True), repeat=3):
-        precompile(configs, "float32", ta, tb, aligned)
+    precompile_variants(configs, "float32", list(itertools.product((False, True), repeat=2)))
     twins = [c for tile in simt.ROUND_TILES for split in SPLITS
-             for c in _through_registers(tile, split)]  # fmt: skip
-    for aligned in (False, True):
-        precompile(twins, "float32", True, False, aligned)
+             for c in _tn_twins(tile, split)]  # fmt: skip
+    precompile_variants(twins, "float32", [(True, False)])
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -74,7 +69,7 @@ def test_three_blocks_an_sm_and_the_mirror_give_the_two_block_tiles_bits(split, 
 @pytest.mark.parametrize("tile", range(len(simt.ROUND_TILES)))
 @pytest.mark.parametrize("split", SPLITS)
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_tns_operands_through_registers_give_the_tiles_bits(tile, split, m, n, k):
+def test_tns_layout_twins_give_the_tiles_bits(tile, split, m, n, k):
     tn = [((True, False), padded) for padded in (False, True)]
-    configs = _through_registers(simt.ROUND_TILES[tile], split)
+    configs = _tn_twins(simt.ROUND_TILES[tile], split)
     assert_configs_agree(configs, "float32", m, n, k, layouts=tn)
