@@ -45,6 +45,8 @@
 //  * EARLY_BARRIER=1: the barrier of k-tile t+1 moves before tile t's last k-step, whose
 //    fmas cover the loads of tile t+1's first fragments (CUTLASS's multistage main loop);
 //    with EARLY_BARRIER=0 every k-tile's first fmas wait on its first shared loads;
+//  * LANE_PAIRS=1: in 8 x 4 thread tiles, lanes 2i and 2i+1 share their rows of C (fewer
+//    shared wavefronts for the A fragments, which outnumber B's; see its define);
 //  * group-M rasterisation of the linear block index for L2 reuse;
 //  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges); with
 //    SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles) the same stores write raw partial
@@ -111,6 +113,20 @@
 #ifndef ASYNC_CURSOR
 #define ASYNC_CURSOR 0   // 1 (with ADVANCE): k-major operands copied by 4-byte cp.async walk a cursor too
 #endif
+// LANE_PAIRS=1: in thread tiles four columns wide (TN = 4), lanes 2i and 2i+1 of a warp own
+// the same rows of C and neighbouring columns, where LANE_PAIRS=0 gives them neighbouring
+// rows. Nsight Compute counts an LDS.128 as two shared wavefronts where each pair of lanes
+// reads one address and four where the pair's two addresses differ (H200, 2026-12-03,
+// 2925x440x178 TN: our 64 x 64 x 8 tile's A fragments 4 each, B's 2; cuBLAS's kernel in the
+// same tiling the other way round). An 8 x 4 thread tile reads two A fragments a k-step to
+// one of B, so sharing the rows takes 8 wavefronts where it took 10: the medium tiles ran
+// 2-19% faster at each of the 71 shapes and splits printed. At 16 x 8 (20 -> 16) the 4096^3
+// config ran 1.7% slower, so wider thread tiles keep neighbouring rows. Every element gets
+// the same fmas in the same k order wherever its lane sits: the same bits.
+#ifndef LANE_PAIRS
+#define LANE_PAIRS 0
+#endif
+#define PAIR_LANES (LANE_PAIRS && TN == 4)
 #ifndef STEADY_LOOP
 #define STEADY_LOOP (ADVANCE && ALIGNED)   // 1: whole k-tiles in a loop of their own (0: one loop)
 #endif
@@ -718,7 +734,12 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
 #endif
     const int warp = tid / 32, lane = tid % 32;
     const int wm = warp % WARPS_M, wn = warp / WARPS_M;
+#if PAIR_LANES
+    static_assert(WTN % 2 == 0, "LANE_PAIRS=1 pairs lanes along n");
+    const int lm = (lane / 2) % WTM, ln = lane % 2 + 2 * (lane / (2 * WTM));
+#else
     const int lm = lane % WTM, ln = lane / WTM;
+#endif
 
 #if A_REG
     float4 a_reg[KMajor<BM, 4>::PER];

@@ -90,6 +90,14 @@ REG_TRANSPOSE_ON = (1,)
 # through registers its shared stores waited on the loads (Nsight Compute, H200, 2026-12-03).
 ASYNC_CURSOR_ON = (1,)
 
+# LANE_PAIRS=1 (kernels/sgemm_simt.cu): in 8 x 4 thread tiles, lanes 2i and 2i+1 share their
+# rows of C. Nsight Compute counts an LDS.128 as two shared wavefronts where each pair of lanes
+# reads one address, four where not; such a thread reads two A fragments a k-step to one of B,
+# and cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes pairs its lanes so (H200, 2026-12-03).
+# Inert in wider thread tiles (at 16 x 8 the 4096^3 config ran 1.7% slower paired). The same
+# bits.
+LANE_PAIRS_ON = (1,)
+
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
 # walked from one set-up (ADVANCE=1) and serpentine rows (FMA_ORDER=1). On the H100
 # (bench_kernels --fma-order, 2026-11-26 10:29 UTC) it ran the table's own configs 4-7%
@@ -331,6 +339,8 @@ FAMILY = KernelFamily(
         Tunable("REG_TRANSPOSE", (0,), "TN's k-major operands through registers (0: cp.async)", 0),
         # Recorded configs recomputed the 4-byte copies' addresses: ASYNC_CURSOR=0, unchanged.
         Tunable("ASYNC_CURSOR", (0,), "4-byte k-major copies walk cursors (with ADVANCE)", 0),
+        # Recorded configs gave neighbouring lanes neighbouring rows: LANE_PAIRS=0, unchanged.
+        Tunable("LANE_PAIRS", (0,), "8 x 4 thread tiles: lanes 2i, 2i+1 share rows of C", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -387,6 +397,7 @@ FAMILY = KernelFamily(
         Constraint("FMA_ORDER is 0, 1 or 2", lambda p, s: p["FMA_ORDER"] in (0, 1, 2)),
         Constraint("REG_TRANSPOSE is 0 or 1", lambda p, s: p["REG_TRANSPOSE"] in (0, 1)),
         Constraint("ASYNC_CURSOR is 0 or 1", lambda p, s: p["ASYNC_CURSOR"] in (0, 1)),
+        Constraint("LANE_PAIRS is 0 or 1", lambda p, s: p["LANE_PAIRS"] in (0, 1)),
         Constraint(
             "EARLY_BARRIER=1 runs the unrolled BK loop (ROLL_K = 0)",
             lambda p, s: p["EARLY_BARRIER"] == 0 or p["ROLL_K"] == 0,
@@ -432,6 +443,7 @@ FAMILY = KernelFamily(
             "FMA_ORDER": 0,
             "REG_TRANSPOSE": 0,
             "ASYNC_CURSOR": 0,
+            "LANE_PAIRS": 0,
         },
     },
     threads=_threads,
