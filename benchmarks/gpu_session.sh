@@ -967,7 +967,8 @@ PY
         # LOSERS_TT the shapes, LOSERS_LIMIT seconds a layout; LOSERS_CURSORS=1: TN's tiles
         # copied from cursors too (simt ASYNC_CURSOR, TN's second layout twin since
         # 2026-12-03; TN's worst random shapes that day: 627x1738x2098, 50x3468x3777,
-        # 80x5961x2440, 9619x89x324 and 220x1856x1905, 0.88-0.95 own kernels only)
+        # 80x5961x2440, 9619x89x324 and 220x1856x1905, 0.88-0.95 own kernels only);
+        # LOSERS_TRANS the layouts (default TN TT)
         twin="ADVANCE=1,FMA_ORDER=1,GROUP_M=8,BK=16"
         tiles=""
         for tile in BM=128,BN=64,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=3 \
@@ -980,7 +981,7 @@ PY
                     BM=32,BN=128,WM=32,WN=64,TM=8,TN=8,STAGES=3,MIN_BLOCKS=4; do
             tiles="$tiles $tile,$twin"
         done
-        for trans in TN TT; do
+        for trans in ${LOSERS_TRANS:-TN TT}; do
             if [ $trans = TN ]; then
                 shapes=${LOSERS_TN:-273x10224x374,307x9899x517,2166x342x1628,4013x590x3661,389x676x16253,126x1257x8863}
                 layout_tiles=$(for t in $tiles; do printf '%s ' "$t,REG_TRANSPOSE=1"
@@ -1153,6 +1154,55 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **c}.items())
             TILES_IGNORE="unknown parameter COPY_STEP" TILES_LIMIT=${COPY_STEP_LIMIT:-240} \
             probe_tiles float32 ${COPIES_SHAPES:-2925x440x178,1317x812x232,194x2770x88,349x6462x212} \
             $tiles ;;
+    lane-pairs)  # simt LANE_PAIRS (2026-12-03, written without a GPU: lanes 2i and 2i+1 share
+        # their rows, so that an A fragment's LDS.128 takes two shared wavefronts, not four):
+        # its GPU test, then the kernels with and without it (probe_skinny --tiles, padded):
+        # the medium tiles at TN (both layout twins) and NN medium shapes (LANE_TN, LANE_NN)
+        # and the 4096^3 NN table config with the loop twin at LANE_SQUARES
+        timeout ${LANE_TEST_LIMIT:-240} python3 -m pytest -q -m gpu -p no:cacheprovider \
+            tests/gpu/test_simt_lane_pairs_gpu.py > "$OUT/gpu-lane-pairs.txt" 2>&1
+        echo "lane-pairs GPU test: exit $?"; tail -3 "$OUT/gpu-lane-pairs.txt"
+        lane_tiles() {  # the change sets of $1 (medium-TN, medium-NN or tuned), LANE_PAIRS 0 and 1
+            (cd tests && python3 -c "import sys
+from tunedgemm.families import simt
+from simt_variants import TUNED
+twins = {'medium-TN': simt.LAYOUT_TWINS[(True, False)], 'medium-NN': [simt.LOOP_TWIN]}
+bases = [{**t, **w} for t in simt.MEDIUM_TILES for w in twins.get(sys.argv[1], [])] or \\
+    [{**TUNED, **simt.LOOP_TWIN}]
+print(' '.join(','.join(f'{k}={v}' for k, v in {**b, 'LANE_PAIRS': p}.items())
+               for b in bases for p in (0, 1)))" $1)
+        }
+        for part in medium-TN medium-NN tuned; do
+            case $part in
+                medium-TN) trans=TN; shapes=${LANE_TN:-2925x440x178,1317x812x232,349x6462x212,5173x795x285} ;;
+                medium-NN) trans=NN; shapes=${LANE_NN:-1301x546x536,4955x899x119,3477x273x169,777x3333x1555} ;;
+                tuned) trans=NN; shapes=${LANE_SQUARES:-4096x4096x4096,8192x8192x8192} ;;
+            esac
+            splits=1,2,3; [ $part = tuned ] && splits=1
+            TILES_TRANS=$trans TILES_SPLITS=$splits TILES_STREAM_K= TILES_LIMIT=${LANE_LIMIT:-150} \
+                probe_tiles float32 $shapes $(lane_tiles $part)
+            mv "$OUT/probe_tiles-float32-$trans.txt" "$OUT/lane-pairs-$part.txt"
+            # (probe_skinny names its NN file without the layout)
+            for json in "$OUT"/probe_skinny-float32-padded-tiles*.json; do
+                mv "$json" "$OUT/lane-pairs-$part.json"
+            done
+        done
+        python3 benchmarks/lane_pairs_summary.py "$OUT"/lane-pairs-*.json ;;
+    lane-call)  # paired lanes through the call (LANE_PAIRS=1 in simt's loop twin, 2026-12-03):
+        # bench_tuning, own kernels and auto, float32, at LANE_CALL_TN and LANE_CALL_NN (the
+        # layouts LANE_CALL_TRANS, default "TN NN"), as shipped and with the loop twin unpaired
+        # in the installed package's families/simt.py, which the step puts back after
+        simt_py=$(cd /tmp && python3 -c "import tunedgemm.families.simt as s; print(s.__file__)")
+        for trans in ${LANE_CALL_TRANS:-TN NN}; do
+            shapes=${LANE_CALL_NN:-1301x546x536,4955x899x119,3477x273x169,2756x503x193,777x3333x1555,1000x300x200,3000x1000x500,300x2000x100}
+            [ $trans = TN ] && shapes=${LANE_CALL_TN:-2925x440x178,1317x812x232,349x6462x212,5173x795x285,194x2770x88,627x1738x2098,777x3333x1555,220x1856x1905}
+            bench_list float32 $trans $shapes lanes-$trans ${LANE_CALL_LIMIT:-150}
+            cp "$simt_py" /tmp/simt.py.shipped
+            sed -i 's/^\(LOOP_TWIN = {.*"LANE_PAIRS": \)LANE_PAIRS_ON\[0\]}/\10}/' "$simt_py"
+            grep -n "^LOOP_TWIN" "$simt_py"
+            bench_list float32 $trans $shapes lanes-$trans-unpaired ${LANE_CALL_LIMIT:-150}
+            cp /tmp/simt.py.shipped "$simt_py"
+        done ;;
     medium-floor)  # whether plans.MEDIUM_FROM_FLOPS (2e8) should come down (written
         # 2026-12-03 without a GPU): at 194x2770x88 TN (9.5e7 flops) the call ran a round tile
         # at 0.84x cuBLAS where the 64 x 32 medium tile copied from cursors ran 0.91 as a

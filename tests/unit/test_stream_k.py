@@ -180,7 +180,9 @@ def test_stream_k_is_declared_but_out_of_the_space():
     streamed = [c for c in configs if c["STREAM_K"]]
     for config in streamed:
         assert not FAMILY.violations(config, "float32"), config
-        assert all(config[k] == v for k, v in simt.STREAM_K_CHANGES.items()), config
+        # (the loop twin's LANE_PAIRS came after the table: its configs record it as 0)
+        changes = {k: v for k, v in simt.STREAM_K_CHANGES.items() if k != "LANE_PAIRS"}
+        assert all(config[k] == v for k, v in changes.items()), config
         assert config["STREAM_K"] in (1, 2, 4), config  # blocks an SM holds, or twice that
 
 

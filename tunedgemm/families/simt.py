@@ -101,8 +101,12 @@ LANE_PAIRS_ON = (1,)
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
 # walked from one set-up (ADVANCE=1) and serpentine rows (FMA_ORDER=1). On the H100
 # (bench_kernels --fma-order, 2026-11-26 10:29 UTC) it ran the table's own configs 4-7%
-# faster at 1024^3-8192^3 and as fast at 777x3333x1555, with the same bits.
-LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1}
+# faster at 1024^3-8192^3 and as fast at 777x3333x1555, with the same bits. And paired lanes
+# (LANE_PAIRS=1, at 8 x 4 thread tiles): the medium tiles, through registers and from cursors
+# at TN, ran 2-19% faster paired than unpaired at each of the 71 shape and split pairs printed
+# (48 TN, 23 NN; probe_skinny --tiles, padded, gpu_session.sh lane-pairs, H200, 2026-12-03
+# 17:53 UTC).
+LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1, "LANE_PAIRS": LANE_PAIRS_ON[0]}
 # TN's second twin (aligned operands): the loop twin with both operands through registers.
 # Only TN's kernel changes, and the staging costs BK * (BM + BN) / THREADS registers, which
 # 162 of the space's 1,728 configs lack under their cap: as a change of LOOP_TWIN it would
