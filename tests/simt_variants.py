@@ -1,6 +1,7 @@
-"""What the GPU tests of simt's measured-before-searched tunables (ADVANCE, ROLL_K; issue 15,
-item 3) share: the configs they vary, the shapes, a parallel compile of every variant, and
-the check that variants of one config are accurate and bit-equal to each other.
+"""What the GPU tests of simt's measured-before-searched tunables (ADVANCE, ROLL_K, ASYNC_CURSOR,
+LANE_PAIRS; issue 15) share: the configs they vary, the shapes, a parallel compile of every
+variant, the check that variants of one config are accurate and bit-equal to each other, and
+the fixture and tests a module of such variants binds (variant_tests).
 
 A plain module beside helpers.py (tests/ is on sys.path through pytest's `pythonpath`)."""
 
@@ -59,3 +60,34 @@ def assert_variants_agree(base: str, variants: list[Mapping[str, int]], m: int, 
     """helpers.assert_configs_agree on these variants of BASES[base], in float32."""
     assert_configs_agree([config(base, changes) for changes in variants], np.float32, m, n, k,
                          label=base)  # fmt: skip
+
+
+def toggled(changes: Mapping[tuple[str, str], Mapping[str, int]], name: str,
+            values: Iterable[int]) -> dict[tuple[str, str], list[dict[str, int]]]:  # fmt: skip
+    """Each (base, label)'s changes with the tunable `name` at each of the values: the groups
+    of variants that must agree."""
+    values = tuple(values)
+    return {key: [{**c, name: v} for v in values] for key, c in changes.items()}
+
+
+def variant_tests(groups: Mapping[tuple[str, str], list[dict[str, int]]]) -> tuple:
+    """What a module of such groups runs, for it to bind at module level: a module fixture
+    compiling every variant, a test that the family allows each, and per group and shape the
+    check that its variants agree (assert_variants_agree)."""
+    import pytest
+
+    @pytest.fixture(scope="module", autouse=True)
+    def compiled() -> None:
+        precompile(config(key[0], v) for key, variants in groups.items() for v in variants)
+
+    def every_variant_is_allowed() -> None:
+        for key, variants in groups.items():
+            for changes in variants:
+                assert allowed(key[0], changes), (key, changes)
+
+    @pytest.mark.parametrize("key", sorted(groups))
+    @pytest.mark.parametrize("m,n,k", SHAPES)
+    def variants_agree(key, m, n, k) -> None:
+        assert_variants_agree(key[0], groups[key], m, n, k)
+
+    return compiled, every_variant_is_allowed, variants_agree

@@ -12,7 +12,7 @@ ASYNC_CURSOR=0 (the same values copied into the same shared slots, the same fmas
 from __future__ import annotations
 
 import pytest
-from simt_variants import SHAPES, allowed, assert_variants_agree, config, precompile
+from simt_variants import toggled, variant_tests
 
 from tunedgemm.families import simt
 
@@ -32,23 +32,6 @@ CHANGES = {
 
 pytestmark = pytest.mark.gpu
 
-
-def _variants(key: tuple[str, str]) -> list[dict[str, int]]:
-    return [{**CHANGES[key], "ASYNC_CURSOR": a} for a in (0, 1)]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled() -> None:
-    precompile(config(key[0], v) for key in CHANGES for v in _variants(key))
-
-
-def test_every_variant_is_a_config_the_family_allows():
-    for key in CHANGES:
-        for changes in _variants(key):
-            assert allowed(key[0], changes), (key, changes)
-
-
-@pytest.mark.parametrize("key", sorted(CHANGES))
-@pytest.mark.parametrize("m,n,k", SHAPES)
-def test_the_cursor_is_accurate_and_bit_equal_to_recomputed_addresses(key, m, n, k):
-    assert_variants_agree(key[0], _variants(key), m, n, k)
+(_compiled, test_every_variant_is_a_config_the_family_allows,
+ test_the_cursor_is_accurate_and_bit_equal_to_recomputed_addresses) = variant_tests(
+    toggled(CHANGES, "ASYNC_CURSOR", (0, 1)))
