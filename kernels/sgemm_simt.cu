@@ -115,8 +115,8 @@
 #endif
 // LANE_PAIRS=1: in thread tiles four columns wide (TN = 4), lanes 2i and 2i+1 of a warp own
 // the same rows of C and neighbouring columns, where LANE_PAIRS=0 gives them neighbouring
-// rows. Nsight Compute counts an LDS.128 as two shared wavefronts where each pair of lanes
-// reads one address and four where the pair's two addresses differ (H200, 2026-12-03,
+// rows. In Nsight Compute's counts an LDS.128 took two shared wavefronts where each pair of
+// lanes read one address and four where the pair's two addresses differed (H200, 2026-12-03,
 // 2925x440x178 TN: our 64 x 64 x 8 tile's A fragments 4 each, B's 2; cuBLAS's kernel in the
 // same tiling the other way round). An 8 x 4 thread tile reads two A fragments a k-step to
 // one of B, so sharing the rows takes 8 wavefronts where it took 10: the medium tiles ran

@@ -91,11 +91,11 @@ REG_TRANSPOSE_ON = (1,)
 ASYNC_CURSOR_ON = (1,)
 
 # LANE_PAIRS=1 (kernels/sgemm_simt.cu): in 8 x 4 thread tiles, lanes 2i and 2i+1 share their
-# rows of C. Nsight Compute counts an LDS.128 as two shared wavefronts where each pair of lanes
-# reads one address, four where not; such a thread reads two A fragments a k-step to one of B,
-# and cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes pairs its lanes so (H200, 2026-12-03).
-# Inert in wider thread tiles (at 16 x 8 the 4096^3 config ran 1.7% slower paired). The same
-# bits.
+# rows of C. In Nsight Compute's counts an LDS.128 took two shared wavefronts where each pair
+# of lanes read one address, four where not; such a thread reads two A fragments a k-step to
+# one of B, and cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes pairs its lanes so (H200,
+# 2026-12-03). Inert in wider thread tiles (at 16 x 8 the 4096^3 config ran 1.7% slower
+# paired). The same bits.
 LANE_PAIRS_ON = (1,)
 
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
