@@ -27,9 +27,9 @@ def label(p: dict[str, str]) -> str:
     return " ".join(f"{k}={p[k]}" for k in keys if k in p)
 
 
-def main(paths: list[str]) -> int:
+def main(paths: list[str] | None = None) -> int:
     ratios = []
-    for path in paths:
+    for path in sys.argv[1:] if paths is None else paths:
         with open(path) as file:
             data = json.load(file)
         print(f"# {path}: {data['device']}")
@@ -57,4 +57,4 @@ def main(paths: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
