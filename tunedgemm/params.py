@@ -163,6 +163,9 @@ class KernelFamily:
     stream_k_tiles: tuple[Params, ...] = ()
     # The most work (m * n * k) of a shape at which the tuner times the family (None: any).
     max_work: int | None = None
+    # Settings that a config's other parameters make inert, at the values that name the same
+    # kernel (simt's LANE_PAIRS outside 8 x 4 thread tiles): see `canonical`.
+    inert: Callable[[Params], Params] = field(default=lambda p: {})
 
     def within_work(self, m: int, n: int, k: int) -> bool:
         """Whether the tuner times the family at a shape of this size (its `max_work`)."""
@@ -176,6 +179,12 @@ class KernelFamily:
         if precision in self.mode_defaults:
             return KernelConfig.make(self.name, self.mode_defaults[precision])
         return KernelConfig.make(self.name, self.defaults[dtype])
+
+    def canonical(self, config: KernelConfig) -> KernelConfig:
+        """The config with its inert settings at the values that name the same kernel, so that
+        one kernel has one compile key and autotuning does not time it twice."""
+        reset = self.inert(config.as_dict())
+        return KernelConfig.make(self.name, {**config.as_dict(), **reset}) if reset else config
 
     def recorded(self, params: Params) -> KernelConfig:
         """A config as a table or checkpoint records it, with each tunable it lacks that has

@@ -388,8 +388,18 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         rounds += with_medium_tiles(split_k_first, key, cuda.sm_count())
     rasters = with_raster_twins(first[:RASTERS_OF], key.dtype)[len(first[:RASTERS_OF]):]
     relatives = with_twins(relatives, key.dtype, key)[len(first):] + rasters + narrow + streamed
-    relatives += rounds
+    relatives = tuple(_canonical(c) for c in relatives + rounds)
     return candidates + tuple(dict.fromkeys(c for c in relatives if c not in candidates))
+
+
+def _canonical(candidate: Any) -> Any:
+    """An own config with its family's inert settings at the values that name the same
+    kernel (KernelFamily.canonical); anything else as it is."""
+    from .families import FAMILIES
+
+    if isinstance(candidate, KernelConfig):
+        return FAMILIES[candidate.family].canonical(candidate)
+    return candidate
 
 
 # The widest k-split autotuning tries (each slice keeps >= 2 k-tiles). 64, not 32: at

@@ -98,6 +98,14 @@ ASYNC_CURSOR_ON = (1,)
 # paired). The same bits.
 LANE_PAIRS_ON = (1,)
 
+
+def _inert(p: Params) -> Params:
+    """LANE_PAIRS outside 8 x 4 thread tiles compiles the unpaired kernel (PAIR_LANES), so
+    the loop twin of a recorded 8 x 8 or 16 x 8 config that already walks cursors is that
+    config: one compile and one timing, not two."""
+    return {"LANE_PAIRS": 0} if p.get("LANE_PAIRS") and p.get("TN") != 4 else {}
+
+
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
 # walked from one set-up (ADVANCE=1) and serpentine rows (FMA_ORDER=1). On the H100
 # (bench_kernels --fma-order, 2026-11-26 10:29 UTC) it ran the table's own configs 4-7%
@@ -455,6 +463,7 @@ FAMILY = KernelFamily(
     twins=(LOOP_TWIN, {**LOOP_TWIN, **TWO_WARP}),
     layout_twins=LAYOUT_TWINS,
     raster_twins=RASTER_TWINS,
+    inert=_inert,
     narrow_tiles=NARROW_TILES,
     round_tiles=ROUND_TILES,
     medium_tiles=MEDIUM_TILES,
