@@ -66,7 +66,9 @@
 # (simt ASYNC_CURSOR: its GPU test, ncu, probe_skinny --tiles at TN), cursor-call (TN's
 # cursor-copy twin: GPU tests, bench_tuning at TN's medium shapes), medium-floor (the medium
 # tiles under plans.MEDIUM_FROM_FLOPS, against the call there), copy-step (TN's cursor-copy
-# twin with its copies later in the k-tile: COPY_STEP, probe_skinny --tiles), register
+# twin with its copies later in the k-tile: COPY_STEP, probe_skinny --tiles), lane-pairs and
+# lane-call (simt LANE_PAIRS: kernels, then the call), lds-wavefronts (probe_lds_wavefronts:
+# LDS.128's wavefronts under ncu by which lanes share an address), register
 # (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
 # a launch at small shapes against cuBLASLt's), small-family (probe_small_family: the small
@@ -1188,6 +1190,21 @@ print(' '.join(','.join(f'{k}={v}' for k, v in {**b, 'LANE_PAIRS': p}.items())
             done
         done
         python3 benchmarks/lane_pairs_summary.py "$OUT"/lane-pairs-*.json ;;
+    lds-wavefronts)  # shared wavefronts of a warp's LDS.128 by which lanes read one address
+        # (2026-12-04: the rule LANE_PAIRS rests on came from two lane layouts at one shape):
+        # probe_lds_wavefronts.py's launches under ncu, and its SASS (the loads 16-byte ones)
+        export PATH=$PATH:/usr/local/cuda/bin
+        python3 benchmarks/probe_lds_wavefronts.py --source /tmp/lds.cu
+        (cd /tmp && nvcc -cubin -arch=sm_90a -o lds.cubin lds.cu && cuobjdump -sass lds.cubin \
+            | grep -E "LDS|FADD" | head -12) > "$OUT/lds-wavefronts-sass.txt" 2>&1
+        cat "$OUT/lds-wavefronts-sass.txt"
+        timeout ${LDS_LIMIT:-180} ncu --csv --metrics \
+l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum \
+            python3 benchmarks/probe_lds_wavefronts.py > "$OUT/lds-wavefronts-ncu.csv" \
+            2> "$OUT/lds-wavefronts-ncu.err"
+        echo "lds-wavefronts under ncu: exit $?"; tail -3 "$OUT/lds-wavefronts-ncu.err"
+        python3 benchmarks/probe_lds_wavefronts.py --ncu-csv "$OUT/lds-wavefronts-ncu.csv" \
+            --json "$OUT/lds-wavefronts.json" 2>&1 | tee "$OUT/lds-wavefronts.txt" ;;
     lane-call)  # paired lanes through the call (LANE_PAIRS=1 in simt's loop twin, 2026-12-03):
         # bench_tuning, own kernels and auto, float32, at LANE_CALL_TN and LANE_CALL_NN (the
         # layouts LANE_CALL_TRANS, default "TN NN"), as shipped and with the loop twin unpaired
