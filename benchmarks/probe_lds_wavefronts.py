@@ -132,13 +132,13 @@ def ncu_wavefronts(path: str) -> list[float]:
     return ratios
 
 
-def main(argv: list[str]) -> int:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=256)
     parser.add_argument("--ncu-csv", help="print the wavefronts per load of this ncu run")
     parser.add_argument("--json", help="with --ncu-csv: write the rows here too")
     parser.add_argument("--source", help="write the kernel's CUDA source here")
-    args = parser.parse_args(argv)
+    args = parser.parse_args()
     if args.source:
         Path(args.source).write_text(SOURCE)
         return 0
@@ -167,4 +167,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
