@@ -46,7 +46,7 @@
 //    fmas cover the loads of tile t+1's first fragments (CUTLASS's multistage main loop);
 //    with EARLY_BARRIER=0 every k-tile's first fmas wait on its first shared loads;
 //  * LANE_PAIRS=1: in 8 x 4 thread tiles, lanes 2i and 2i+1 share their rows of C (fewer
-//    shared wavefronts for the A fragments, which outnumber B's; see its define);
+//    shared wavefronts for the A fragments' LDS.128; see its define);
 //  * group-M rasterisation of the linear block index for L2 reuse;
 //  * epilogue alpha/beta with 16-byte C accesses when ALIGNED (scalar at edges); with
 //    SPLIT_K > 1 (blockIdx.z = contiguous range of k-tiles) the same stores write raw partial
@@ -115,14 +115,17 @@
 #endif
 // LANE_PAIRS=1: in thread tiles four columns wide (TN = 4), lanes 2i and 2i+1 of a warp own
 // the same rows of C and neighbouring columns, where LANE_PAIRS=0 gives them neighbouring
-// rows. In Nsight Compute's counts an LDS.128 took two shared wavefronts where each pair of
-// lanes read one address and four where the pair's two addresses differed (H200, 2026-12-03,
-// 2925x440x178 TN: our 64 x 64 x 8 tile's A fragments 4 each, B's 2; cuBLAS's kernel in the
-// same tiling the other way round). An 8 x 4 thread tile reads two A fragments a k-step to
-// one of B, so sharing the rows takes 8 wavefronts where it took 10: the medium tiles ran
-// 2-19% faster at each of the 71 shapes and splits printed. At 16 x 8 (20 -> 16) the 4096^3
-// config ran 1.7% slower, so wider thread tiles keep neighbouring rows. Every element gets
-// the same fmas in the same k order wherever its lane sits: the same bits.
+// rows. Nsight Compute's counts for 100 lane-to-address patterns (probe_lds_wavefronts.py,
+// H200, 2026-12-04) fit one rule: a warp's LDS.128 is served a half-warp at a time, lanes of
+// a group of four that read one address read it once, and a wavefront carries 128 bytes of
+// the half's reads. A fragment load takes 2 wavefronts where no group of four lanes reads
+// more than two addresses, 4 where one reads four: unpaired, a group reads four rows of A;
+// paired, two rows and two column sets. A k-step's wavefronts, unpaired -> paired: 8 x 4
+// 10 -> 6 (the medium tiles ran 2-19% faster at 71 shapes and splits, 2026-12-03); 8 x 8
+// 12 -> 8, which ran neither faster nor slower (the call at 16 shapes, autotuning timing
+// both, 2026-12-04); 16 x 8 20 -> 12, where the 4096^3 config ran 1.7% slower. So wider
+// thread tiles keep neighbouring rows. Every element gets the same fmas in the same k order
+// wherever its lane sits: the same bits.
 #ifndef LANE_PAIRS
 #define LANE_PAIRS 0
 #endif

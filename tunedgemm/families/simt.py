@@ -91,19 +91,27 @@ REG_TRANSPOSE_ON = (1,)
 ASYNC_CURSOR_ON = (1,)
 
 # LANE_PAIRS=1 (kernels/sgemm_simt.cu): in 8 x 4 thread tiles, lanes 2i and 2i+1 share their
-# rows of C. In Nsight Compute's counts an LDS.128 took two shared wavefronts where each pair
-# of lanes read one address, four where not; such a thread reads two A fragments a k-step to
-# one of B, and cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes pairs its lanes so (H200,
-# 2026-12-03). Inert in wider thread tiles (at 16 x 8 the 4096^3 config ran 1.7% slower
-# paired). The same bits.
+# rows of C. By Nsight Compute's counts (probe_lds_wavefronts, H200, 2026-12-04) a fragment's
+# LDS.128 takes 2 shared wavefronts where no group of four lanes reads more than two
+# addresses, 4 where one reads four, as unpaired lanes do of A's rows: a k-step's loads take
+# 10 -> 6 wavefronts at 8 x 4 (cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes pairs its
+# lanes so, 2026-12-03). Inert in wider thread tiles: at 8 x 8 (12 -> 8) the call ran as fast
+# paired as not (gpu_session.sh wide-pairs-call, 2026-12-04), at 16 x 8 the 4096^3 config ran
+# 1.7% slower. The same bits.
 LANE_PAIRS_ON = (1,)
 
 
+def pairs_lanes(p: Params) -> bool:
+    """Whether the config's kernel pairs lanes (the kernel's PAIR_LANES): LANE_PAIRS in a
+    thread tile four columns wide."""
+    return bool(p.get("LANE_PAIRS")) and p.get("TN") == 4
+
+
 def _inert(p: Params) -> Params:
-    """LANE_PAIRS outside 8 x 4 thread tiles compiles the unpaired kernel (PAIR_LANES), so
-    the loop twin of a recorded 8 x 8 or 16 x 8 config that already walks cursors is that
-    config: one compile and one timing, not two."""
-    return {"LANE_PAIRS": 0} if p.get("LANE_PAIRS") and p.get("TN") != 4 else {}
+    """LANE_PAIRS where pairs_lanes says no compiles the unpaired kernel, so the loop twin
+    of a recorded 8 x 8 or 16 x 8 config that already walks cursors is that config: one
+    compile and one timing, not two."""
+    return {"LANE_PAIRS": 0} if p.get("LANE_PAIRS") and not pairs_lanes(p) else {}
 
 
 # The main loop autotuning times beside each recorded config (the family's twin): cursors
