@@ -55,7 +55,8 @@
 # (simt's narrow tiles as two warps, at skinny shapes), longk-float32 (bench_tuning and simt
 # tilings at float32's long-k entries that cuBLAS holds), round-tiles (simt's three-block round
 # tile: its GPU tests, then probe_round_tiles.py), layout-losers (simt tilings at TN's and
-# TT's worst random float32 shapes), tn-large (simt's large tiles at TN and NN), pretranspose
+# TT's worst random float32 shapes), layout-routes (one TN product's shapes at TN, TT and
+# NN: what transposing an operand first could gain), tn-large (simt's large tiles at TN and NN), pretranspose
 # (TN and TT as A transposed, then NN or NT: its GPU test and probe_pretranspose.py),
 # narrow-splits (simt's narrow tile by GROUP_M and split, then probe_narrow_splits.py), round-mirror
 # (the round tile beside its 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
@@ -67,7 +68,8 @@
 # cursor-copy twin: GPU tests, bench_tuning at TN's medium shapes), medium-floor (the medium
 # tiles under plans.MEDIUM_FROM_FLOPS, against the call there), copy-step (TN's cursor-copy
 # twin with its copies later in the k-tile: COPY_STEP, probe_skinny --tiles), lane-pairs and
-# lane-call (simt LANE_PAIRS: kernels, then the call), lds-wavefronts (probe_lds_wavefronts:
+# lane-call (simt LANE_PAIRS: kernels, then the call), wide-pairs-call (LANE_PAIRS at
+# 8 x 8 thread tiles against without, through the call), lds-wavefronts (probe_lds_wavefronts:
 # LDS.128's wavefronts under ncu by which lanes share an address), register
 # (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -754,13 +756,16 @@ PY
         # the transpose pair, default NN; RANDOM_UNPADDED=1: leading dimensions as given,
         # which runs the unaligned kernels at odd sizes, as device arrays of odd rows do;
         # RANDOM_BETA: beta of every call, default 0; the file is then bench_tuning-betaB.txt)
+        # RANDOM_TAG=T: bench_tuning-T.json and .txt, so that runs at several pairs in one call
+        # keep their files (2026-12-04: TN's overwrote NN's)
         timeout ${RANDOM_LIMIT:-420} python3 benchmarks/bench_tuning.py --no-heatmap ${RANDOM_SEED:+--seed $RANDOM_SEED} \
             ${RANDOM_UNPADDED:+--unpadded} ${RANDOM_BETA:+--beta $RANDOM_BETA --tag beta$RANDOM_BETA} \
+            ${RANDOM_TAG:+--tag $RANDOM_TAG} \
             --dtype ${RANDOM_DTYPES:-float32 float64} --trans ${RANDOM_TRANS:-NN} --out "$OUT" \
-            > "$OUT/bench_tuning${RANDOM_BETA:+-beta$RANDOM_BETA}.txt" 2>&1
+            > "$OUT/bench_tuning${RANDOM_BETA:+-beta$RANDOM_BETA}${RANDOM_TAG:+-$RANDOM_TAG}.txt" 2>&1
         echo "bench_tuning: exit $?"
         grep -E "^#|geometric|best single|public call|GPU time alone" \
-            "$OUT/bench_tuning${RANDOM_BETA:+-beta$RANDOM_BETA}.txt" ;;
+            "$OUT/bench_tuning${RANDOM_BETA:+-beta$RANDOM_BETA}${RANDOM_TAG:+-$RANDOM_TAG}.txt" ;;
     fused)  # dmma SPLITK_FUSED (issues 13 and 15; written 2026-11-26): its GPU test, then what
         # each split-K candidate and its fused twin cost a call at 256^3 and 512^3 float64, then
         # the public float64 calls there against cuBLAS (autotuning times the twins too)
@@ -962,6 +967,14 @@ PY
                 --out "$OUT" > "$log" 2>&1
             echo "probe_round_tiles: exit $?"; grep -v "Warning\|routine(" "$log"
         fi ;;
+    layout-routes)  # which layout's own kernels run a TN product's shapes fastest (2026-12-04:
+        # TN's worst random float32 shapes were large m, n in the hundreds, where transposing B,
+        # about 8 n k bytes, costs far less than A, 8 m k): bench_tuning, own kernels and auto,
+        # float32, at LAYOUT_SHAPES in each pair of LAYOUT_TRANS (default TN TT NN)
+        for trans in ${LAYOUT_TRANS:-TN TT NN}; do
+            bench_list float32 $trans ${LAYOUT_SHAPES:-6906x530x1593,13198x40x2444,12998x584x5749,13756x574x7518,12552x3847x1288,627x1738x2098,1317x812x232,2925x440x178,3000x700x2000,8000x300x1000} \
+                layout-$trans ${LAYOUT_LIMIT:-150}
+        done ;;
     layout-losers)  # simt tilings at TN's and TT's worst random float32 shapes of 2026-12-02
         # (probe_skinny.py --tiles, padded, at splits 1-8 and as stream-K; TN's through
         # registers): the round tile, its mirror, the two-warp 64 x 64, 128 x 128 at two blocks
@@ -1220,6 +1233,49 @@ l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shar
             bench_list float32 $trans $shapes lanes-$trans-unpaired ${LANE_CALL_LIMIT:-150}
             cp /tmp/simt.py.shipped "$simt_py"
         done ;;
+    wide-pairs-call)  # pairing 8 x 8 thread tiles through the call (2026-12-04: 12 -> 8 shared
+        # wavefronts a k-step by probe_lds_wavefronts' rule): bench_tuning, own kernels and
+        # auto, float32, at LANE_CALL_TN and LANE_CALL_NN (the layouts LANE_CALL_TRANS, default
+        # "TN NN"), as shipped ("narrow") and with PAIR_LANES opened to 8 x 8 tiles in the
+        # installed package's kernel and simt.pairs_lanes, the table stamped for that kernel
+        # ("wide"), which the step puts back after; WIDE_ROUNDS rounds (default 1), every
+        # second one wide first. Autotuning times each 8 x 8 candidate and its loop twin, paired
+        # in the wide runs: lane_pairs_summary.py sets those times side by side per shape
+        pkg=$(cd /tmp && python3 -c "import os, tunedgemm; print(os.path.dirname(tunedgemm.__file__))")
+        cp "$pkg/kernels/sgemm_simt.cu" /tmp/sgemm_simt.cu.shipped
+        cp "$pkg/families/simt.py" /tmp/simt.py.shipped
+        wide_pairs() {  # $1: narrow (as shipped) or wide
+            cp /tmp/sgemm_simt.cu.shipped "$pkg/kernels/sgemm_simt.cu"
+            cp /tmp/simt.py.shipped "$pkg/families/simt.py"
+            unset TUNEDGEMM_TABLE
+            [ "$1" = wide ] || return 0
+            sed -i 's/^#define PAIR_LANES .*/#define PAIR_LANES (LANE_PAIRS \&\& (TN == 4 || (TM == 8 \&\& TN == 8)))/' \
+                "$pkg/kernels/sgemm_simt.cu"
+            sed -i 's/LANE_PAIRS")) and p.get("TN") == 4$/LANE_PAIRS")) and (p.get("TN") == 4 or (p.get("TM"), p.get("TN")) == (8, 8))/' \
+                "$pkg/families/simt.py"
+            grep -n "^#define PAIR_LANES" "$pkg/kernels/sgemm_simt.cu"
+            grep -n "LANE_PAIRS\")) and" "$pkg/families/simt.py"
+            (cd /tmp && python3 -c "
+import json, sys
+from tunedgemm import table
+t = json.load(open(sys.argv[1]))
+t['family_hashes'] = table.family_hashes()
+json.dump(t, open(sys.argv[2], 'w'))" "$pkg/tables/tuned.json" "$OUT/wide-table.json") \
+                && export TUNEDGEMM_TABLE="$OUT/wide-table.json"
+        }
+        for round in $(seq ${WIDE_ROUNDS:-1}); do
+            order="narrow wide"; [ $((round % 2)) = 0 ] && order="wide narrow"
+            for trans in ${LANE_CALL_TRANS:-TN NN}; do
+                shapes=${LANE_CALL_NN:-1301x546x536,4955x899x119,3477x273x169,2756x503x193,777x3333x1555,1000x300x200,3000x1000x500,300x2000x100}
+                [ $trans = TN ] && shapes=${LANE_CALL_TN:-2925x440x178,1317x812x232,349x6462x212,5173x795x285,194x2770x88,627x1738x2098,777x3333x1555,220x1856x1905}
+                for pairs in $order; do
+                    wide_pairs $pairs
+                    bench_list float32 $trans $shapes $pairs-$trans-$round ${LANE_CALL_LIMIT:-150}
+                done
+            done
+        done
+        wide_pairs narrow
+        python3 benchmarks/lane_pairs_summary.py "$OUT"/bench_tuning-*-[0-9].json ;;
     medium-floor)  # whether plans.MEDIUM_FROM_FLOPS (2e8) should come down (written
         # 2026-12-03 without a GPU): at 194x2770x88 TN (9.5e7 flops) the call ran a round tile
         # at 0.84x cuBLAS where the 64 x 32 medium tile copied from cursors ran 0.91 as a

@@ -1,10 +1,12 @@
-"""simt configs timed with LANE_PAIRS 0 and 1 side by side, from probe_skinny --tiles JSON.
+"""simt configs timed with LANE_PAIRS 0 and 1 side by side, from probe_skinny --tiles JSON or
+from bench_tuning JSON (what the call's autotuning timed at each shape).
 
-Usage: python benchmarks/lane_pairs_summary.py lane-pairs-*.json
+Usage: python benchmarks/lane_pairs_summary.py lane-pairs-*.json bench_tuning-*.json
 
 For each shape: each config (LANE_PAIRS aside) timed both ways, its two times (ms), their
 ratio (time at 0 over time at 1: above 1, paired lanes are faster), and the best of each side
-against cuBLAS. gpu_session.sh lane-pairs runs it on its probes.
+against cuBLAS; for bench_tuning's, also the call's choice. gpu_session.sh lane-pairs and
+wide-pairs-call run it on theirs.
 """
 
 from __future__ import annotations
@@ -27,21 +29,41 @@ def label(p: dict[str, str]) -> str:
     return " ".join(f"{k}={p[k]}" for k in keys if k in p)
 
 
+def shapes(data: dict) -> list[tuple[str, list[tuple[str, float]], float, str]]:
+    """Per shape of a probe_skinny or bench_tuning file: its name, the (config, ms) timed,
+    cuBLAS's ms, and what the call chose (bench_tuning's; else empty)."""
+    if "shapes" in data:  # probe_skinny --tiles
+        return [(f"{'x'.join(map(str, s['shape']))} {s['trans']}",
+                 [(own["config"], own["ms"]) for own in s["own"]], s["cublas_ms"], "")
+                for s in data["shapes"]]  # fmt: skip
+    found = []
+    for dtype in data["random"].values():
+        for row in dtype["rows"]:
+            # "float32 MxNxK precision=...: CONFIG; CONFIG: why; table: ..." -> the first CONFIG
+            chosen = row.get("public_choice", "").split(": ", 1)[-1].split(";")[0]
+            chosen_p = params(chosen)
+            short = label(chosen_p) + f" LANE_PAIRS={chosen_p.get('LANE_PAIRS', '-')}" \
+                if chosen_p else chosen
+            found.append((f"{'x'.join(map(str, row['shape']))} {data['trans']}",
+                          list(row.get("refine_timed", {}).items()), row["cublas"],
+                          f"; the call ran {short}"))  # fmt: skip
+    return found
+
+
 def main(paths: list[str] | None = None) -> int:
     ratios = []
     for path in sys.argv[1:] if paths is None else paths:
         with open(path) as file:
             data = json.load(file)
         print(f"# {path}: {data['device']}")
-        for shape in data["shapes"]:
+        for name, timed, cublas, choice in shapes(data):
             pairs: dict[str, dict[str, float]] = defaultdict(dict)
-            for own in shape["own"]:
-                p = params(own["config"])
+            for config, ms in timed:
+                p = params(config)
                 side = p.pop("LANE_PAIRS", "0")
-                pairs[label(p)][side] = min(own["ms"], pairs[label(p)].get(side, math.inf))
+                pairs[label(p)][side] = min(ms, pairs[label(p)].get(side, math.inf))
             both = {k: v for k, v in pairs.items() if "0" in v and "1" in v}
-            cublas = shape["cublas_ms"]
-            print(f"{'x'.join(map(str, shape['shape']))} {shape['trans']}: cuBLAS {cublas:.4f} ms")
+            print(f"{name}: cuBLAS {cublas:.4f} ms{choice}")
             for name, times in sorted(both.items(), key=lambda kv: kv[1]["0"]):
                 ratio = times["0"] / times["1"]
                 ratios.append(ratio)
