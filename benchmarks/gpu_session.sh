@@ -57,7 +57,7 @@
 # tile: its GPU tests, then probe_round_tiles.py), layout-losers (simt tilings at TN's and
 # TT's worst random float32 shapes), layout-routes (one TN product's shapes at TN, TT and
 # NN: what transposing an operand first could gain), tn-large (simt's large tiles at TN and NN), pretranspose
-# (TN and TT as A transposed, then NN or NT: its GPU test and probe_pretranspose.py),
+# (TN and TT with A or B transposed first: its GPU test and probe_pretranspose.py),
 # narrow-splits (simt's narrow tile by GROUP_M and split, then probe_narrow_splits.py), round-mirror
 # (the round tile beside its 64 x 128 mirror at TT and NN, probe_skinny.py --tiles),
 # reduce-grid (the split-K reduction's thread per element: its GPU test, its SASS,
@@ -1031,12 +1031,12 @@ PY
                 --out "$OUT" > "$OUT/probe_tn_large-$trans.txt" 2>&1
             echo "tn-large $trans: exit $?"; grep -v "Warning" "$OUT/probe_tn_large-$trans.txt" | head -70
         done ;;
-    pretranspose)  # TN and TT products as A transposed, then an own NN or NT kernel
+    pretranspose)  # TN and TT products with an operand transposed first, then an own kernel
         # (tunedgemm/pretranspose.py): its GPU test, then probe_pretranspose.py (the public call,
         # before and after, own kernels only; PRETRANSPOSE_DTYPES, default float32 float64;
-        # PRETRANSPOSE_SHAPES; PRETRANSPOSE_TRANS, default TN; PRETRANSPOSE_FROM_N and
-        # PRETRANSPOSE_FROM_FLOPS, the gates "after" times the runners from; PRETRANSPOSE_PARTS,
-        # default "tests probe")
+        # PRETRANSPOSE_SHAPES; PRETRANSPOSE_TRANS, default TN; PRETRANSPOSE_FROM_N, _FROM_M and
+        # _FROM_FLOPS, the gates "after" times the runners from; PRETRANSPOSE_TAG names the
+        # probe's log; PRETRANSPOSE_PARTS, default "tests probe")
         parts=${PRETRANSPOSE_PARTS:-tests probe}
         if [[ " $parts " == *" tests "* ]]; then
             TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${PRETRANSPOSE_TEST_LIMIT:-200} python3 -m pytest -q \
@@ -1050,10 +1050,16 @@ PY
                 ${PRETRANSPOSE_SHAPES:+--shapes $PRETRANSPOSE_SHAPES} \
                 ${PRETRANSPOSE_TRANS:+--trans $PRETRANSPOSE_TRANS} --out "$OUT" \
                 ${PRETRANSPOSE_FROM_N:+--from-n $PRETRANSPOSE_FROM_N} \
+                ${PRETRANSPOSE_FROM_M:+--from-m $PRETRANSPOSE_FROM_M} \
                 ${PRETRANSPOSE_FROM_FLOPS:+--from-flops $PRETRANSPOSE_FROM_FLOPS} \
-                > "$OUT/probe_pretranspose-${PRETRANSPOSE_TRANS:-TN}.txt" 2>&1
+                > "$OUT/probe_pretranspose-${PRETRANSPOSE_TRANS:-TN}${PRETRANSPOSE_TAG:+-$PRETRANSPOSE_TAG}.txt" 2>&1
             echo "probe_pretranspose: exit $?"
-            grep -v "Warning\|routine(" "$OUT/probe_pretranspose-${PRETRANSPOSE_TRANS:-TN}.txt"
+            grep -v "Warning\|routine(" "$OUT/probe_pretranspose-${PRETRANSPOSE_TRANS:-TN}${PRETRANSPOSE_TAG:+-$PRETRANSPOSE_TAG}.txt"
+            if [ -n "${PRETRANSPOSE_TAG:-}" ]; then  # (the probe's JSON names no tag)
+                for f in "$OUT"/probe_pretranspose-*-${PRETRANSPOSE_TRANS:-TN}.json; do
+                    mv "$f" "${f%.json}-$PRETRANSPOSE_TAG.json"
+                done
+            fi
         fi ;;
     narrow-splits)  # simt's 32 x 128 narrow tile at GROUP_M 1, 4, 8, 16 and splits 2-4 at
         # NARROW_SPLITS_SHAPES (default TT float32's 146x5866x434, probe_skinny.py --tiles,

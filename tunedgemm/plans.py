@@ -864,8 +864,8 @@ def _with_changes(candidates: tuple[Any, ...], dtype: str,
 def _composed(key: GemmKey) -> tuple[Any, ...]:
     """Runners composed of other launches that autotuning may time for the key: "3xtf32" on
     cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete, and large float32
-    TN and TT products as A transposed, then an own NN or NT kernel
-    (tunedgemm/pretranspose.py)."""
+    TN and TT products with an operand transposed first, then an own kernel of the layout that
+    gives (tunedgemm/pretranspose.py)."""
     from . import pretranspose, selection, tf32_cublas
 
     found: tuple[Any, ...] = pretranspose.candidates(key)

@@ -1,5 +1,6 @@
-"""Which TN and TT products autotuning also times as A transposed, then an own NN or NT kernel
-(tunedgemm/pretranspose.py), and the runners' geometry; their kernel compiles."""
+"""Which TN and TT products autotuning also times with an operand transposed first, then an own
+kernel of the inner layout (tunedgemm/pretranspose.py: A -> NN or NT, B -> TT), and the
+runners' geometry; their kernel compiles."""
 
 from __future__ import annotations
 
@@ -19,21 +20,41 @@ def _key(m: int, n: int, k: int, pair: str = "TN", dtype: str = "float32", **cha
     return dataclasses.replace(key, **changes)
 
 
-@pytest.mark.parametrize("pair,inner", [("TN", "NN"), ("TT", "NT")])
-def test_large_products_of_a_transposed_get_runners_on_the_inner_layouts_first_own_configs(
-        pair, inner):  # fmt: skip
+@pytest.mark.parametrize("pair,kind,inner", [
+    ("TN", pretranspose.TransposedA, "NN"), ("TT", pretranspose.TransposedA, "NT"),
+    ("TN", pretranspose.TransposedB, "TT"),
+])  # fmt: skip
+def test_large_products_get_runners_on_the_inner_layouts_first_own_configs(pair, kind, inner):
     dtype = "float32"
     key = _key(4096, 4096, 4096, pair, dtype=dtype)
-    found = pretranspose.candidates(key)
+    found = [r for r in pretranspose.candidates(key) if type(r) is kind]
     assert 1 <= len(found) <= pretranspose.NN_CONFIGS
-    choice = selection.choose(dtype, 4096, 4096, 4096, False, key.trans_b, warn=False)
+    inner_key = pretranspose.inner_key(key, kind.OPERAND)
+    assert (inner_key.trans_a, inner_key.trans_b) == (inner[0] == "T", inner[1] == "T")
+    choice = selection.choose(dtype, 4096, 4096, 4096, inner_key.trans_a, inner_key.trans_b,
+                              warn=False)  # fmt: skip
     own = [c for c in choice.candidates or (choice.config,) if isinstance(c, KernelConfig)]
-    inner_key = pretranspose.inner_key(key)
     assert [r.config for r in found] == list(dict.fromkeys(
         pretranspose._fastest_twin(c, inner_key) for c in own[: pretranspose.NN_CONFIGS]))
     assert all(r.runs_itself and r.key == key for r in found)
-    assert all(str(r).startswith(f"A transposed, then {inner} ") for r in found)
-    assert all(r.compile_jobs() == ((r.config, False, key.trans_b),) for r in found)
+    assert all(str(r).startswith(f"{kind.OPERAND.upper()} transposed, then {inner} ")
+               for r in found)  # fmt: skip
+    assert all(r.compile_jobs() == ((r.config, inner_key.trans_a, inner_key.trans_b),)
+               for r in found)  # fmt: skip
+
+
+def test_a_tt_product_gets_no_transposed_b():
+    """TT with B transposed would be TN, which stages both operands."""
+    found = pretranspose.candidates(_key(4096, 4096, 4096, "TT"))
+    assert found and all(type(r) is pretranspose.TransposedA for r in found)
+
+
+@pytest.mark.parametrize("m,n,kinds", [
+    (4096, pretranspose.FROM_N - 1, {pretranspose.TransposedB}),  # too few columns for A's
+    (pretranspose.FROM_M - 1, 4096, {pretranspose.TransposedA}),  # too few rows for B's
+])  # fmt: skip
+def test_each_operand_has_its_own_gate(m, n, kinds):
+    assert {type(r) for r in pretranspose.candidates(_key(m, n, 4096))} == kinds
 
 
 @pytest.mark.parametrize("key", [
@@ -42,7 +63,7 @@ def test_large_products_of_a_transposed_get_runners_on_the_inner_layouts_first_o
     _key(4096, 4096, 4096, batch=2),
     _key(4096, 4096, 4096, dtype="float64"),  # (dmma's TN loop: none picked where timed)
     _key(4096, 4096, 4096, precision="3xtf32"),
-    _key(4096, pretranspose.FROM_N - 1, 4096),  # too few columns to spread the transpose over
+    _key(pretranspose.FROM_M - 1, pretranspose.FROM_N - 1, 4096),  # too few to spread it over
     _key(1024, 1024, 512),  # 1.07e9 flops: under FROM_FLOPS
 ])  # fmt: skip
 def test_no_runners_elsewhere(key):
@@ -60,6 +81,16 @@ def test_the_workspace_keeps_16_byte_rows_and_the_inner_key_reads_it(m, dtype, l
     assert (inner.m, inner.n, inner.k, inner.ldb, inner.ldc) == (m, 2048, 4096, key.ldb, key.ldc)
 
 
+@pytest.mark.parametrize("n,dtype,ld", [(1000, "float32", 1000), (1001, "float32", 1004),
+                                         (1001, "float64", 1002), (3, "float64", 4)])
+def test_b_s_workspace_keeps_16_byte_rows_and_the_tt_key_reads_it(n, dtype, ld):
+    key = _key(2048, n, 4096, "TN", dtype=dtype)
+    assert pretranspose.workspace_ld(key, "b") == ld
+    inner = pretranspose.inner_key(key, "b")
+    assert (inner.trans_a, inner.trans_b, inner.ldb) == (True, True, ld)
+    assert (inner.m, inner.n, inner.k, inner.lda, inner.ldc) == (2048, n, 4096, key.lda, key.ldc)
+
+
 def test_runners_compare_by_what_they_run_and_name_their_kernels():
     key = _key(4096, 4096, 4096)
     config, fallback = selection.default_config("float32"), selection.default_config("float32")
@@ -67,6 +98,9 @@ def test_runners_compare_by_what_they_run_and_name_their_kernels():
     assert one == two and hash(one) == hash(two) and len({one, two}) == 1
     assert one != pretranspose.TransposedA(_key(4096, 4096, 2048), config, fallback)
     assert one.compile_jobs() == ((config, False, False),)
+    other = pretranspose.TransposedB(key, config, fallback)
+    assert other != one and len({one, other}) == 2
+    assert other.compile_jobs() == ((config, True, True),)
 
 
 def test_plans_time_them_with_the_tables_candidates_and_launch_them_as_they_are():
