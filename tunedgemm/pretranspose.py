@@ -16,7 +16,9 @@ first), the product as:
    leading dimension keeps 16-byte rows, from the scratch pool: op(A) = A^T (m x k) where
    n >= FROM_N, TN -> NN and TT -> NT (TransposedA); B^T (n x k) where m >= FROM_M, TN -> TT
    (TransposedB: at TN's large-m shapes TT's own kernels ran up to 8% faster than TN's,
-   gpu_session.sh layout-routes, H200, 2026-12-04 17:07 UTC; TT -> TN would stage both);
+   gpu_session.sh layout-routes, H200, 2026-12-04 17:07 UTC; through the call, transpose
+   and all, 12998x584x5749 ran 2% faster in the pass where autotuning picked it,
+   probe_pretranspose.py 21:07 UTC; TT -> TN would stage both);
 2. the config's launches on the workspace and the other operand as it was, as a plan runs
    them.
 
@@ -43,8 +45,11 @@ TILE, ROWS = 32, 8  # the kernel's tile and block rows (TILE x ROWS threads)
 GRID_Y_MAX = 65535
 # Where autotuning times the transposed candidates: the product's flops at least FROM_FLOPS,
 # and the dimension of C over which the transpose's cost is spread, n for A and m for B, at
-# least FROM_N and FROM_M.
-FROM_N, FROM_M, FROM_FLOPS = 1024, 1024, 2e9
+# least FROM_N and FROM_M. FROM_N was 1024 until A's runner, timed from 512, ran
+# 6906x530x1593 TN 4.3% faster (335.7 -> 321.3 us) and left 3000x700x2000 and
+# 12998x584x5749 within 1% (probe_pretranspose.py --from-n 512, H200, 2026-12-04 21:07 UTC);
+# at 256 it had been picked at none of five shapes (2026-12-02).
+FROM_N, FROM_M, FROM_FLOPS = 512, 1024, 2e9
 NN_CONFIGS = 2  # of the table's own candidates with A not transposed (one compile more each)
 MODES, DTYPES = ("ieee",), ("float32",)
 ALIGN_BYTES = 16
