@@ -1045,19 +1045,23 @@ PY
             echo "pretranspose tests: exit $?"; tail -5 "$OUT/gpu-pretranspose.txt"
         fi
         if [[ " $parts " == *" probe "* ]]; then
+            # (a tagged probe writes apart first: its JSON's name has no tag, and overwrote an
+            # untagged run's on 2026-12-04)
+            probe_out="$OUT"; [ -n "${PRETRANSPOSE_TAG:-}" ] && probe_out=$(mktemp -d)
             timeout ${PRETRANSPOSE_LIMIT:-300} python3 benchmarks/probe_pretranspose.py --own-only \
                 --dtype ${PRETRANSPOSE_DTYPES:-float32 float64} --passes ${PRETRANSPOSE_PASSES:-2} \
                 ${PRETRANSPOSE_SHAPES:+--shapes $PRETRANSPOSE_SHAPES} \
-                ${PRETRANSPOSE_TRANS:+--trans $PRETRANSPOSE_TRANS} --out "$OUT" \
+                ${PRETRANSPOSE_TRANS:+--trans $PRETRANSPOSE_TRANS} --out "$probe_out" \
                 ${PRETRANSPOSE_FROM_N:+--from-n $PRETRANSPOSE_FROM_N} \
                 ${PRETRANSPOSE_FROM_M:+--from-m $PRETRANSPOSE_FROM_M} \
                 ${PRETRANSPOSE_FROM_FLOPS:+--from-flops $PRETRANSPOSE_FROM_FLOPS} \
                 > "$OUT/probe_pretranspose-${PRETRANSPOSE_TRANS:-TN}${PRETRANSPOSE_TAG:+-$PRETRANSPOSE_TAG}.txt" 2>&1
             echo "probe_pretranspose: exit $?"
             grep -v "Warning\|routine(" "$OUT/probe_pretranspose-${PRETRANSPOSE_TRANS:-TN}${PRETRANSPOSE_TAG:+-$PRETRANSPOSE_TAG}.txt"
-            if [ -n "${PRETRANSPOSE_TAG:-}" ]; then  # (the probe's JSON names no tag)
-                for f in "$OUT"/probe_pretranspose-*-${PRETRANSPOSE_TRANS:-TN}.json; do
-                    mv "$f" "${f%.json}-$PRETRANSPOSE_TAG.json"
+            if [ -n "${PRETRANSPOSE_TAG:-}" ]; then
+                for f in "$probe_out"/probe_pretranspose-*.json; do
+                    f_name=$(basename "${f%.json}")
+                    mv "$f" "$OUT/$f_name-$PRETRANSPOSE_TAG.json"
                 done
             fi
         fi ;;
