@@ -113,23 +113,24 @@
 #ifndef ASYNC_CURSOR
 #define ASYNC_CURSOR 0   // 1 (with ADVANCE): k-major operands copied by 4-byte cp.async walk a cursor too
 #endif
-// LANE_PAIRS=1: in thread tiles four columns wide (TN = 4), lanes 2i and 2i+1 of a warp own
-// the same rows of C and neighbouring columns, where LANE_PAIRS=0 gives them neighbouring
-// rows. Nsight Compute's counts for 100 lane-to-address patterns (probe_lds_wavefronts.py,
-// H200, 2026-12-04) fit one rule: a warp's LDS.128 is served a half-warp at a time, lanes of
-// a group of four that read one address read it once, and a wavefront carries 128 bytes of
-// the half's reads. A fragment load takes 2 wavefronts where no group of four lanes reads
-// more than two addresses, 4 where one reads four: unpaired, a group reads four rows of A;
-// paired, two rows and two column sets. A k-step's wavefronts, unpaired -> paired: 8 x 4
-// 10 -> 6 (the medium tiles ran 2-19% faster at 71 shapes and splits, 2026-12-03); 8 x 8
-// 12 -> 8, which ran neither faster nor slower (the call at 16 shapes, autotuning timing
-// both, 2026-12-04); 16 x 8 20 -> 12, where the 4096^3 config ran 1.7% slower. So wider
-// thread tiles keep neighbouring rows. Every element gets the same fmas in the same k order
+// LANE_PAIRS=1: in thread tiles four columns wide (TN = 4) and in 8 x 8 ones, lanes 2i and
+// 2i+1 of a warp own the same rows of C and neighbouring columns, where LANE_PAIRS=0 gives
+// them neighbouring rows. Nsight Compute's counts for 100 lane-to-address patterns
+// (probe_lds_wavefronts.py, H200, 2026-12-04) fit one rule: a warp's LDS.128 is served a
+// half-warp at a time, lanes of a group of four that read one address read it once, and a
+// wavefront carries 128 bytes of the half's reads. A fragment load takes 2 wavefronts where
+// no group of four lanes reads more than two addresses, 4 where one reads four: unpaired, a
+// group reads four rows of A; paired, two rows and two column sets. A k-step's wavefronts,
+// unpaired -> paired: 8 x 4 10 -> 6 (the medium tiles ran 2-19% faster at 71 shapes and
+// splits, 2026-12-03); 8 x 8 12 -> 8 (1.5% faster in geometric mean over 50 timings of 8 x 8
+// candidates at 16 shapes, 0.99-1.09, two rounds, gpu_session.sh wide-pairs-call,
+// 2026-12-04 17:10 UTC); 16 x 8 20 -> 12, where the 4096^3 config ran 1.7% slower, so 16 x 8
+// tiles keep neighbouring rows. Every element gets the same fmas in the same k order
 // wherever its lane sits: the same bits.
 #ifndef LANE_PAIRS
 #define LANE_PAIRS 0
 #endif
-#define PAIR_LANES (LANE_PAIRS && TN == 4)
+#define PAIR_LANES (LANE_PAIRS && (TN == 4 || (TM == 8 && TN == 8)))
 #ifndef STEADY_LOOP
 #define STEADY_LOOP (ADVANCE && ALIGNED)   // 1: whole k-tiles in a loop of their own (0: one loop)
 #endif

@@ -1,7 +1,7 @@
 """simt LANE_PAIRS (issue 15): lanes 2i and 2i+1 of a warp own the same rows of C, so that the
 A fragments' LDS.128s take two shared wavefronts where they took four. Against float64 with C
-poisoned by NaN beforehand, for simt's two medium tiles (8 x 4 a thread: paired), and, where
-the tunable is inert, the 4096^3 NN table config (16 x 8) and the family default (8 x 8); with
+poisoned by NaN beforehand, for simt's two medium tiles (8 x 4 a thread) and the family default
+(8 x 8), paired, and the 4096^3 NN table config (16 x 8), where the tunable is inert; with
 the loop twin, split-K, TN's layout twins and stream-K; all four transposes, aligned and not,
 beta 0 and not, shapes with m, n and k edges; bit-equal to LANE_PAIRS=0 (every element the
 same fmas in the same k order):

@@ -51,7 +51,7 @@ def test_own_candidates_time_the_first_ones_raster_twins(monkeypatch):
     default = FAMILIES["simt"].default_config("float32")  # GROUP_M = 16
     second = KernelConfig.make("simt", {**default.as_dict(), "STAGES": 2})
     timed = plans.own_candidates((default, second), _key(4096, 4096, 256, "float32"))
-    # (in canonical form: the default's 8 x 8 thread tile makes the twin's LANE_PAIRS inert)
+    # (in canonical form, where LANE_PAIRS is inert)
     canonical = FAMILIES["simt"].canonical
     twin = KernelConfig.make("simt", {**default.as_dict(), **simt.LOOP_TWIN, "GROUP_M": 1})
     grid = canonical(twin)

@@ -48,25 +48,28 @@ def test_autotuning_times_each_simt_candidate_with_its_loop_twin():
     assert plans.with_twins((twin_of[default], default), "float32") == (twin_of[default], default)
 
 
-def test_paired_lanes_name_a_new_kernel_only_in_8_x_4_thread_tiles(monkeypatch):
+def test_paired_lanes_name_a_new_kernel_in_8_x_4_and_8_x_8_thread_tiles_only(monkeypatch):
     from tunedgemm import cuda
 
     monkeypatch.setattr(cuda, "sm_count", lambda: 132)
-    # An 8 x 8 config recorded with the cursors: its loop twin differs by LANE_PAIRS alone,
+    # A 16 x 8 config recorded with the cursors: its loop twin differs by LANE_PAIRS alone,
     # which compiles the same kernel there, so autotuning keeps the config and no twin.
-    wide = KernelConfig.make("simt", {**FAMILY.default_config("float32").as_dict(),
-                                      **simt.LOOP_TWIN, "LANE_PAIRS": 0})  # fmt: skip
-    paired_wide = KernelConfig.make("simt", {**wide.as_dict(), "LANE_PAIRS": 1})
-    assert FAMILY.canonical(paired_wide) == wide and FAMILY.canonical(wide) == wide
-    timed = plans.own_candidates((wide,), _key(False, False))
-    assert wide in timed and paired_wide not in timed
-    assert not [c for c in timed if c.as_dict()["LANE_PAIRS"] and c.as_dict()["TN"] != 4]
-    # An 8 x 4 one: the paired twin is another kernel, and timed.
-    narrow = KernelConfig.make("simt", {**wide.as_dict(), **simt.MEDIUM_TILES[0],
-                                        "LANE_PAIRS": 0})  # fmt: skip
-    paired = KernelConfig.make("simt", {**narrow.as_dict(), "LANE_PAIRS": 1})
-    assert FAMILY.canonical(paired) == paired
-    assert paired in plans.own_candidates((narrow,), _key(False, False))
+    default = FAMILY.default_config("float32").as_dict()
+    tall = KernelConfig.make("simt", {**default, **simt.LOOP_TWIN, "LANE_PAIRS": 0, "TM": 16,
+                                      "BM": 256, "WM": 64, "MIN_BLOCKS": 1})  # fmt: skip
+    assert not FAMILY.violations(tall, "float32")
+    paired_tall = KernelConfig.make("simt", {**tall.as_dict(), "LANE_PAIRS": 1})
+    assert FAMILY.canonical(paired_tall) == tall and FAMILY.canonical(tall) == tall
+    timed = plans.own_candidates((tall,), _key(False, False))
+    assert tall in timed and paired_tall not in timed
+    assert not [c for c in timed if simt.pairs_lanes(c.as_dict()) != c.as_dict()["LANE_PAIRS"]]
+    # 8 x 8 and 8 x 4 ones: the paired twin is another kernel, and timed.
+    for tile in ({"TM": 8, "TN": 8}, simt.MEDIUM_TILES[0]):
+        unpaired = KernelConfig.make("simt", {**default, **simt.LOOP_TWIN, **tile,
+                                              "LANE_PAIRS": 0})  # fmt: skip
+        paired = KernelConfig.make("simt", {**unpaired.as_dict(), "LANE_PAIRS": 1})
+        assert not FAMILY.violations(paired, "float32") and FAMILY.canonical(paired) == paired
+        assert paired in plans.own_candidates((unpaired,), _key(False, False))
 
 
 def _key(trans_a: bool, trans_b: bool, aligned: bool = True) -> plans.GemmKey:

@@ -314,7 +314,7 @@ def test_own_candidates_time_the_first_candidates_unsplit_grids(monkeypatch):
     monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
     first = small_simt(**FULL_GRID_FIRST)
     key = _key(307, 9899, 517, "TN")
-    # (in canonical form: the twin's LANE_PAIRS is inert outside 8 x 4 thread tiles)
+    # (in canonical form: the twin's LANE_PAIRS is inert outside 8 x 4 and 8 x 8 thread tiles)
     unsplit = plans.with_unsplit_grids((first,), key, SMS)
     expected = tuple(FAMILIES["simt"].canonical(c) for c in unsplit)
     assert expected and set(expected) <= set(plans.own_candidates((first,), key))

@@ -90,27 +90,30 @@ REG_TRANSPOSE_ON = (1,)
 # through registers its shared stores waited on the loads (Nsight Compute, H200, 2026-12-03).
 ASYNC_CURSOR_ON = (1,)
 
-# LANE_PAIRS=1 (kernels/sgemm_simt.cu): in 8 x 4 thread tiles, lanes 2i and 2i+1 share their
-# rows of C. By Nsight Compute's counts (probe_lds_wavefronts, H200, 2026-12-04) a fragment's
-# LDS.128 takes 2 shared wavefronts where no group of four lanes reads more than two
-# addresses, 4 where one reads four, as unpaired lanes do of A's rows: a k-step's loads take
-# 10 -> 6 wavefronts at 8 x 4 (cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes pairs its
-# lanes so, 2026-12-03). Inert in wider thread tiles: at 8 x 8 (12 -> 8) the call ran as fast
-# paired as not (gpu_session.sh wide-pairs-call, 2026-12-04), at 16 x 8 the 4096^3 config ran
-# 1.7% slower. The same bits.
+# LANE_PAIRS=1 (kernels/sgemm_simt.cu): in 8 x 4 and 8 x 8 thread tiles, lanes 2i and 2i+1
+# share their rows of C. By Nsight Compute's counts (probe_lds_wavefronts, H200, 2026-12-04)
+# a fragment's LDS.128 takes 2 shared wavefronts where no group of four lanes reads more than
+# two addresses, 4 where one reads four, as unpaired lanes do of A's rows: a k-step's loads
+# take 10 -> 6 wavefronts at 8 x 4 (cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes pairs
+# its lanes so, 2026-12-03), 12 -> 8 at 8 x 8, where autotuning's 8 x 8 candidates ran 1.5%
+# faster paired in geometric mean (0.99-1.09, 50 timings, two rounds) and the call 3-4% at
+# 777x3333x1555 TN and 1-2% at 627x1738x2098 TN (gpu_session.sh wide-pairs-call, H200,
+# 2026-12-04 17:10 UTC). Inert in 16 x 8 tiles, where the 4096^3 config ran 1.7% slower. The
+# table's configs predate the tunable and read as LANE_PAIRS=0; their loop twins pair. The
+# same bits.
 LANE_PAIRS_ON = (1,)
 
 
 def pairs_lanes(p: Params) -> bool:
     """Whether the config's kernel pairs lanes (the kernel's PAIR_LANES): LANE_PAIRS in a
-    thread tile four columns wide."""
-    return bool(p.get("LANE_PAIRS")) and p.get("TN") == 4
+    thread tile four columns wide or 8 x 8."""
+    return bool(p.get("LANE_PAIRS")) and (p.get("TN") == 4 or (p.get("TM"), p.get("TN")) == (8, 8))
 
 
 def _inert(p: Params) -> Params:
     """LANE_PAIRS where pairs_lanes says no compiles the unpaired kernel, so the loop twin
-    of a recorded 8 x 8 or 16 x 8 config that already walks cursors is that config: one
-    compile and one timing, not two."""
+    of a recorded 16 x 8 (or 4 x 4, 4 x 2 ...) config that already walks cursors is that
+    config: one compile and one timing, not two."""
     return {"LANE_PAIRS": 0} if p.get("LANE_PAIRS") and not pairs_lanes(p) else {}
 
 
