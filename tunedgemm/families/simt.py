@@ -363,7 +363,7 @@ FAMILY = KernelFamily(
         # Recorded configs recomputed the 4-byte copies' addresses: ASYNC_CURSOR=0, unchanged.
         Tunable("ASYNC_CURSOR", (0,), "4-byte k-major copies walk cursors (with ADVANCE)", 0),
         # Recorded configs gave neighbouring lanes neighbouring rows: LANE_PAIRS=0, unchanged.
-        Tunable("LANE_PAIRS", (0,), "8 x 4 thread tiles: lanes 2i, 2i+1 share rows of C", 0),
+        Tunable("LANE_PAIRS", (0,), "8 x 4 and 8 x 8 thread tiles: lanes 2i, 2i+1 share C rows", 0),
     ),
     constraints=(
         divides("WM", "BM"),
