@@ -50,7 +50,7 @@ GRID_Y_MAX = 65535
 # 12998x584x5749 within 1% (probe_pretranspose.py --from-n 512, H200, 2026-12-04 21:07 UTC);
 # at 256 it had been picked at none of five shapes (2026-12-02).
 FROM_N, FROM_M, FROM_FLOPS = 512, 1024, 2e9
-NN_CONFIGS = 2  # of the table's own candidates with A not transposed (one compile more each)
+NN_CONFIGS = 2  # of the table's own candidates at the inner layout (one compile more each)
 MODES, DTYPES = ("ieee",), ("float32",)
 ALIGN_BYTES = 16
 

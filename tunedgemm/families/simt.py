@@ -112,8 +112,8 @@ def pairs_lanes(p: Params) -> bool:
 
 def _inert(p: Params) -> Params:
     """LANE_PAIRS where pairs_lanes says no compiles the unpaired kernel, so the loop twin
-    of a recorded 16 x 8 (or 4 x 4, 4 x 2 ...) config that already walks cursors is that
-    config: one compile and one timing, not two."""
+    of a recorded 16 x 8 config that already walks cursors is that config: one compile and
+    one timing, not two."""
     return {"LANE_PAIRS": 0} if p.get("LANE_PAIRS") and not pairs_lanes(p) else {}
 
 
