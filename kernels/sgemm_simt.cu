@@ -32,6 +32,9 @@
 //    stride, m/n-edge sizes), moved one k-tile on per load, instead of recomputing every
 //    address (64-bit products of ld) and edge test per k-tile (CUTLASS's predicated tile
 //    iterators do the same); the 4-byte k-major cp.async path (KMajor::load_async) is unchanged;
+//  * KMAJOR_LANES=1: the k-major copies' lanes laid out so that a warp's shared stores hit 32
+//    distinct banks, register-staged threads storing 2 or 4 adjacent rows at once
+//    (kernels/kmajor_lanes.cuh); the same values in the same places;
 //  * STEADY_LOOP (ADVANCE and ALIGNED by default; both operands on cursors, EARLY_BARRIER=0):
 //    while the k-tile to load lies wholly inside k and the block's tile wholly inside m and n,
 //    a loop of its own whose copies have no tests and no branch between whole and edge
@@ -108,10 +111,13 @@
 #define MAXNREG 0      // registers per thread ptxas may use (0: what __launch_bounds__ allows)
 #endif
 #ifndef REG_TRANSPOSE
-#define REG_TRANSPOSE 0   // 1: TN's two k-major operands also transposed through registers
+#define REG_TRANSPOSE 0   // 1: TN's two k-major operands also transposed through registers (2: A only, 3: B only)
 #endif
 #ifndef ASYNC_CURSOR
 #define ASYNC_CURSOR 0   // 1 (with ADVANCE): k-major operands copied by 4-byte cp.async walk a cursor too
+#endif
+#ifndef KMAJOR_LANES
+#define KMAJOR_LANES 0   // 1: k-major copies laid over the lanes for conflict-free shared stores (kmajor_lanes.cuh)
 #endif
 // LANE_PAIRS=1: in thread tiles four columns wide (TN = 4) and in 8 x 8 ones, lanes 2i and
 // 2i+1 of a warp own the same rows of C and neighbouring columns, where LANE_PAIRS=0 gives
@@ -221,8 +227,17 @@
 // unless REG_TRANSPOSE=1 stages both through registers: a quarter of the copy instructions
 // (16-byte loads along k) for BK * (BM + BN) / THREADS more registers. The same values land
 // in the same shared positions, so the fmas and their bits are REG_TRANSPOSE=0's.
+// REG_TRANSPOSE=2 stages only TN's A through registers, 3 only its B: the other goes by
+// 4-byte cp.async (from a cursor with ASYNC_CURSOR, which the steady loop needs), so that one
+// operand's copies have the ring's STAGES - 1 k-tiles to land and the other's cost a quarter
+// of the copy instructions. (Defined apart so that REG_TRANSPOSE 0 and 1 preprocess as before.)
+#if REG_TRANSPOSE >= 2
+#define B_REG (ALIGNED && !TRANS_B && (!TRANS_A || REG_TRANSPOSE == 3))
+#define A_REG (ALIGNED && TRANS_A && (TRANS_B || REG_TRANSPOSE == 2))
+#else
 #define B_REG (ALIGNED && !TRANS_B && (!TRANS_A || REG_TRANSPOSE))
 #define A_REG (ALIGNED && TRANS_A && (TRANS_B || REG_TRANSPOSE))
+#endif
 // ASYNC_CURSOR=1: a k-major operand copied by 4-byte cp.async (TN's two at REG_TRANSPOSE=0,
 // as cuBLAS's 64 x 64 x 8 kernel at TN's medium shapes copies them) walks a cursor, as the
 // others do. Without it the 64 x 64 x 8 tile's loop ran 419 instructions a k-tile, 120 of
@@ -449,6 +464,9 @@ struct XMajor {
 #endif
 };
 
+#if KMAJOR_LANES
+#include "kmajor_lanes.cuh"
+#else
 // K-major operand: element (p, x) at G[p + x * ld] (unit stride along k). Vectors of W
 // floats run along k; consecutive lanes walk k first so global reads coalesce.
 template <int BX, int W>
@@ -619,6 +637,7 @@ struct KMajor {
     }
 #endif
 };
+#endif
 
 #if STREAM_K
 #include "streamk.cuh"

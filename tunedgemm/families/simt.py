@@ -82,6 +82,12 @@ FMA_ORDER_ON = (1, 2)
 # 2026-11-27 10:56 UTC). Only TN (aligned) compiles differently; the same values land in
 # the same shared positions, so the bits are REG_TRANSPOSE=0's.
 REG_TRANSPOSE_ON = (1,)
+# REG_TRANSPOSE=2 and 3: only TN's A (2) or only its B (3) through registers, the other by
+# 4-byte cp.async (from cursors with ASYNC_CURSOR=1, which the steady loop needs). Through
+# registers a k-tile's loads have one k-tile to land, by cp.async the ring's STAGES - 1; at
+# 6906x530x1593 TN the 64 x 32 tile ran 17% slower from cursors than at NN, where only B is
+# staged (H200, 2026-12-04). Built unmeasured: out of the space and of the layout twins.
+REG_TRANSPOSE_ONE_OPERAND = (2, 3)
 
 # ASYNC_CURSOR=1 (kernels/sgemm_simt.cu, with ADVANCE=1): TN's k-major operands, copied by
 # 4-byte cp.async at REG_TRANSPOSE=0, walk cursors as the other operands do, and the steady
@@ -102,6 +108,17 @@ ASYNC_CURSOR_ON = (1,)
 # table's configs predate the tunable and read as LANE_PAIRS=0; their loop twins pair. The
 # same bits.
 LANE_PAIRS_ON = (1,)
+
+# KMAJOR_LANES=1 (kernels/kmajor_lanes.cuh): the k-major operands' copies laid over the lanes
+# so that a warp's shared stores hit 32 distinct banks, and register-staged threads holding 2
+# or 4 adjacent rows store them with one 8- or 16-byte store a k-row. Shared rows are 4 mod
+# 32 words long, so with k walked first across the lanes (KMAJOR_LANES=0) k-rows 8 apart share
+# banks: by the bank model of benchmarks/kmajor_banks.py (nvcc-free, CPU), a block's stores
+# of a k-major k-tile take twice the least wavefronts at BK = 16 and four times at BK = 32,
+# the least at BK = 8; with KMAJOR_LANES=1 the least at every BK. NN's B, TT's A and TN's
+# both are k-major. Every value lands where it did: the same bits. Built unmeasured (no GPU
+# lent, 2026-12-04): out of the space and of the twins until a GPU says it is faster.
+KMAJOR_LANES_ON = (1,)
 
 
 def pairs_lanes(p: Params) -> bool:
@@ -300,7 +317,7 @@ def _reg_estimate(p: Params) -> int:
     # addressing and loop state.
     # Calibrated against ptxas (sm_90a) so that every config allowed compiles without spills.
     staged = p["BK"] * max(p["BM"], p["BN"]) // _threads(p)
-    if p["REG_TRANSPOSE"]:
+    if p["REG_TRANSPOSE"] == 1:
         staged = p["BK"] * (p["BM"] + p["BN"]) // _threads(p)
     return p["TM"] * p["TN"] + 2 * (p["TM"] + p["TN"]) + staged + 24
 
@@ -364,6 +381,8 @@ FAMILY = KernelFamily(
         Tunable("ASYNC_CURSOR", (0,), "4-byte k-major copies walk cursors (with ADVANCE)", 0),
         # Recorded configs gave neighbouring lanes neighbouring rows: LANE_PAIRS=0, unchanged.
         Tunable("LANE_PAIRS", (0,), "8 x 4 and 8 x 8 thread tiles: lanes 2i, 2i+1 share C rows", 0),
+        # Recorded configs walked k first across the lanes of k-major copies: KMAJOR_LANES=0.
+        Tunable("KMAJOR_LANES", (0,), "k-major copies' lanes for conflict-free shared stores", 0),
     ),
     constraints=(
         divides("WM", "BM"),
@@ -418,9 +437,13 @@ FAMILY = KernelFamily(
         ),
         Constraint("EARLY_BARRIER is 0 or 1", lambda p, s: p["EARLY_BARRIER"] in (0, 1)),
         Constraint("FMA_ORDER is 0, 1 or 2", lambda p, s: p["FMA_ORDER"] in (0, 1, 2)),
-        Constraint("REG_TRANSPOSE is 0 or 1", lambda p, s: p["REG_TRANSPOSE"] in (0, 1)),
+        Constraint(
+            "REG_TRANSPOSE is 0, 1 (both), 2 (A) or 3 (B)",
+            lambda p, s: p["REG_TRANSPOSE"] in (0, 1, 2, 3),
+        ),
         Constraint("ASYNC_CURSOR is 0 or 1", lambda p, s: p["ASYNC_CURSOR"] in (0, 1)),
         Constraint("LANE_PAIRS is 0 or 1", lambda p, s: p["LANE_PAIRS"] in (0, 1)),
+        Constraint("KMAJOR_LANES is 0 or 1", lambda p, s: p["KMAJOR_LANES"] in (0, 1)),
         Constraint(
             "EARLY_BARRIER=1 runs the unrolled BK loop (ROLL_K = 0)",
             lambda p, s: p["EARLY_BARRIER"] == 0 or p["ROLL_K"] == 0,
@@ -467,6 +490,7 @@ FAMILY = KernelFamily(
             "REG_TRANSPOSE": 0,
             "ASYNC_CURSOR": 0,
             "LANE_PAIRS": 0,
+            "KMAJOR_LANES": 0,
         },
     },
     threads=_threads,
