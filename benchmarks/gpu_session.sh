@@ -69,7 +69,8 @@
 # tiles under plans.MEDIUM_FROM_FLOPS, against the call there), copy-step (TN's cursor-copy
 # twin with its copies later in the k-tile: COPY_STEP, probe_skinny --tiles), lane-pairs and
 # lane-call (simt LANE_PAIRS: kernels, then the call), wide-pairs-call (LANE_PAIRS at
-# 8 x 8 thread tiles against without, through the call), lds-wavefronts (probe_lds_wavefronts:
+# 8 x 8 thread tiles against without, through the call), kmajor-lanes (simt KMAJOR_LANES and
+# REG_TRANSPOSE 2/3: GPU test, ncu's shared-store bank conflicts, kernel times at TN and NN), lds-wavefronts (probe_lds_wavefronts:
 # LDS.128's wavefronts under ncu by which lanes share an address), register
 # (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -1286,6 +1287,71 @@ json.dump(t, open(sys.argv[2], 'w'))" "$pkg/tables/tuned.json" "$OUT/wide-table.
         done
         wide_pairs narrow
         python3 benchmarks/lane_pairs_summary.py "$OUT"/bench_tuning-*-[0-9].json ;;
+    kmajor-lanes)  # simt KMAJOR_LANES (the k-major copies laid over the lanes for
+        # conflict-free shared stores) and REG_TRANSPOSE 2/3 (one of TN's operands through
+        # registers), written without a GPU on 2026-12-05, in KL_PARTS (default "tests ncu tn
+        # nn"): their GPU test; Nsight Compute's shared-store wavefronts and bank conflicts of
+        # the table's config at KL_NCU_SHAPES in TN, each way of copying TN's operands with
+        # KMAJOR_LANES 0 and 1; kernel times (probe_skinny --tiles, padded, split 1) of the
+        # medium, round and 4096^3 tiles at TN's shapes (KL_TN) the same eight ways, and at
+        # NN's (KL_NN) with KMAJOR_LANES 0 and 1; lane_pairs_summary.py pairs the times
+        parts=" ${KL_PARTS:-tests ncu tn nn} "
+        if [[ $parts == *" tests "* ]]; then
+            TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${KL_TESTS_LIMIT:-400} python3 -m pytest -q -m gpu \
+                -p no:cacheprovider tests/gpu/test_simt_kmajor_lanes_gpu.py > "$OUT/gpu-kmajor-lanes.txt" 2>&1
+            echo "kmajor-lanes GPU test: exit $?"; tail -3 "$OUT/gpu-kmajor-lanes.txt"
+        fi
+        # TN's ways of copying its operands (REG_TRANSPOSE, ASYNC_CURSOR), as in kmajor_banks.py
+        copies="REG_TRANSPOSE=1,ASYNC_CURSOR=0 REG_TRANSPOSE=0,ASYNC_CURSOR=1 REG_TRANSPOSE=2,ASYNC_CURSOR=1 REG_TRANSPOSE=3,ASYNC_CURSOR=1"
+        if [[ $parts == *" ncu "* ]]; then
+            export PATH=$PATH:/usr/local/cuda/bin
+            changes=$(for c in $copies; do for l in 0 1; do
+                printf '%s ' "ADVANCE=1,FMA_ORDER=1,LANE_PAIRS=1,$c,KMAJOR_LANES=$l"; done; done)
+            timeout ${KL_NCU_LIMIT:-200} ncu --clock-control none --profile-from-start off \
+                --section LaunchStats --section MemoryWorkloadAnalysis_Tables \
+                -o "$OUT/ncu-kmajor-lanes" python3 benchmarks/ncu_simt.py --trans TN --variants none \
+                --shape ${KL_NCU_SHAPES:-4096x4096x4096 2925x440x178} --simt-changes $changes \
+                > "$OUT/ncu-kmajor-lanes-run.txt" 2>&1
+            echo "ncu kmajor-lanes: exit $?"; grep -v "^==PROF==" "$OUT/ncu-kmajor-lanes-run.txt" | tail -4
+            ncu --import "$OUT/ncu-kmajor-lanes.ncu-rep" --page raw --csv > "$OUT/ncu-kmajor-lanes-raw.csv" 2>&1
+            python3 - "$OUT/ncu-kmajor-lanes-raw.csv" "$OUT/ncu-kmajor-lanes-run.txt" <<'PY' | tee "$OUT/ncu-kmajor-lanes.txt"
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1])))
+labels = [line.strip().split(": ")[0] for line in open(sys.argv[2]) if re.match(r"\d+x\d+x\d+ ", line)]
+head = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+names, body = rows[head], [r for r in rows[head + 2:] if r]
+keep = [i for i, name in enumerate(names) if re.search(
+    r"(bank_conflicts|wavefronts)_?.*mem_shared_op_(st|ldgsts|ld)\.sum$|inst_executed_op_(shared_st|ldgsts)"
+    r"|gpu__time_duration.sum|registers_per_thread", name)]
+for n, r in enumerate(body):
+    print(labels[n] if n < len(labels) else r[names.index("Kernel Name")][:60])
+    for i in keep:
+        print(f"    {names[i]}: {r[i]}")
+PY
+        fi
+        tiles_of() {  # $1: TN (each tile the eight ways) or NN (KMAJOR_LANES 0 and 1)
+            (cd tests && python3 -c "import sys
+from tunedgemm.families import simt
+from simt_variants import TUNED
+copies = [{'REG_TRANSPOSE': r, 'ASYNC_CURSOR': a} for r, a in ((1, 0), (0, 1), (2, 1), (3, 1))]
+tiles = [*simt.MEDIUM_TILES, *simt.ROUND_TILES[:2], TUNED]
+ways = copies if sys.argv[1] == 'TN' else [{}]
+print(' '.join(','.join(f'{k}={v}' for k, v in {**t, **simt.LOOP_TWIN, **w, 'KMAJOR_LANES': l}.items())
+               for t in tiles for w in ways for l in (0, 1)))" $1)
+        }
+        for trans in TN NN; do
+            [[ $parts == *" ${trans,,} "* ]] || continue
+            shapes=${KL_NN:-1301x546x536,4955x899x119,777x3333x1555,4096x4096x4096}
+            [ $trans = TN ] && shapes=${KL_TN:-475x2751x6475,6906x530x1593,627x1738x2098,2925x440x178,4096x4096x4096}
+            TILES_TRANS=$trans TILES_SPLITS=1 TILES_STREAM_K= TILES_LIMIT=${KL_LIMIT:-300} \
+                probe_tiles float32 $shapes $(tiles_of $trans)
+            mv "$OUT/probe_tiles-float32-$trans.txt" "$OUT/kmajor-lanes-$trans.txt"
+            for json in "$OUT"/probe_skinny-float32-padded-tiles*.json; do
+                mv "$json" "$OUT/kmajor-lanes-$trans.json"
+            done
+        done
+        ls "$OUT"/kmajor-lanes-*.json > /dev/null 2>&1 && python3 benchmarks/lane_pairs_summary.py \
+            --tunable KMAJOR_LANES "$OUT"/kmajor-lanes-*.json | tee "$OUT/kmajor-lanes-summary.txt" ;;
     medium-floor)  # whether plans.MEDIUM_FROM_FLOPS (2e8) should come down (written
         # 2026-12-03 without a GPU): at 194x2770x88 TN (9.5e7 flops) the call ran a round tile
         # at 0.84x cuBLAS where the 64 x 32 medium tile copied from cursors ran 0.91 as a
