@@ -86,7 +86,9 @@ REG_TRANSPOSE_ON = (1,)
 # 4-byte cp.async (from cursors with ASYNC_CURSOR=1, which the steady loop needs). Through
 # registers a k-tile's loads have one k-tile to land, by cp.async the ring's STAGES - 1; at
 # 6906x530x1593 TN the 64 x 32 tile ran 17% slower from cursors than at NN, where only B is
-# staged (H200, 2026-12-04). Built unmeasured: out of the space and of the layout twins.
+# staged (H200, 2026-12-04). As kernels (gpu_session.sh kmajor-lanes, H200, 2026-12-05) the
+# best of 2 and 3 ran 1.4-4.3% faster than both layout twins at four of five TN shapes and
+# 3-6% slower at 6906x530x1593 (medium tiles): not yet a twin, pending the call's timing.
 REG_TRANSPOSE_ONE_OPERAND = (2, 3)
 
 # ASYNC_CURSOR=1 (kernels/sgemm_simt.cu, with ADVANCE=1): TN's k-major operands, copied by
@@ -116,8 +118,9 @@ LANE_PAIRS_ON = (1,)
 # banks: by the bank model of benchmarks/kmajor_banks.py (nvcc-free, CPU), a block's stores
 # of a k-major k-tile take twice the least wavefronts at BK = 16 and four times at BK = 32,
 # the least at BK = 8; with KMAJOR_LANES=1 the least at every BK. NN's B, TT's A and TN's
-# both are k-major. Every value lands where it did: the same bits. Built unmeasured (no GPU
-# lent, 2026-12-04): out of the space and of the twins until a GPU says it is faster.
+# both are k-major. Every value lands where it did: the same bits (GPU test, H200). As
+# kernels at TN's shapes it ran x0.995 over 100 pairs, 2-11% slower at 4096^3 (gpu_session.sh
+# kmajor-lanes, H200, 2026-12-05): out of the space and of the twins.
 KMAJOR_LANES_ON = (1,)
 
 
