@@ -337,7 +337,7 @@ Y = KernelConfig.make("simt", dict(BK=8, BM=128, BN=256, GROUP_M=1, MIN_BLOCKS=1
                                    STAGES=2, TM=16, TN=8, WM=64, WN=64, STREAM_K=0,
                                    ADVANCE=0, ROLL_K=0, EARLY_BARRIER=0, MAXNREG=0,
                                    FMA_ORDER=0, REG_TRANSPOSE=0, ASYNC_CURSOR=0,
-                                   LANE_PAIRS=0))  # fmt: skip
+                                   LANE_PAIRS=0, KMAJOR_LANES=0))  # fmt: skip
 CALL, NEAR, FAR = (1536, 2817, 1024), (1536, 2816, 1024), (1536, 4096, 1024)
 
 
