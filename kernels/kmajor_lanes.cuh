@@ -140,6 +140,7 @@ struct KMajor {
     __device__ static Cursor start(const float* __restrict__ G, int ld, int ext, int xbase, int k0,
                                    int kend, int tid)
     {
+        static_assert(PER <= 32, "a cursor's `in` holds one bit per vector of the thread");
         Cursor c;
         const int gx = xbase + x0(tid), gp = k0 + p0(tid);
         c.g = G + ((long long)gx * ld + gp);
