@@ -111,7 +111,7 @@
 #define MAXNREG 0      // registers per thread ptxas may use (0: what __launch_bounds__ allows)
 #endif
 #ifndef REG_TRANSPOSE
-#define REG_TRANSPOSE 0   // 1: TN's two k-major operands also transposed through registers (2: A only, 3: B only)
+#define REG_TRANSPOSE 0   // 1: TN's two k-major operands also transposed through registers (2: A, 3: B, 4: the longer side)
 #endif
 #ifndef ASYNC_CURSOR
 #define ASYNC_CURSOR 0   // 1 (with ADVANCE): k-major operands copied by 4-byte cp.async walk a cursor too
@@ -230,10 +230,20 @@
 // REG_TRANSPOSE=2 stages only TN's A through registers, 3 only its B: the other goes by
 // 4-byte cp.async (from a cursor with ASYNC_CURSOR, which the steady loop needs), so that one
 // operand's copies have the ring's STAGES - 1 k-tiles to land and the other's cost a quarter
-// of the copy instructions. (Defined apart so that REG_TRANSPOSE 0 and 1 preprocess as before.)
+// of the copy instructions. REG_TRANSPOSE=4 stages the operand with the block tile's longer
+// side (A where BM >= BN: 2, else 3), whose 4-byte copies would be the more instructions;
+// the preprocessor picks, so that its text is that of 2 or 3. (Defined apart so that
+// REG_TRANSPOSE 0 and 1 preprocess as before.)
 #if REG_TRANSPOSE >= 2
-#define B_REG (ALIGNED && !TRANS_B && (!TRANS_A || REG_TRANSPOSE == 3))
-#define A_REG (ALIGNED && TRANS_A && (TRANS_B || REG_TRANSPOSE == 2))
+#if REG_TRANSPOSE == 4 && BM >= BN
+#define STAGED_ONE 2
+#elif REG_TRANSPOSE == 4
+#define STAGED_ONE 3
+#else
+#define STAGED_ONE REG_TRANSPOSE
+#endif
+#define B_REG (ALIGNED && !TRANS_B && (!TRANS_A || STAGED_ONE == 3))
+#define A_REG (ALIGNED && TRANS_A && (TRANS_B || STAGED_ONE == 2))
 #else
 #define B_REG (ALIGNED && !TRANS_B && (!TRANS_A || REG_TRANSPOSE))
 #define A_REG (ALIGNED && TRANS_A && (TRANS_B || REG_TRANSPOSE))

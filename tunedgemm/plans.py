@@ -523,11 +523,11 @@ def with_round_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
     least half a round at one block per SM, unsplit; only the round tiles C nearly fills,
     and of a tile and its mirror the one whose short side the layout wants
     (_round_tiles_here). Where its family has `layout_twins` for the key's layout, each
-    tiling comes as those instead of as declared (simt's TN, aligned: both operands through
-    registers, 1.12-1.94x faster than the tile's 4-byte copies at each of the 56 tiles and
-    splits timed over six shapes: probe_round_tiles.py --change tn-registers, H200,
-    2026-12-02 03:14 UTC; and the copies from cursors, 1-3% behind registers at 5173x795x285,
-    2026-12-03)."""
+    tiling comes as those instead of as declared (simt's TN, aligned: operands through
+    registers, both staged 1.12-1.94x faster than the tile's 4-byte copies at each of the 56
+    tiles and splits timed over six shapes: probe_round_tiles.py --change tn-registers, H200,
+    2026-12-02 03:14 UTC; now the longer side's staged and the other copied from a cursor, and
+    both copied from cursors, 1-3% behind both staged at 5173x795x285, 2026-12-03)."""
     found = []
     for c, family, params, splits_k in _round_tile_bases(candidates):
         if not family.round_tiles:
@@ -679,8 +679,8 @@ def with_medium_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tu
     """For each own split-K candidate at a shape whose shorter side of C is at most
     MEDIUM_UPTO and whose work is at least MEDIUM_FROM_FLOPS, its family's `medium_tiles`
     (dmma's set every tunable; one added later keeps the candidate's value), as its layout
-    twins where the family has them for the key (simt's TN: through registers, and copied
-    from cursors), at the grids
+    twins where the family has them for the key (simt's TN: the longer side's operand through
+    registers, and both copied from cursors), at the grids
     of _medium_grids (600x508x2782: 80 tiles of 64 x 64 on 396 slots ran best split 3 ways)."""
     if min(key.m, key.n) > MEDIUM_UPTO or 2 * key.m * key.n * key.k < MEDIUM_FROM_FLOPS:
         return ()

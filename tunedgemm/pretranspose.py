@@ -1,8 +1,9 @@
 """TN and TT products with an operand transposed into a workspace first, then an own kernel
 of the layout that gives: candidates that autotuning times.
 
-At TN both operands are k-contiguous, so simt's kernel stages both through registers to
-transpose them into shared memory (REG_TRANSPOSE=1), where NN and TT stage one and NT none.
+At TN both operands are k-contiguous, so simt's kernel transposes both into shared memory,
+each through registers (REG_TRANSPOSE=1, both; 4, the block tile's longer side) or by 4-byte
+cp.async, where NN and TT stage one and NT none.
 The same large tiles ran 5-9% slower at TN than at NN, and TT's 5-8% slower than NT's
 (gpu_session.sh tn-large, H200, 2026-12-02 06:00 and 06:14 UTC, launch level, best split,
 us: 256 x 128 at 4096^3 TN 2774, NN 2615, TT 2735, NT 2578). Transposing an operand costs

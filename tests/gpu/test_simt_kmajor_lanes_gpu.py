@@ -1,10 +1,11 @@
-"""simt KMAJOR_LANES and REG_TRANSPOSE 2/3 (issue 15): the k-major copies laid over the
+"""simt KMAJOR_LANES and REG_TRANSPOSE 2-4 (issue 15): the k-major copies laid over the
 lanes for conflict-free shared stores (kernels/kmajor_lanes.cuh), and only one of TN's
-operands through registers. Against float64 with C poisoned by NaN beforehand, for the family
-default (BK 8) and a BK 32 version of it, the 4096^3 NN table config (BK 16), the medium,
+operands through registers (A, B, or the block tile's longer side's: TN's twin). Against
+float64 with C poisoned by NaN beforehand, for the family default (BK 8) and a BK 32 version
+of it, the 4096^3 NN table config (BK 16), the medium,
 round and narrow tiles (two warps), both TN layout twins, split-K and stream-K; all four
 transposes, aligned and not, beta 0 and not, shapes with m, n and k edges; bit-equal to
-KMAJOR_LANES=0, and REG_TRANSPOSE 0-3 bit-equal to each other (every value lands in the shared
+KMAJOR_LANES=0, and REG_TRANSPOSE 0-4 bit-equal to each other (every value lands in the shared
 slot it did, so every element takes the same fmas in the same k order):
 
     TUNEDGEMM_TEST_PRECOMPILE=0 python -m pytest -q -m gpu tests/gpu/test_simt_kmajor_lanes_gpu.py
@@ -17,7 +18,7 @@ from simt_variants import toggled, variant_tests
 
 from tunedgemm.families import simt
 
-REGISTERS, CURSORS = simt.LAYOUT_TWINS[(True, False)]
+REGISTERS, CURSORS = simt.LAYOUT_TWINS[(True, False)]  # (REGISTERS: one operand staged)
 STREAM_K_TILE = {k: v for k, v in simt.STREAM_K_TILES[0].items() if k not in ("BK", "STAGES")}
 BK32 = {"BK": 32, "STAGES": 2, "MIN_BLOCKS": 1, **simt.LOOP_TWIN}
 # Each (base, label): the changes to the base, run with KMAJOR_LANES 0 and 1.
@@ -40,13 +41,16 @@ CHANGES = {
     ("default", "narrow tile 32 x 128"): {**simt.NARROW_TILES[1], **REGISTERS},
 }  # fmt: skip
 GROUPS = toggled(CHANGES, "KMAJOR_LANES", (0, *simt.KMAJOR_LANES_ON))
-# REG_TRANSPOSE 0 (from cursors), 1 (both), 2 (A) and 3 (B), each with both lane layouts:
-# one group, all bit-equal.
+# REG_TRANSPOSE 0 (from cursors), 1 (both), 2 (A), 3 (B) and 4 (the longer side: A in the
+# table config and the round tile, B in its mirror), each with both lane layouts: one group,
+# all bit-equal.
 for _base, _name, _tile in (("tuned", "table config", {}),
-                            ("default", "round tile", simt.ROUND_TILES[0])):  # fmt: skip
-    GROUPS[(_base, f"REG_TRANSPOSE 0-3 {_name}")] = [
+                            ("default", "round tile", simt.ROUND_TILES[0]),
+                            ("default", "round mirror", simt.ROUND_TILES[1])):  # fmt: skip
+    GROUPS[(_base, f"REG_TRANSPOSE 0-4 {_name}")] = [
         {**_tile, **simt.LOOP_TWIN, "ASYNC_CURSOR": 1, "REG_TRANSPOSE": r, "KMAJOR_LANES": kl}
-        for r in (0, 1, *simt.REG_TRANSPOSE_ONE_OPERAND) for kl in (0, *simt.KMAJOR_LANES_ON)
+        for r in (0, 1, *simt.REG_TRANSPOSE_ONE_OPERAND, simt.REG_TRANSPOSE_LONGER_SIDE)
+        for kl in (0, *simt.KMAJOR_LANES_ON)
     ]
 
 pytestmark = pytest.mark.gpu

@@ -33,7 +33,7 @@ CHANGES = {
     ("tuned", "2 stages"): {**simt.LOOP_TWIN},
     ("tuned", "4 stages"): {**simt.LOOP_TWIN, "STAGES": 4},
     ("tuned", "split-K 3"): {**simt.LOOP_TWIN, "SPLIT_K": 3},
-    ("tuned", "TN through registers"): {**simt.LAYOUT_TWINS[(True, False)][0]},
+    ("tuned", "TN, one operand through registers"): {**simt.LAYOUT_TWINS[(True, False)][0]},
     ("default", "3 stages"): {**simt.LOOP_TWIN},
     ("default", "split-K 2"): {**simt.LOOP_TWIN, "SPLIT_K": 2},
     ("default", "64 x 128, split-K 8"): {**simt.LOOP_TWIN, **SKINNY},

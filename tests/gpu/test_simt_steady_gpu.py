@@ -24,7 +24,7 @@ CHANGES = {
     ("tuned", "2 stages"): {**simt.LOOP_TWIN},
     ("tuned", "4 stages"): {**simt.LOOP_TWIN, "STAGES": 4},
     ("tuned", "split-K 2"): {**simt.LOOP_TWIN, "SPLIT_K": 2},
-    ("tuned", "TN through registers"): {**simt.LAYOUT_TWINS[(True, False)][0]},
+    ("tuned", "TN, one operand through registers"): {**simt.LAYOUT_TWINS[(True, False)][0]},
     ("tuned", "stream-K"): {**simt.STREAM_K_CHANGES, **STREAM_K_TILE},
     ("default", "3 stages"): {**simt.LOOP_TWIN},
 }  # fmt: skip

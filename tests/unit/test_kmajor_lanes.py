@@ -1,5 +1,6 @@
-"""simt KMAJOR_LANES (kernels/kmajor_lanes.cuh) and REG_TRANSPOSE 2/3: recorded configs and the
-search space keep the old lane layout and both-or-neither staging; the header's geometry, built
+"""simt KMAJOR_LANES (kernels/kmajor_lanes.cuh) and REG_TRANSPOSE 2-4: recorded configs and the
+search space keep the old lane layout and both-or-neither staging, TN's twins the old lanes
+and the longer side's operand staged or none; the header's geometry, built
 for the host (tests/kmajor_lanes_check.cpp), copies every element of every k-major tile once,
 walks its cursor onto every element and stores in the least shared wavefronts the bytes need,
 where the old layout takes two to four times that at BK 16 and 32; the heaviest kernels
@@ -37,15 +38,17 @@ def test_recorded_configs_and_the_space_keep_the_old_copies():
     assert all(c["KMAJOR_LANES"] == 0 and c["REG_TRANSPOSE"] in (0, 1)
                for c in FAMILY.space("float32", IEEE))  # fmt: skip
     for twin in simt.LAYOUT_TWINS[(True, False)]:
-        assert "KMAJOR_LANES" not in twin and twin["REG_TRANSPOSE"] in (0, 1)
+        assert "KMAJOR_LANES" not in twin
+        assert twin["REG_TRANSPOSE"] in (0, simt.REG_TRANSPOSE_LONGER_SIDE)
 
 
 def test_the_family_allows_the_new_values_and_no_others():
     for lanes, reg in itertools.product((0, *simt.KMAJOR_LANES_ON),
-                                        (0, 1, *simt.REG_TRANSPOSE_ONE_OPERAND)):  # fmt: skip
+                                        (0, 1, *simt.REG_TRANSPOSE_ONE_OPERAND,
+                                         simt.REG_TRANSPOSE_LONGER_SIDE)):  # fmt: skip
         assert not FAMILY.violations(_config(KMAJOR_LANES=lanes, REG_TRANSPOSE=reg), "float32")
     assert FAMILY.violations(_config(KMAJOR_LANES=2), "float32")
-    assert FAMILY.violations(_config(REG_TRANSPOSE=4), "float32")
+    assert FAMILY.violations(_config(REG_TRANSPOSE=5), "float32")
 
 
 def test_the_tunables_reach_the_kernel_as_defines():

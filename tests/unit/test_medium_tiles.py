@@ -2,9 +2,9 @@
 work, the first own split-K candidate's family's medium tilings (dmma's 64 x 64 and 64 x 32
 blocks of four warps, three blocks an SM, and simt's 64 x 64 x 8 of four warps, four an SM,
 and 64 x 32 x 8 of two warps, eight an SM: cuBLAS's arrangements there or their mirrors; whole
-configs), as the family's layout twins (simt's TN through registers), unsplit where their
-tiles give every SM one and split to fill a round where they fill less; nothing at large
-squares, launch-bound shapes, or for a family without them."""
+configs), as the family's layout twins (simt's TN: one operand through registers, or none),
+unsplit where their tiles give every SM one and split to fill a round where they fill less;
+nothing at large squares, launch-bound shapes, or for a family without them."""
 
 from __future__ import annotations
 
@@ -135,11 +135,11 @@ def test_simts_tiles_hold_their_blocks_an_sm_within_the_rules(tile, threads, blo
 def test_simts_tile_runs_tns_layout_twin_and_fills_the_grid():
     # 2925 x 440: 46 x 7 = 322 tiles of 64 x 64 on 528 slots (four an SM): unsplit (one an SM
     # at least), then split to fill a round; 46 x 14 = 644 of 64 x 32 on 1,056 slots (eight an
-    # SM): the same. TN runs them as its layout twins only (through registers, and copied
-    # from cursors), NN as declared.
+    # SM): the same. TN runs them as its layout twins only (the longer side's operand through
+    # registers, and both copied from cursors), NN as declared.
     found = plans.with_medium_tiles((small_simt(),), _tn_key(2925, 440, 178), SMS)
     ways = {(f["REG_TRANSPOSE"], f["ASYNC_CURSOR"]) for f in found}
-    assert found and ways == {(1, 0), (0, 1)}
+    assert found and ways == {(simt.REG_TRANSPOSE_LONGER_SIDE, 1), (0, 1)}
     assert _tiles_and_splits(found)[0] == (64, 64, 1)
     assert (64, 32, 1) in _tiles_and_splits(found)
     tilings = {(f["BM"], f["BN"], f["BK"], f["MIN_BLOCKS"]) for f in found}

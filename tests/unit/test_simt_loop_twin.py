@@ -82,7 +82,8 @@ def test_tn_alone_times_the_twins_through_registers_and_by_cursor_copies():
     loop = KernelConfig.make("simt", {**default.as_dict(), **simt.LOOP_TWIN})
     staged, cursor = (KernelConfig.make("simt", {**default.as_dict(), **changes})
                       for changes in simt.LAYOUT_TWINS[(True, False)])  # fmt: skip
-    assert staged.as_dict()["REG_TRANSPOSE"] == 1 and staged != loop
+    assert staged.as_dict()["REG_TRANSPOSE"] == simt.REG_TRANSPOSE_LONGER_SIDE != 1
+    assert staged.as_dict()["ASYNC_CURSOR"] == 1 and staged != loop
     assert cursor.as_dict()["ASYNC_CURSOR"] == 1 and cursor.as_dict()["REG_TRANSPOSE"] == 0
     assert plans.with_twins((default,), "float32", _key(True, False)) == (
         default, loop, staged, cursor)
@@ -92,16 +93,18 @@ def test_tn_alone_times_the_twins_through_registers_and_by_cursor_copies():
     assert plans.with_twins((default,), "float32") == (default, loop)
 
 
-def test_tn_twins_are_left_out_where_both_staged_operands_would_not_fit():
-    """Staging both operands costs BK * (BM + BN) / THREADS registers: a config at its cap
-    keeps its loop twin, without the TN one."""
+def test_tn_twins_stage_one_operand_so_a_config_at_its_cap_keeps_them():
+    """Staging both operands costs BK * (BM + BN) / THREADS registers, which a config at its
+    cap lacks; the twin stages one (BK * max(BM, BN) / THREADS, as NN's kernel does), so the
+    config keeps both TN twins beside its loop twin; all four are timed."""
     tight = {**FAMILY.default_config("float32").as_dict(), "BM": 128, "BN": 128, "BK": 16,
              "WM": 64, "WN": 32, "TM": 8, "TN": 8, "MIN_BLOCKS": 2}  # 128 registers  # fmt: skip
     config = KernelConfig.make("simt", tight)
     assert not FAMILY.violations(config, "float32")
+    assert FAMILY.violations(KernelConfig.make("simt", {**tight, "REG_TRANSPOSE": 1}), "float32")
     timed = plans.with_twins((config,), "float32", _key(True, False))
-    assert [c.as_dict()["REG_TRANSPOSE"] for c in timed] == [0, 0, 0]
-    assert timed[-1].as_dict()["ASYNC_CURSOR"] == 1  # (the cursor copies stage nothing)
+    assert [c.as_dict()["REG_TRANSPOSE"] for c in timed] == [0, 0, 4, 0]
+    assert [c.as_dict()["ASYNC_CURSOR"] for c in timed] == [0, 0, 1, 1]
 
 
 def test_the_search_space_and_the_recorded_configs_keep_cp_async_for_tn():
@@ -113,15 +116,20 @@ def test_the_search_space_and_the_recorded_configs_keep_cp_async_for_tn():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_the_tn_twin_of_the_large_tile_compiles_without_spills(tmp_path):
-    """256 x 128 blocks, 16 x 8 a thread: 24 registers of staged operands a thread (nvcc 13.0
-    built the TN twins of all 219 shipped configs it is timed for without spills)."""
+def test_the_tn_twin_of_the_large_and_the_tightest_tiles_compiles_without_spills(tmp_path):
+    """256 x 128 blocks, 16 x 8 a thread (A staged: 16 registers a thread), and 128 x 128 x 16
+    at two blocks an SM, whose estimate is its cap of 128 (nvcc 13.0: 128 used, no spills, as
+    at the 12 tightest tilings of the space and at every tile autotuning adds, 2026-12-05)."""
     large = {**FAMILY.default_config("float32").as_dict(), **simt.STREAM_K_TILES[0],
              "STREAM_K": 0}  # fmt: skip
+    tight = {**FAMILY.default_config("float32").as_dict(), "BM": 128, "BN": 128, "BK": 16,
+             "WM": 64, "WN": 32, "TM": 8, "TN": 8, "MIN_BLOCKS": 2}  # fmt: skip
     twin = simt.LAYOUT_TWINS[(True, False)][0]
-    config = KernelConfig.make("simt", {**large, **twin})
-    assert not FAMILY.violations(config, "float32")
-    assert_no_spills(_tn_aligned_report(config, tmp_path), str(config))
+    for i, tile in enumerate((large, tight)):
+        config = KernelConfig.make("simt", {**tile, **twin})
+        assert not FAMILY.violations(config, "float32")
+        (tmp_path / str(i)).mkdir()
+        assert_no_spills(_tn_aligned_report(config, tmp_path / str(i)), str(config))
 
 
 def _tn_aligned_report(config: KernelConfig, work) -> str:
@@ -152,11 +160,12 @@ def test_every_shipped_tn_twin_compiles_without_spills(tmp_path):
 
 
 def test_a_config_drops_another_layouts_twin_settings():
-    """KernelFamily.for_layout: REG_TRANSPOSE=1 compiles to REG_TRANSPOSE=0's kernel outside
-    aligned TN, so there it reads as 0; the loop twin's settings stay everywhere."""
+    """KernelFamily.for_layout: TN's twin settings (REG_TRANSPOSE, ASYNC_CURSOR) compile to
+    the recorded kernel outside aligned TN, so there they read as 0; the loop twin's settings
+    stay everywhere."""
     staged = KernelConfig.make("simt", {**FAMILY.default_config("float32").as_dict(),
                                         **simt.LAYOUT_TWINS[(True, False)][0]})  # fmt: skip
-    plain = KernelConfig.make("simt", {**staged.as_dict(), "REG_TRANSPOSE": 0})
+    plain = KernelConfig.make("simt", {**staged.as_dict(), "REG_TRANSPOSE": 0, "ASYNC_CURSOR": 0})
     assert FAMILY.for_layout(staged, True, False, True) == staged
     for layout in ((True, False, False), (False, False, True), (False, True, True),
                    (True, True, True)):  # fmt: skip
@@ -202,7 +211,7 @@ def _layout_defines(changes: dict, ta: int, tb: int, aligned: int) -> tuple[Kern
 def test_the_steady_loop_runs_where_both_operands_have_cursors(tmp_path):
     """STEADY_LOOP defaults to ADVANCE and ALIGNED, and needs a cursor on both operands: the
     loop twin's aligned NN, NT and TT kernels differ from their text with the loop off, and
-    TN's does with both operands through registers or copied from cursors (its two layout
+    TN's does with one operand through registers or both copied from cursors (its two layout
     twins) only; unaligned, and without the cursors (ADVANCE=0), the text is the same."""
     source = _kernel_source(tmp_path)
     cases = [(simt.LOOP_TWIN, ta, tb, aligned, aligned and (ta, tb) != (1, 0))
@@ -214,6 +223,24 @@ def test_the_steady_loop_runs_where_both_operands_have_cursors(tmp_path):
         on = preprocessed(source, defines)
         off = preprocessed(source, {**defines, "STEADY_LOOP": 0})
         assert (on != off) == steady, (changes, ta, tb, aligned)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_tn_stages_the_longer_sides_operand_at_reg_transpose_4(tmp_path):
+    """REG_TRANSPOSE=4 is REG_TRANSPOSE=2 (A through registers) where the block tile has at
+    least as many rows as columns and 3 (B) where it has fewer, in TN's aligned kernel, and
+    not the other of the two."""
+    source = _kernel_source(tmp_path)
+    tiles = [{"BM": 128, "BN": 64, "WM": 32, "WN": 64}, {"BM": 64, "BN": 128, "WM": 64, "WN": 32},
+             {"BM": 128, "BN": 128, "WM": 32, "WN": 64}]  # fmt: skip
+    for tile in tiles:
+        changes = {**simt.LOOP_TWIN, **tile, "ASYNC_CURSOR": simt.ASYNC_CURSOR_ON[0]}
+        texts = {rt: preprocessed(source, _layout_defines({**changes, "REG_TRANSPOSE": rt},
+                                                          1, 0, 1)[1])
+                 for rt in (2, 3, 4)}  # fmt: skip
+        same, other = (2, 3) if tile["BM"] >= tile["BN"] else (3, 2)
+        assert texts[4] == texts[same], tile
+        assert texts[4] != texts[other], tile
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

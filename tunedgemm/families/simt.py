@@ -88,8 +88,13 @@ REG_TRANSPOSE_ON = (1,)
 # 6906x530x1593 TN the 64 x 32 tile ran 17% slower from cursors than at NN, where only B is
 # staged (H200, 2026-12-04). As kernels (gpu_session.sh kmajor-lanes, H200, 2026-12-05) the
 # best of 2 and 3 ran 1.4-4.3% faster than both layout twins at four of five TN shapes and
-# 3-6% slower at 6906x530x1593 (medium tiles): not yet a twin, pending the call's timing.
+# 3-6% slower at 6906x530x1593 (medium tiles).
 REG_TRANSPOSE_ONE_OPERAND = (2, 3)
+# REG_TRANSPOSE=4: the operand with the block tile's longer side through registers (A where
+# BM >= BN: 2, else 3), the one whose 4-byte copies would take the more instructions. Of the
+# 25 tile and shape pairs of that step, staging the longer side was the faster of 2 and 3 at
+# 18; of the other seven none was more than 2.2% behind.
+REG_TRANSPOSE_LONGER_SIDE = 4
 
 # ASYNC_CURSOR=1 (kernels/sgemm_simt.cu, with ADVANCE=1): TN's k-major operands, copied by
 # 4-byte cp.async at REG_TRANSPOSE=0, walk cursors as the other operands do, and the steady
@@ -146,17 +151,23 @@ def _inert(p: Params) -> Params:
 # (48 TN, 23 NN; probe_skinny --tiles, padded, gpu_session.sh lane-pairs, H200, 2026-12-03
 # 17:53 UTC).
 LOOP_TWIN = {"ADVANCE": 1, "FMA_ORDER": 1, "LANE_PAIRS": LANE_PAIRS_ON[0]}
-# TN's second twin (aligned operands): the loop twin with both operands through registers.
-# Only TN's kernel changes, and the staging costs BK * (BM + BN) / THREADS registers, which
-# 162 of the space's 1,728 configs lack under their cap: as a change of LOOP_TWIN it would
-# take those configs' loop twins from every layout. Its third: the loop twin with both
-# operands copied by 4-byte cp.async from cursors (ASYNC_CURSOR), faster at BK = 8 and
-# slower at BK = 16 than through registers (the medium tiles 2-6% ahead at four of TN's
-# medium shapes, the round tiles 1-3% behind; gpu_session.sh async-cursor, H200, 2026-12-03).
-# Each twin sets the other's tunable too: with both on, the cursor is inert (the operands go
-# through registers), a second compile of the register twin's kernel (autotuning timed one at
-# 5173x795x285, 2026-12-03 14:00 UTC).
-LAYOUT_TWINS = {(True, False): ({**LOOP_TWIN, "REG_TRANSPOSE": 1, "ASYNC_CURSOR": 0},
+# TN's second twin (aligned operands): the loop twin with the operand of the block tile's
+# longer side through registers and the other copied by 4-byte cp.async from a cursor
+# (REG_TRANSPOSE=4, ASYNC_CURSOR). Only TN's kernel changes. Its third: the loop twin with
+# both operands copied from cursors, faster at BK = 8 than through registers (the medium
+# tiles 2-6% ahead of both staged at four of TN's medium shapes; gpu_session.sh async-cursor,
+# H200, 2026-12-03). Until 2026-12-05 the second twin staged both operands (REG_TRANSPOSE=1);
+# in the kernel times of gpu_session.sh kmajor-lanes (five tiles at five TN shapes, H200,
+# 2026-12-05; benchmarks/twin_sets.py reads them) each shape's best over the tiles is the
+# same with these two twins as with all three, and 4.1% faster than with the old two at
+# 475x2751x6475, 2.9% at 627x1738x2098, 1.5-1.6% at 2925x440x178 and 4096^3, as fast at
+# 6906x530x1593. Staging one costs BK * max(BM, BN) / THREADS registers, as NN's and TT's
+# kernels do, so every config of the space that has a loop twin has it (both staged cost
+# BK * (BM + BN) / THREADS, which 162 of the space's 1,728 configs lacked). Each twin sets
+# the other's tunable too: the cursor is on in both, REG_TRANSPOSE names which operands it
+# leaves to cp.async.
+LAYOUT_TWINS = {(True, False): ({**LOOP_TWIN, "REG_TRANSPOSE": REG_TRANSPOSE_LONGER_SIDE,
+                                 "ASYNC_CURSOR": ASYNC_CURSOR_ON[0]},
                                 {**LOOP_TWIN, "REG_TRANSPOSE": 0,
                                  "ASYNC_CURSOR": ASYNC_CURSOR_ON[0]})}  # fmt: skip
 
@@ -285,7 +296,8 @@ MEDIUM_TILES = (
      "MIN_BLOCKS": 8, "GROUP_M": 8, "STREAM_K": 0, **LOOP_TWIN},
 )  # fmt: skip
 # NN (B through registers): the block of fewer columns; TT (A): of fewer rows. NT copies both
-# operands straight to shared memory and TN (aligned) stages both, so both are timed there.
+# operands straight to shared memory and TN's twins stage the longer side's operand or none,
+# so both are timed there.
 ROUND_TILE_SHORT_SIDE = {(False, False): "n", (True, True): "m"}
 # The rounds of blocks whose k-splits the round tiles are timed at: one to three (other
 # families, one and two). At the shipped table's long-k float32 entries that cuBLAS holds
@@ -441,8 +453,8 @@ FAMILY = KernelFamily(
         Constraint("EARLY_BARRIER is 0 or 1", lambda p, s: p["EARLY_BARRIER"] in (0, 1)),
         Constraint("FMA_ORDER is 0, 1 or 2", lambda p, s: p["FMA_ORDER"] in (0, 1, 2)),
         Constraint(
-            "REG_TRANSPOSE is 0, 1 (both), 2 (A) or 3 (B)",
-            lambda p, s: p["REG_TRANSPOSE"] in (0, 1, 2, 3),
+            "REG_TRANSPOSE is 0, 1 (both), 2 (A), 3 (B) or 4 (the block tile's longer side)",
+            lambda p, s: p["REG_TRANSPOSE"] in (0, 1, 2, 3, 4),
         ),
         Constraint("ASYNC_CURSOR is 0 or 1", lambda p, s: p["ASYNC_CURSOR"] in (0, 1)),
         Constraint("LANE_PAIRS is 0 or 1", lambda p, s: p["LANE_PAIRS"] in (0, 1)),
