@@ -70,7 +70,8 @@
 # twin with its copies later in the k-tile: COPY_STEP, probe_skinny --tiles), lane-pairs and
 # lane-call (simt LANE_PAIRS: kernels, then the call), wide-pairs-call (LANE_PAIRS at
 # 8 x 8 thread tiles against without, through the call), kmajor-lanes (simt KMAJOR_LANES and
-# REG_TRANSPOSE 2/3: GPU test, ncu's shared-store bank conflicts, kernel times at TN and NN), lds-wavefronts (probe_lds_wavefronts:
+# REG_TRANSPOSE 2/3: GPU test, ncu's shared-store bank conflicts, kernel times at TN and NN),
+# one-staged-call (TN's twin staging one operand against both, through the call), lds-wavefronts (probe_lds_wavefronts:
 # LDS.128's wavefronts under ncu by which lanes share an address), register
 # (probe_register), power (probe_power: SM clock and power while our call or
 # cuBLAS runs alone), small-launch (probe_small_launch: own kernels' host and GPU time
@@ -138,11 +139,12 @@ probe_tiles() {
     echo "probe_skinny --tiles: exit $?"; cat "$OUT/probe_tiles-$dtype${TILES_TRANS:+-$TILES_TRANS}.txt"
 }
 # bench_tuning on a list of shapes, own kernels and auto: bench_list DTYPE TRANS SHAPES TAG
-# SECONDS (writes bench_tuning-TAG.txt and .json); bench_worst DTYPE SHAPES is it at NN with
+# SECONDS (writes bench_tuning-TAG.txt and .json; BENCH_FLAGS: more of its options);
+# bench_worst DTYPE SHAPES is it at NN with
 # the tag worst-DTYPE and WORST_LIMIT seconds
 bench_list() {
     timeout $5 python3 benchmarks/bench_tuning.py --no-heatmap --dtype $1 --trans $2 \
-        --shape-list $3 --tag $4 --out "$OUT" > "$OUT/bench_tuning-$4.txt" 2>&1
+        --shape-list $3 --tag $4 --out "$OUT" ${BENCH_FLAGS:-} > "$OUT/bench_tuning-$4.txt" 2>&1
     echo "bench_tuning $4: exit $?"
     grep -v "^#" "$OUT/bench_tuning-$4.txt" | grep -v "best single"
 }
@@ -1287,6 +1289,42 @@ json.dump(t, open(sys.argv[2], 'w'))" "$pkg/tables/tuned.json" "$OUT/wide-table.
         done
         wide_pairs narrow
         python3 benchmarks/lane_pairs_summary.py "$OUT"/bench_tuning-*-[0-9].json ;;
+    one-staged-call)  # TN's twin staging the block tile's longer side's operand (REG_TRANSPOSE=4,
+        # 2026-12-05) against the twin it replaced, both operands staged (bench_tuning
+        # --both-staged-tn-twin), through the call: own kernels and auto, float32 TN at
+        # ONE_CALL_TN, ONE_ROUNDS rounds (default 1), every second one the new twin first;
+        # then each shape's times side by side (own only, auto, cuBLAS, ms)
+        shapes=${ONE_CALL_TN:-475x2751x6475,6906x530x1593,627x1738x2098,2925x440x178,777x3333x1555,1317x812x232,4096x4096x4096}
+        for round in $(seq ${ONE_ROUNDS:-1}); do
+            order="both one"; [ $((round % 2)) = 0 ] && order="one both"
+            for arm in $order; do
+                flag=""; [ $arm = both ] && flag=--both-staged-tn-twin
+                BENCH_FLAGS=$flag bench_list float32 TN $shapes $arm-TN-$round ${ONE_CALL_LIMIT:-200}
+            done
+        done
+        python3 - "$OUT" <<'PY' | tee "$OUT/one-staged-call.txt"
+import glob, json, math, sys
+runs = {}
+for path in sorted(glob.glob(f"{sys.argv[1]}/bench_tuning-*-TN-*.json")):
+    arm = path.rsplit("bench_tuning-", 1)[1].split("-")[0]
+    for row in json.load(open(path))["random"].get("float32", {}).get("rows", []):
+        shape = "x".join(map(str, row["shape"]))
+        runs.setdefault(shape, {}).setdefault(arm, []).append(row)
+ratios = []
+for shape, arms in runs.items():
+    if not {"one", "both"} <= set(arms):
+        continue
+    best = {a: {k: min(r[k] for r in rows) for k in ("public", "public_auto", "cublas")}
+            for a, rows in arms.items()}
+    ratios.append(best["both"]["public"] / best["one"]["public"])
+    print(shape, " ".join(f"{a}: own {t['public']:.4f} auto {t['public_auto']:.4f} cuBLAS "
+                          f"{t['cublas']:.4f}" for a, t in sorted(best.items())),
+          f"own both/one x{ratios[-1]:.3f}")
+if ratios:
+    print(f"{len(ratios)} shapes: own both/one geometric mean "
+          f"x{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")
+PY
+        ;;
     kmajor-lanes)  # simt KMAJOR_LANES (the k-major copies laid over the lanes for
         # conflict-free shared stores) and REG_TRANSPOSE 2/3 (one of TN's operands through
         # registers), written without a GPU on 2026-12-05, in KL_PARTS (default "tests ncu tn

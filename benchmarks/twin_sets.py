@@ -1,0 +1,91 @@
+"""Which set of TN layout twins a probe's kernel times favour (no GPU: reads a probe's JSON).
+
+Usage: python benchmarks/twin_sets.py TIMES.json[.gz]
+
+TIMES is `probe_skinny.py --tiles --json` output in which each tile ran TN's copy variants
+(REG_TRANSPOSE x ASYNC_CURSOR, as `gpu_session.sh kmajor-lanes` times them; its raw file
+`kmajor-lanes-TN.json.gz`). For each candidate set of twins, at KMAJOR_LANES=0 (the family's
+value), it prints each shape's best time over the tiles with only that set's variants, and
+that time over the best with the set simt ships (`simt.LAYOUT_TWINS`): above 1, the shipped
+set is the faster. REG_TRANSPOSE=4 is resolved to 2 or 3
+by the tile's shape, as the kernel's preprocessor does.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# (REG_TRANSPOSE, ASYNC_CURSOR) of each twin; the name says what TN's copies do.
+TWIN_SETS = {
+    "both staged + both cursors (to 2026-12-05)": ((1, 0), (0, 1)),
+    "longer side staged + both cursors": ((4, 1), (0, 1)),
+    "all three": ((1, 0), (4, 1), (0, 1)),
+    "A staged + B staged + both cursors": ((2, 1), (3, 1), (0, 1)),
+}
+
+
+def _params(config: str) -> dict[str, int]:
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(-?\d+)", config)}
+
+
+def _resolved(rt: int, p: dict[str, int]) -> int:
+    if rt == 4:
+        return 2 if p["BM"] >= p["BN"] else 3
+    return rt
+
+
+def best_by_set(shape: dict, twins: tuple[tuple[int, int], ...]) -> float | None:
+    """The least time at this shape over the tiles, with only these twins' copies."""
+    times = []
+    for run in shape["own"]:
+        p = _params(run["config"])
+        if p.get("KMAJOR_LANES", 0) != 0:
+            continue
+        if any((_resolved(rt, p), ac) == (p["REG_TRANSPOSE"], p["ASYNC_CURSOR"])
+               for rt, ac in twins):  # fmt: skip
+            times.append(run["ms"])
+    return min(times) if times else None
+
+
+def main() -> int:
+    from tunedgemm.families import simt
+
+    path = Path(sys.argv[1])
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        data = json.load(f)
+    shipped = tuple((t["REG_TRANSPOSE"], t["ASYNC_CURSOR"])
+                    for t in simt.LAYOUT_TWINS[(True, False)])  # fmt: skip
+    sets = dict(TWIN_SETS)
+    if shipped not in sets.values():
+        sets["shipped"] = shipped
+    print(f"# {path}: {data.get('device', '?')}; ms, best over the tiles (x: set / shipped)")
+    logs: dict[str, list[float]] = {name: [] for name in sets}
+    for shape in data["shapes"]:
+        label = "x".join(map(str, shape["shape"])) + " " + shape["trans"]
+        base = best_by_set(shape, shipped)
+        cells = []
+        for name, twins in sets.items():
+            best = best_by_set(shape, twins)
+            if best is None or base is None:
+                cells.append(f"{name}: -")
+                continue
+            logs[name].append(math.log(best / base))
+            cells.append(f"{name}: {best:.4f} (x{best / base:.3f})")
+        print(f"{label}: cuBLAS {shape['cublas_ms']:.4f}\n    " + "\n    ".join(cells))
+    for name, values in logs.items():
+        if values:
+            print(f"geometric mean {name} / shipped: x{math.exp(sum(values) / len(values)):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
