@@ -1302,28 +1302,7 @@ json.dump(t, open(sys.argv[2], 'w'))" "$pkg/tables/tuned.json" "$OUT/wide-table.
                 BENCH_FLAGS=$flag bench_list float32 TN $shapes $arm-TN-$round ${ONE_CALL_LIMIT:-200}
             done
         done
-        python3 - "$OUT" <<'PY' | tee "$OUT/one-staged-call.txt"
-import glob, json, math, sys
-runs = {}
-for path in sorted(glob.glob(f"{sys.argv[1]}/bench_tuning-*-TN-*.json")):
-    arm = path.rsplit("bench_tuning-", 1)[1].split("-")[0]
-    for row in json.load(open(path))["random"].get("float32", {}).get("rows", []):
-        shape = "x".join(map(str, row["shape"]))
-        runs.setdefault(shape, {}).setdefault(arm, []).append(row)
-ratios = []
-for shape, arms in runs.items():
-    if not {"one", "both"} <= set(arms):
-        continue
-    best = {a: {k: min(r[k] for r in rows) for k in ("public", "public_auto", "cublas")}
-            for a, rows in arms.items()}
-    ratios.append(best["both"]["public"] / best["one"]["public"])
-    print(shape, " ".join(f"{a}: own {t['public']:.4f} auto {t['public_auto']:.4f} cuBLAS "
-                          f"{t['cublas']:.4f}" for a, t in sorted(best.items())),
-          f"own both/one x{ratios[-1]:.3f}")
-if ratios:
-    print(f"{len(ratios)} shapes: own both/one geometric mean "
-          f"x{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")
-PY
+        python3 benchmarks/twin_sets.py --calls "$OUT" | tee "$OUT/one-staged-call.txt"
         ;;
     kmajor-lanes)  # simt KMAJOR_LANES (the k-major copies laid over the lanes for
         # conflict-free shared stores) and REG_TRANSPOSE 2/3 (one of TN's operands through

@@ -1,6 +1,7 @@
-"""Which set of TN layout twins a probe's kernel times favour (no GPU: reads a probe's JSON).
+"""Which set of TN layout twins kernel times and calls favour (no GPU: reads stored JSON).
 
 Usage: python benchmarks/twin_sets.py TIMES.json[.gz]
+       python benchmarks/twin_sets.py --calls DIR
 
 TIMES is `probe_skinny.py --tiles --json` output in which each tile ran TN's copy variants
 (REG_TRANSPOSE x ASYNC_CURSOR, as `gpu_session.sh kmajor-lanes` times them; its raw file
@@ -9,10 +10,17 @@ value), it prints each shape's best time over the tiles with only that set's var
 that time over the best with the set simt ships (`simt.LAYOUT_TWINS`): above 1, the shipped
 set is the faster. REG_TRANSPOSE=4 is resolved to 2 or 3
 by the tile's shape, as the kernel's preprocessor does.
+
+--calls: DIR holds `gpu_session.sh one-staged-call`'s bench_tuning JSON, arm "both" (the
+both-staged twin, `--both-staged-tn-twin`) and arm "one" (the shipped twins), of one or more
+rounds. For each shape and arm: the public call's least time over the rounds (own kernels
+only, and auto), cuBLAS's, the fastest candidate the call's autotuning timed and what the call
+ran; then each shape's own call both/one (above 1, the shipped twins are the faster).
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import math
@@ -55,13 +63,60 @@ def best_by_set(shape: dict, twins: tuple[tuple[int, int], ...]) -> float | None
     return min(times) if times else None
 
 
+def _load(path: Path) -> dict:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def _short(config: str) -> str:
+    p = _params(config)
+    keys = ("BM", "BN", "BK", "SPLIT_K", "STREAM_K", "REG_TRANSPOSE", "ASYNC_CURSOR")
+    return config.split("(")[0] + " " + " ".join(f"{k}={p[k]}" for k in keys if k in p)
+
+
+def calls(directory: Path) -> int:
+    """The one-staged-call step's arms side by side (see the module docstring)."""
+    runs: dict[str, dict[str, list[dict]]] = {}
+    for path in sorted(directory.glob("bench_tuning-*-TN-*.json*")):
+        arm = path.name.removeprefix("bench_tuning-").split("-")[0]
+        for row in _load(path)["random"].get("float32", {}).get("rows", []):
+            shape = "x".join(map(str, row["shape"]))
+            runs.setdefault(shape, {}).setdefault(arm, []).append(row)
+    ratios = []
+    for shape, arms in runs.items():
+        if not {"one", "both"} <= set(arms):
+            continue
+        print(f"{shape} TN")
+        for arm in ("both", "one"):
+            rows = arms[arm]
+            fastest = min(rows, key=lambda r: r["public"])
+            timed = min((t, c) for r in rows for c, t in r.get("refine_timed", {}).items())
+            ran = fastest["public_choice"].split(": ", 1)[-1].split(";")[0]
+            print(f"    {arm}: own {fastest['public']:.4f} auto "
+                  f"{min(r['public_auto'] for r in rows):.4f} cuBLAS "
+                  f"{min(r['cublas'] for r in rows):.4f}; autotuning's fastest {timed[0]:.4f} "
+                  f"({_short(timed[1])}); ran {_short(ran)}")  # fmt: skip
+        ratios.append(min(r["public"] for r in arms["both"]) /
+                      min(r["public"] for r in arms["one"]))  # fmt: skip
+        print(f"    own both/one x{ratios[-1]:.3f}")
+    if ratios:
+        print(f"{len(ratios)} shapes: own both/one geometric mean "
+              f"x{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")  # fmt: skip
+    return 0
+
+
 def main() -> int:
     from tunedgemm.families import simt
 
-    path = Path(sys.argv[1])
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        data = json.load(f)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("times", type=Path, help="probe JSON, or with --calls a directory")
+    parser.add_argument("--calls", action="store_true")
+    args = parser.parse_args()
+    if args.calls:
+        return calls(args.times)
+    path = args.times
+    data = _load(path)
     shipped = tuple((t["REG_TRANSPOSE"], t["ASYNC_CURSOR"])
                     for t in simt.LAYOUT_TWINS[(True, False)])  # fmt: skip
     sets = dict(TWIN_SETS)
