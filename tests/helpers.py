@@ -332,6 +332,23 @@ def run_twice(problem, config, alpha: float, beta: float, c0, launch=None):
     return outs
 
 
+def composed_runs(problem, runner, alpha: float, beta: float, c0, ways=(False, True)):
+    """C after each run of a composed runner (plans._composed: runs_itself) on a tuner fixture
+    problem, C poisoned with NaN (beta == 0) or reset to c0 before each: called directly, as
+    autotuning calls it (False in `ways`), or through gpu_backend.run, as verify does (True)."""
+    from tunedgemm import gpu_backend
+
+    f, outs = problem.form, []
+    for through_backend in ways:
+        problem.poison_c() if c0 is None else problem.set_c(c0)
+        if through_backend:
+            assert gpu_backend.run(f, problem.dtype, alpha, beta, runner) is runner
+        else:
+            runner(f.a, f.b, f.c, alpha, beta, 0)
+        outs.append(problem.c())
+    return outs
+
+
 def every_layout(m: int, n: int, k: int, dtype, rng):
     """Tuner fixture problems (tunedgemm.tuning.problems) of m x n x k in every transpose pair,
     with unpadded and with padded leading dimensions."""

@@ -823,6 +823,14 @@ def with_stream_k(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[
     return tuple(dict.fromkeys(variants))
 
 
+def fastest_twin(config: KernelConfig, key: GemmKey) -> KernelConfig:
+    """config's first twin at key (the faster main loop with the same bits) where its family
+    has one that its constraints allow, else config: the own kernel a composed runner
+    (_composed) launches."""
+    twins = with_twins((config,), key.dtype, key)[1:]
+    return twins[0] if twins else config
+
+
 def with_twins(candidates: tuple[Any, ...], dtype: str,
                key: GemmKey | None = None) -> tuple[Any, ...]:  # fmt: skip
     """The candidates and, after them, each own config's twins (its family's `twins`: the

@@ -75,24 +75,15 @@ def candidates(key: Any) -> tuple[Transposed, ...]:
 def _runners(kind: type[Transposed], key: Any) -> tuple[Transposed, ...]:
     """kind's runners on the first NN_CONFIGS own configs the table offers at the inner
     layout and the key's shape, each as its fastest twin."""
-    from . import selection
+    from . import plans, selection
 
     inner = inner_key(key, kind.OPERAND)
     choice = selection.choose(key.dtype, key.m, key.n, key.k, inner.trans_a, inner.trans_b,
                               warn=False)  # fmt: skip
     own = [c for c in choice.candidates or (choice.config,) if isinstance(c, KernelConfig)]
-    configs = [_fastest_twin(c, inner) for c in own[:NN_CONFIGS]]
+    configs = [plans.fastest_twin(c, inner) for c in own[:NN_CONFIGS]]
     fallback = selection.default_config(key.dtype)
     return tuple(kind(key, c, fallback) for c in dict.fromkeys(configs))
-
-
-def _fastest_twin(config: KernelConfig, inner: Any) -> KernelConfig:
-    """config's first twin (the faster main loop with the same bits) where its family has
-    one that its constraints allow, else config."""
-    from . import plans
-
-    twins = plans.with_twins((config,), inner.dtype, inner)[1:]
-    return twins[0] if twins else config
 
 
 def _transposed_rows(key: Any, operand: str) -> int:

@@ -18,6 +18,7 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import composed_runs
 
 from tunedgemm import checks, gpu_backend, plans, pretranspose, selection, table
 from tunedgemm.params import KernelConfig
@@ -39,7 +40,7 @@ def _configs(dtype: str, trans_a: bool = False, trans_b: bool = False) -> list[K
     """The family default and its twin (the faster main loop), as the inner layout's kernel."""
     default = selection.default_config(dtype)
     key = plans.GemmKey(dtype, "ieee", 512, 512, 512, trans_a, trans_b, 512, 512, 512, True)
-    return list(dict.fromkeys([default, pretranspose._fastest_twin(default, key)]))
+    return list(dict.fromkeys([default, plans.fastest_twin(default, key)]))
 
 
 def _inner_problem(problem, operand: str):
@@ -87,14 +88,7 @@ def test_transposed_runs_are_accurate_bit_equal_and_the_inner_layouts_bits(dtype
             what = (f"{runner}: {dtype} {m}x{n}x{k} trans_b={trans_b} padded={padded} "
                     f"alpha={alpha} beta={beta}")  # fmt: skip
             c0 = None if beta == 0 else rng.uniform(-1, 1, (m, n)).astype(dtype)
-            outs = []
-            for through_backend in (False, True):  # as autotuning calls it, then as verify does
-                problem.poison_c() if c0 is None else problem.set_c(c0)
-                if through_backend:
-                    assert gpu_backend.run(f, problem.dtype, alpha, beta, runner) is runner
-                else:
-                    runner(f.a, f.b, f.c, alpha, beta, 0)
-                outs.append(problem.c())
+            outs = composed_runs(problem, runner, alpha, beta, c0)
             inner.poison_c() if c0 is None else inner.set_c(c0)
             gpu_backend.run(inner.form, inner.dtype, alpha, beta, config)
             assert np.isfinite(outs[0]).all(), f"unwritten elements: {what}"

@@ -35,7 +35,7 @@ def test_large_products_get_runners_on_the_inner_layouts_first_own_configs(pair,
                               warn=False)  # fmt: skip
     own = [c for c in choice.candidates or (choice.config,) if isinstance(c, KernelConfig)]
     assert [r.config for r in found] == list(dict.fromkeys(
-        pretranspose._fastest_twin(c, inner_key) for c in own[: pretranspose.NN_CONFIGS]))
+        plans.fastest_twin(c, inner_key) for c in own[: pretranspose.NN_CONFIGS]))
     assert all(r.runs_itself and r.key == key for r in found)
     assert all(str(r).startswith(f"{kind.OPERAND.upper()} transposed, then {inner} ")
                for r in found)  # fmt: skip
