@@ -873,10 +873,11 @@ def _composed(key: GemmKey) -> tuple[Any, ...]:
     """Runners composed of other launches that autotuning may time for the key: "3xtf32" on
     cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete, and large float32
     TN and TT products with an operand transposed first, then an own kernel of the layout that
-    gives (tunedgemm/pretranspose.py)."""
-    from . import pretranspose, selection, tf32_cublas
+    gives (tunedgemm/pretranspose.py), and products whose last block column or row is nearly
+    empty as whole tiles and a narrow panel (tunedgemm/edge_panel.py, off by default)."""
+    from . import edge_panel, pretranspose, selection, tf32_cublas
 
-    found: tuple[Any, ...] = pretranspose.candidates(key)
+    found: tuple[Any, ...] = pretranspose.candidates(key) + edge_panel.candidates(key)
     if key.precision == "3xtf32" and selection.cublas_allowed():
         on_cublas = tf32_cublas.candidate(key)
         found += (on_cublas,) if on_cublas is not None else ()
