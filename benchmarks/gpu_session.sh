@@ -27,7 +27,8 @@
 # simt-shift (simt's edge blocks in the steady loop: their GPU test, then bench_kernels
 # --simt-shift), dmma-shift (the same for dmma), simt-clamp and dmma-clamp (the same tests,
 # then bench_kernels --simt-clamp / --dmma-clamp: the clamp's sources), memcheck-edges
-# (compute-sanitizer memcheck over both edge tests), reads-c (autotuning at beta != 0: its
+# (compute-sanitizer memcheck over both edge tests), edge-panel (edge_panel.py's GPU test and
+# the call without and with it), reads-c (autotuning at beta != 0: its
 # GPU tests, then probe_reads_c.py), host-ties (autotune.HOST_TIES: its GPU test, then
 # probe_host_ties.py), medium-tiles (dmma's three-block tiles: their GPU test, then
 # probe_medium_tiles.py), ring-pad (dmma's unpadded ring: its GPU tests,
@@ -1304,6 +1305,29 @@ json.dump(t, open(sys.argv[2], 'w'))" "$pkg/tables/tuned.json" "$OUT/wide-table.
         done
         python3 benchmarks/twin_sets.py --calls "$OUT" | tee "$OUT/one-staged-call.txt"
         ;;
+    edge-panel)  # tunedgemm/edge_panel.py (a nearly empty last block column or row of C as a
+        # narrow launch of its own, written without a GPU on 2026-12-06; off by default): its
+        # GPU test, then the call without and with it (bench_tuning --edge-panels) in
+        # EDGE_ROUNDS alternating rounds (default 1), float32 at EDGE_TT (TT) and EDGE_NN (NN),
+        # float64 NN at EDGE_NN64; then each shape's times side by side (twin_sets.py --calls)
+        TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${EDGE_TEST_LIMIT:-240} python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/gpu/test_edge_panel_gpu.py > "$OUT/gpu-edge-panel.txt" 2>&1
+        echo "edge-panel GPU test: exit $?"; tail -4 "$OUT/gpu-edge-panel.txt"
+        for round in $(seq ${EDGE_ROUNDS:-1}); do
+            order="off on"; [ $((round % 2)) = 0 ] && order="on off"
+            for arm in $order; do
+                flag=""; [ $arm = on ] && flag=--edge-panels
+                for job in "float32 TT ${EDGE_TT:-7557x390x14408,2054x4102x3000}" \
+                        "float32 NN ${EDGE_NN:-390x7557x14408,4101x2048x4096,2600x1030x3000}" \
+                        "float64 NN ${EDGE_NN64:-4101x2048x4096,2600x1030x3000}"; do
+                    set -- $job
+                    BENCH_FLAGS=$flag bench_list $1 $2 $3 $arm-$2-$1-$round ${EDGE_LIMIT:-150}
+                done
+            done
+        done
+        for dtype in float32 float64; do
+            python3 benchmarks/twin_sets.py --calls "$OUT" --arms off on --dtype $dtype
+        done | tee "$OUT/edge-panel.txt" ;;
     kmajor-lanes)  # simt KMAJOR_LANES (the k-major copies laid over the lanes for
         # conflict-free shared stores) and REG_TRANSPOSE 2/3 (one of TN's operands through
         # registers), written without a GPU on 2026-12-05, in KL_PARTS (default "tests ncu tn

@@ -1,7 +1,7 @@
 """Which set of TN layout twins kernel times and calls favour (no GPU: reads stored JSON).
 
 Usage: python benchmarks/twin_sets.py TIMES.json[.gz]
-       python benchmarks/twin_sets.py --calls DIR
+       python benchmarks/twin_sets.py --calls DIR [--arms OLD NEW] [--dtype DTYPE]
 
 TIMES is `probe_skinny.py --tiles --json` output in which each tile ran TN's copy variants
 (REG_TRANSPOSE x ASYNC_CURSOR, as `gpu_session.sh kmajor-lanes` times them; its raw file
@@ -11,11 +11,13 @@ that time over the best with the set simt ships (`simt.LAYOUT_TWINS`): above 1, 
 set is the faster. REG_TRANSPOSE=4 is resolved to 2 or 3
 by the tile's shape, as the kernel's preprocessor does.
 
---calls: DIR holds `gpu_session.sh one-staged-call`'s bench_tuning JSON, arm "both" (the
-both-staged twin, `--both-staged-tn-twin`) and arm "one" (the shipped twins), of one or more
-rounds. For each shape and arm: the public call's least time over the rounds (own kernels
-only, and auto), cuBLAS's, the fastest candidate the call's autotuning timed and what the call
-ran; then each shape's own call both/one (above 1, the shipped twins are the faster).
+--calls: DIR holds a step's bench_tuning JSON in two arms, files bench_tuning-ARM-PAIR-*:
+by default `gpu_session.sh one-staged-call`'s, arm "both" (the both-staged twin,
+`--both-staged-tn-twin`) and arm "one" (the shipped twins), of one or more rounds; `--arms
+OLD NEW` names others (`edge-panel`: off on). For each shape and arm: the public call's least
+time over the rounds (own kernels only, and auto), cuBLAS's, the fastest candidate the call's
+autotuning timed and what the call ran; then each shape's own call OLD/NEW (above 1, NEW is
+the faster).
 """
 
 from __future__ import annotations
@@ -75,20 +77,20 @@ def _short(config: str) -> str:
     return config.split("(")[0] + " " + " ".join(f"{k}={p[k]}" for k in keys if k in p)
 
 
-def calls(directory: Path) -> int:
-    """The one-staged-call step's arms side by side (see the module docstring)."""
+def calls(directory: Path, old: str = "both", new: str = "one", dtype: str = "float32") -> int:
+    """Two arms of a step's bench_tuning runs side by side (see the module docstring)."""
     runs: dict[str, dict[str, list[dict]]] = {}
-    for path in sorted(directory.glob("bench_tuning-*-TN-*.json*")):
-        arm = path.name.removeprefix("bench_tuning-").split("-")[0]
-        for row in _load(path)["random"].get("float32", {}).get("rows", []):
-            shape = "x".join(map(str, row["shape"]))
+    for path in sorted(directory.glob("bench_tuning-*-*-*.json*")):
+        arm, pair = path.name.removeprefix("bench_tuning-").split("-")[:2]
+        for row in _load(path)["random"].get(dtype, {}).get("rows", []):
+            shape = "x".join(map(str, row["shape"])) + " " + pair
             runs.setdefault(shape, {}).setdefault(arm, []).append(row)
     ratios = []
     for shape, arms in runs.items():
-        if not {"one", "both"} <= set(arms):
+        if not {old, new} <= set(arms):
             continue
-        print(f"{shape} TN")
-        for arm in ("both", "one"):
+        print(f"{shape} {dtype}")
+        for arm in (old, new):
             rows = arms[arm]
             fastest = min(rows, key=lambda r: r["public"])
             timed = min((t, c) for r in rows for c, t in r.get("refine_timed", {}).items())
@@ -97,11 +99,11 @@ def calls(directory: Path) -> int:
                   f"{min(r['public_auto'] for r in rows):.4f} cuBLAS "
                   f"{min(r['cublas'] for r in rows):.4f}; autotuning's fastest {timed[0]:.4f} "
                   f"({_short(timed[1])}); ran {_short(ran)}")  # fmt: skip
-        ratios.append(min(r["public"] for r in arms["both"]) /
-                      min(r["public"] for r in arms["one"]))  # fmt: skip
-        print(f"    own both/one x{ratios[-1]:.3f}")
+        ratios.append(min(r["public"] for r in arms[old]) /
+                      min(r["public"] for r in arms[new]))  # fmt: skip
+        print(f"    own {old}/{new} x{ratios[-1]:.3f}")
     if ratios:
-        print(f"{len(ratios)} shapes: own both/one geometric mean "
+        print(f"{len(ratios)} shapes: own {old}/{new} geometric mean "
               f"x{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")  # fmt: skip
     return 0
 
@@ -112,9 +114,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("times", type=Path, help="probe JSON, or with --calls a directory")
     parser.add_argument("--calls", action="store_true")
+    parser.add_argument("--arms", nargs=2, default=("both", "one"), metavar=("OLD", "NEW"),
+                        help="--calls: the two arms' tags (default: both one)")
+    parser.add_argument("--dtype", default="float32", help="--calls: the rows' dtype")
     args = parser.parse_args()
     if args.calls:
-        return calls(args.times)
+        old, new = args.arms
+        return calls(args.times, old, new, args.dtype)
     path = args.times
     data = _load(path)
     shipped = tuple((t["REG_TRANSPOSE"], t["ASYNC_CURSOR"])
