@@ -4,7 +4,7 @@ and a grid over (M, N) at a few K for a heatmap of speed relative to cuBLAS.
 Usage: python benchmarks/bench_tuning.py [--dtype float32 float64] [--shapes 24] [--out DIR]
            [--unpadded] [--seed S] [--low 32] [--high 16384] [--no-heatmap]
            [--shape-list MxNxK,...] [--no-stream-k] [--no-layout-twins]
-           [--both-staged-tn-twin] [--edge-panels] [--tag TAG] [--trans NN|NT|TN|TT]
+           [--both-staged-tn-twin] [--no-edge-panels] [--tag TAG] [--trans NN|NT|TN|TT]
            [--beta B]
 Operands have leading dimensions padded to 16 bytes, as host calls lay them out (--unpadded:
 as given); every product has the transpose pair --trans (default NN) and, ours and cuBLAS's
@@ -17,8 +17,8 @@ mean over the random shapes. "tuned" is what a call runs: the table's candidates
 shape, the wave-filling splits, twins and stream-K variants a call adds
 (tunedgemm/plans.py, own_candidates; --no-stream-k leaves the last out, --no-layout-twins
 TN's twins, --both-staged-tn-twin puts simt's TN twin as it was before 2026-12-05, both
-operands through registers, in place of one operand's; --edge-panels adds the products
-split into whole tiles and a narrow panel, tunedgemm/edge_panel.py, off by default) timed
+operands through registers, in place of one operand's; --no-edge-panels leaves out the
+products split into whole tiles and a narrow panel, tunedgemm/edge_panel.py) timed
 once there
 (tunedgemm/autotune.py); "pred" is the table's predicted choice alone. The share of the
 table's entries whose choice is an own kernel is printed and recorded per dtype.
@@ -340,8 +340,8 @@ def main() -> int:
                         help="no layout twins (A/B of TN's REG_TRANSPOSE)")  # fmt: skip
     parser.add_argument("--both-staged-tn-twin", action="store_true",
                         help="simt's TN twins as before 2026-12-05 (A/B of REG_TRANSPOSE=4)")
-    parser.add_argument("--edge-panels", action="store_true",
-                        help="autotuning also times edge_panel's split runners (A/B)")
+    parser.add_argument("--no-edge-panels", action="store_true",
+                        help="autotuning without edge_panel's split runners (A/B)")
     parser.add_argument("--trans", default="NN", choices=["NN", "NT", "TN", "TT"],
                         help="transpose pair of every product (default NN)")  # fmt: skip
     parser.add_argument("--beta", type=float, default=0.0,
@@ -380,10 +380,10 @@ def main() -> int:
         twins = (both_staged, *simt.LAYOUT_TWINS[(True, False)][1:])
         FAMILIES["simt"] = dataclasses.replace(FAMILIES["simt"],
                                                layout_twins={(True, False): twins})  # fmt: skip
-    if args.edge_panels:
+    if args.no_edge_panels:
         from tunedgemm import edge_panel
 
-        edge_panel.ENABLED = True  # plans._composed reads it
+        edge_panel.ENABLED = False  # plans._composed reads it
     seed = args.seed if args.seed is not None else int(time.time())
     record: dict[str, Any] = {"device": cuda.device().name(), "command": " ".join(sys.argv),
                               "seed": seed, "trans": args.trans, "padded": PADDED, "beta": BETA,

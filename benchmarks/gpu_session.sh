@@ -1306,8 +1306,8 @@ json.dump(t, open(sys.argv[2], 'w'))" "$pkg/tables/tuned.json" "$OUT/wide-table.
         python3 benchmarks/twin_sets.py --calls "$OUT" | tee "$OUT/one-staged-call.txt"
         ;;
     edge-panel)  # tunedgemm/edge_panel.py (a nearly empty last block column or row of C as a
-        # narrow launch of its own, written without a GPU on 2026-12-06; off by default): its
-        # GPU test, then the call without and with it (bench_tuning --edge-panels) in
+        # narrow launch of its own, written without a GPU on 2026-12-06, on since 2026-12-07):
+        # its GPU test, then the call without and with it (bench_tuning --no-edge-panels) in
         # EDGE_ROUNDS alternating rounds (default 1), float32 at EDGE_TT (TT) and EDGE_NN (NN),
         # float64 NN at EDGE_NN64; then each shape's times side by side (twin_sets.py --calls)
         TUNEDGEMM_TEST_PRECOMPILE=0 timeout ${EDGE_TEST_LIMIT:-240} python3 -m pytest -q -m gpu \
@@ -1316,7 +1316,7 @@ json.dump(t, open(sys.argv[2], 'w'))" "$pkg/tables/tuned.json" "$OUT/wide-table.
         for round in $(seq ${EDGE_ROUNDS:-1}); do
             order="off on"; [ $((round % 2)) = 0 ] && order="on off"
             for arm in $order; do
-                flag=""; [ $arm = on ] && flag=--edge-panels
+                flag=""; [ $arm = off ] && flag=--no-edge-panels
                 for job in "float32 TT ${EDGE_TT:-7557x390x14408,2054x4102x3000}" \
                         "float32 NN ${EDGE_NN:-390x7557x14408,4101x2048x4096,2600x1030x3000}" \
                         "float64 NN ${EDGE_NN64:-4101x2048x4096,2600x1030x3000}"; do

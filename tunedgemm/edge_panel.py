@@ -17,8 +17,9 @@ launch's sum in a fixed order, so the bits are the same from run to run (a colum
 panel has other bits than the one launch would give it: another kernel sums it). The offsets
 are whole tiles, so aligned operands stay 16-byte aligned. The panel reads op(A) (op(B))
 once more: m k (n k) elements against the 2 m n k flops, so only large products
-(FROM_FLOPS) try it. Written without a GPU on 2026-12-06: off (ENABLED) until its GPU test
-has passed and the public call has been timed with it (`gpu_session.sh edge-panel`).
+(FROM_FLOPS) try it. On since 2026-12-07, when its GPU test passed on an H100 and the public
+call ran x1.06 faster with it at two TT shapes and no slower at five others
+(`gpu_session.sh edge-panel`, docs/results/edge-panel-2026-12-07/).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 
 from .params import KernelConfig
 
-ENABLED = False  # bench_tuning.py --edge-panels turns it on for a run
+ENABLED = True  # bench_tuning.py --no-edge-panels turns it off for a run (A/B)
 # Where autotuning times the split: the last block column (row) at most 1 / MAX_EDGE_SHARE
 # full, at least two tiles across, and the product at least FROM_FLOPS of work.
 MAX_EDGE_SHARE, FROM_FLOPS = 4, 2e9

@@ -874,7 +874,7 @@ def _composed(key: GemmKey) -> tuple[Any, ...]:
     cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete, and large float32
     TN and TT products with an operand transposed first, then an own kernel of the layout that
     gives (tunedgemm/pretranspose.py), and products whose last block column or row is nearly
-    empty as whole tiles and a narrow panel (tunedgemm/edge_panel.py, off by default)."""
+    empty as whole tiles and a narrow panel (tunedgemm/edge_panel.py)."""
     from . import edge_panel, pretranspose, selection, tf32_cublas
 
     found: tuple[Any, ...] = pretranspose.candidates(key) + edge_panel.candidates(key)

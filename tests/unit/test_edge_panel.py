@@ -52,8 +52,9 @@ def test_no_runners_elsewhere(key, enabled):
     assert edge_panel.candidates(key) == ()
 
 
-def test_off_by_default():
-    assert edge_panel.ENABLED is False
+def test_on_by_default_and_none_when_turned_off(monkeypatch):
+    assert edge_panel.ENABLED is True
+    monkeypatch.setattr(edge_panel, "ENABLED", False)
     assert edge_panel.candidates(_key(7557, 390, 14408)) == ()
 
 
