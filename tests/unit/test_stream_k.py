@@ -15,7 +15,7 @@ import subprocess
 import pytest
 from helpers import compile_stream_k
 
-from tunedgemm import launch, streamk, table
+from tunedgemm import launch, model, streamk, table
 from tunedgemm.families import FAMILIES, simt
 from tunedgemm.params import KernelConfig
 
@@ -183,7 +183,10 @@ def test_stream_k_is_declared_but_out_of_the_space():
         # (the loop twin's LANE_PAIRS came after the table: its configs record it as 0)
         changes = {k: v for k, v in simt.STREAM_K_CHANGES.items() if k != "LANE_PAIRS"}
         assert all(config[k] == v for k, v in changes.items()), config
-        assert config["STREAM_K"] in (1, 2, 4), config  # blocks an SM holds, or twice that
+        # the blocks an SM holds, or twice that (plans.with_stream_k), or a stream-K tile's own
+        resident = model.resident_blocks(config, "float32")
+        tiles = {tile["STREAM_K"] for tile in simt.STREAM_K_TILES}
+        assert config["STREAM_K"] in {resident, 2 * resident} | tiles, config
 
 
 def _compile(stream_k, variants, tmp_path, **changes):
