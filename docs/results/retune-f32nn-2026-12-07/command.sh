@@ -11,3 +11,9 @@ for p in NT TT; do
         bash benchmarks/gpu_session.sh random
 done
 python3 -m tunedgemm info > "$OUT/info.txt"
+# Run 3, 06:28-06:31 UTC, tree of 142a129 (bench_tuning's second look at host-bound arms), the
+# same table: the two draws of run 2 that had a host-bound outlier, again by their seeds.
+RANDOM_SEED=1796621779 RANDOM_DTYPES=float32 RANDOM_TRANS=NN RANDOM_TAG=NN-float32-2 RANDOM_LIMIT=110 \
+    bash benchmarks/gpu_session.sh random
+RANDOM_SEED=1796621844 RANDOM_DTYPES=float64 RANDOM_TRANS=NT RANDOM_TAG=NT-float64-2 RANDOM_LIMIT=100 \
+    bash benchmarks/gpu_session.sh random
