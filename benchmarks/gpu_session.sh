@@ -20,7 +20,8 @@
 # test_simt_fma_order_gpu.py and bench_kernels --fma-order), reg-transpose (the same for simt
 # REG_TRANSPOSE: test_twins_gpu.py and bench_kernels --reg-transpose), fused (dmma SPLITK_FUSED's GPU test,
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
-# the public call, own kernels only), random (bench_tuning's random shapes, no heatmap),
+# the public call, own kernels only), dgemm-layout (those DGEMM squares by operand layout,
+# TT against NN: probe_dgemm_layout.py), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
 # bench_kernels --simt-steady), simt-loop (the same test, then bench_kernels --simt-loop),
@@ -683,6 +684,12 @@ PY
             --libs pycuda --forms gemm --shapes 4096x4096x4096,8192x8192x8192 --out "$OUT" \
             --name bench_device-own-squares > "$OUT/bench_device-own-squares.txt" 2>&1
         echo "bench_device own squares: exit $?"; tail -12 "$OUT/bench_device-own-squares.txt" ;;
+    dgemm-layout)  # the DGEMM squares by operand layout (probe_dgemm_layout.py): the public
+        # call, its plan's config and neighbours at TT (bench_device's C-order operands) and
+        # NN, against cuBLAS, with nvidia-smi's clocks over long runs; LAYOUT_SHAPES, LAYOUT_LIMIT
+        TUNEDGEMM_CUBLAS=0 timeout ${LAYOUT_LIMIT:-420} python3 benchmarks/probe_dgemm_layout.py \
+            ${LAYOUT_SHAPES:+--shapes $LAYOUT_SHAPES} --out "$OUT" > "$OUT/probe_dgemm_layout.txt" 2>&1
+        echo "probe_dgemm_layout: exit $?"; cat "$OUT/probe_dgemm_layout.txt" ;;
     retune)  # regenerate the shipped table's IEEE entries (issue 15, item 5): the tuner on
         # RETUNE_SHAPES for RETUNE_DTYPES x RETUNE_TRANS, RETUNE_MAX_EVALS sampled configs a shape
         # plus the seeds (what autotuning times there under the installed table), merged into a
