@@ -152,6 +152,10 @@ class KernelFamily:
     # half a round of their block slots, and at the k-splits that fill the rest
     # (tunedgemm/plans.py, with_medium_tiles): small blocks that more of fit on an SM.
     medium_tiles: tuple[Params, ...] = ()
+    # Tilings that autotuning times, unsplit, beside the first candidate at large products
+    # of many tiles (tunedgemm/plans.py, with_large_tiles): main loops that spend less energy
+    # a flop, where the power cap sets the clock.
+    large_tiles: tuple[Params, ...] = ()
     # The changes that make a candidate's stream-K variant (STREAM_K itself is set to the
     # blocks an SM holds), which autotuning times where the candidate's data-parallel grid
     # leaves its last wave's SMs idle (tunedgemm/plans.py, with_stream_k); None: the family

@@ -361,8 +361,9 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     RASTERS_OF ones' raster twins, and the first one's narrow tiles at skinny shapes with
     long k, its family's round tiles where its tiles are fewer than its block slots or it
     splits long k, itself and those round tiles that fill their waves unsplit where it splits
-    short k over a full grid, its family's small-k tiles at short k over many tiles, and its
-    family's medium tiles at skinny and medium shapes.
+    short k over a full grid, its family's small-k tiles at short k over many tiles, its
+    family's large tiles at large products of many tiles, and its family's medium tiles at
+    skinny and medium shapes.
 
     Whole-round splits for each of the first RELATIVES_OF, not the first alone: at
     1920x774x1096 float32 (H200, 2026-11-28) the first, a 128 x 32 tile, has more tiles than
@@ -379,6 +380,7 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
         rounds += with_unsplit_grids(first[:1], key, sms)  # (the same)
         rounds += with_small_k_tiles(first[:1], key, sms)  # (the same)
+        rounds += with_large_tiles(first[:1], key, sms)  # (the same)
     # The medium tiles (cursors already) on the first own candidate with a k-split among all
     # of them, not only the first RELATIVES_OF: at 194x2770x88 TN float32 the table's first
     # four are the small family's, so none were timed, and the call ran a 64 x 128 tile in
@@ -715,6 +717,30 @@ def _medium_grids(tiled: KernelConfig, key: GemmKey, sms: int) -> list[KernelCon
             found.append(filled)
         found += with_whole_round_splits((tiled,), key, sms)
     return found
+
+
+# Where autotuning times a family's large tiles: at least LARGE_FROM_FLOPS of work over at
+# least LARGE_ROUNDS rounds of the tile's block slots (there the main loop is nearly all of a
+# call, and one more compile is little beside its autotuning). Measured at 4096^3 (7.8
+# rounds of 128 x 128 tiles on 132 SMs, 1.4e11 flops) and 8192^3 (dmma.LARGE_TILES).
+LARGE_FROM_FLOPS, LARGE_ROUNDS = 1e11, 4
+
+
+def with_large_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tuple[Any, ...]:
+    """For each own split-K candidate at a product of at least LARGE_FROM_FLOPS, its family's
+    `large_tiles` (which set every tunable but SPLIT_K), unsplit, where their tiles fill at
+    least LARGE_ROUNDS rounds of their block slots."""
+    if 2 * key.m * key.n * key.k < LARGE_FROM_FLOPS:
+        return ()
+    found = []
+    for c, family, params in _split_k_configs(candidates):
+        for tile in family.large_tiles:
+            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
+            slots = sms * model.resident_blocks(tiled, key.dtype)
+            if (_tiles(key, family.block_tile(tiled.as_dict())) >= LARGE_ROUNDS * slots
+                    and not family.violations(tiled, key.dtype)):  # fmt: skip
+                found.append(tiled)
+    return tuple(dict.fromkeys(f for f in found if f not in candidates))
 
 
 # Where autotuning times a family's narrow tiles: min(m, n) at most NARROW_BELOW (four

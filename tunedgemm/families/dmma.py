@@ -202,10 +202,30 @@ PTXAS_CHECKED = (
 )  # fmt: skip
 
 
+# Timed beside the first candidate at large products (tunedgemm/plans.py, with_large_tiles):
+# the default's 128 x 128 tile at m16n8k8 with the cursors. Under the H100's 700 W cap a
+# product's speed there is its energy per flop, and DMMA.16x8x8 reads and writes the
+# accumulators once for the flops two DMMA.16x8x4 do (cuBLAS's DGEMM runs it). Against the
+# m16n8k4 config the call ran, in bench_device's interleaved loops and in sustained runs
+# (probe_dgemm_layout.py, two runs, 2026-12-07 09:14 and 09:18 UTC): 8192^3 19.68 / 19.42 ms
+# against 19.93 / 19.72 at TT and 19.59 / 19.47 against 20.03 / 19.80 at NN (cuBLAS 18.9-19.2);
+# 4096^3 TT 2.40 / 2.36 against 2.40 / 2.42. ptxas (nvcc 13.0, sm_90a) gives it 246-255 of 255
+# registers in every transpose, alignment, SWAP_AB and RING_PAD variant, spill-free but for
+# 4-12 bytes in aligned variants (TT aligned 12 with SWAP_AB=0, the one timed above at TT), so
+# the register estimate (256) would rule it out: it is admitted as ptxas-checked with those
+# spills (LARGE_TILE_SPILL_BYTES; tests/unit/test_dmma_swap.py compiles it again).
+LARGE_TILES = (
+    {"BM": 128, "BN": 128, "WM": 64, "WN": 32, "MMA_K": 8, "BK": 16, "STAGES": 3,
+     "MIN_BLOCKS": 1, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
+     "EPILOGUE": 0, "SWAP_AB": 0, "STREAM_K": 0, "RING_PAD": 0},
+)  # fmt: skip
+LARGE_TILE_SPILL_BYTES = 12
+
+
 def _fits_registers(p: Params) -> bool:
     cap = register_cap(_threads(p), p["MIN_BLOCKS"])
     checked = any(all(p.get(name) == value for name, value in tile.items())
-                  for tile in PTXAS_CHECKED)  # fmt: skip
+                  for tile in PTXAS_CHECKED + LARGE_TILES)  # fmt: skip
     return _regs_estimate(p) <= cap or checked
 
 
@@ -381,4 +401,5 @@ FAMILY = KernelFamily(
     round_tiles=ROUND_TILES,
     small_k_tiles=SMALL_K_TILES,
     medium_tiles=MEDIUM_TILES,
+    large_tiles=LARGE_TILES,
 )
