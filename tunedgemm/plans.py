@@ -362,13 +362,15 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
     long k, its family's round tiles where its tiles are fewer than its block slots or it
     splits long k, itself and those round tiles that fill their waves unsplit where it splits
     short k over a full grid, its family's small-k tiles at short k over many tiles, its
-    family's large tiles at large products of many tiles, and its family's medium tiles at
-    skinny and medium shapes.
+    family's large tiles at large products of many tiles where cuBLAS is not a candidate,
+    and its family's medium tiles at skinny and medium shapes.
 
     Whole-round splits for each of the first RELATIVES_OF, not the first alone: at
     1920x774x1096 float32 (H200, 2026-11-28) the first, a 128 x 32 tile, has more tiles than
     slots, while the second's 195 tiles of 128 x 64 split in two ran 0.96x cuBLAS against
     the call's 0.83x before (bench_tuning's worst-float32 shapes, 11:28 UTC)."""
+    from . import table
+
     first = tuple(c for c in candidates if isinstance(c, KernelConfig))[:RELATIVES_OF]
     relatives, narrow, streamed, rounds = first, (), (), ()
     if any("SPLIT_K" in c.as_dict() for c in first):
@@ -380,7 +382,8 @@ def own_candidates(candidates: tuple[Any, ...], key: GemmKey) -> tuple[Any, ...]
         rounds += with_round_tiles(first[:1], key, sms)  # (they run the cursors already)
         rounds += with_unsplit_grids(first[:1], key, sms)  # (the same)
         rounds += with_small_k_tiles(first[:1], key, sms)  # (the same)
-        rounds += with_large_tiles(first[:1], key, sms)  # (the same)
+        if table.CUBLAS not in candidates:  # own kernels only (see LARGE_FROM_FLOPS)
+            rounds += with_large_tiles(first[:1], key, sms)  # (the same)
     # The medium tiles (cursors already) on the first own candidate with a k-split among all
     # of them, not only the first RELATIVES_OF: at 194x2770x88 TN float32 the table's first
     # four are the small family's, so none were timed, and the call ran a 64 x 128 tile in
@@ -722,7 +725,13 @@ def _medium_grids(tiled: KernelConfig, key: GemmKey, sms: int) -> list[KernelCon
 # Where autotuning times a family's large tiles: at least LARGE_FROM_FLOPS of work over at
 # least LARGE_ROUNDS rounds of the tile's block slots (there the main loop is nearly all of a
 # call, and one more compile is little beside its autotuning). Measured at 4096^3 (7.8
-# rounds of 128 x 128 tiles on 132 SMs, 1.4e11 flops) and 8192^3 (dmma.LARGE_TILES).
+# rounds of 128 x 128 tiles on 132 SMs, 1.4e11 flops) and 8192^3 (dmma.LARGE_TILES). Only
+# where cuBLAS is not a candidate (TUNEDGEMM_CUBLAS=0): with it, autotuning's turns timed
+# dmma's large tile 3-7% ahead of cuBLASLt at 8192^3 NN float64 and kept it, and matmul then
+# ran 0.967-0.977x CuPy's and torch's matmul (cuBLAS) in bench_device's alternating loops,
+# where it had run cuBLAS at 1.00x (H100, 2026-12-07 09:37 and 09:42 UTC). At the 700 W cap
+# the two orders of timing disagree by more than autotuning's margin, and the auto mode's
+# floor is cuBLAS.
 LARGE_FROM_FLOPS, LARGE_ROUNDS = 1e11, 4
 
 

@@ -1,9 +1,9 @@
-"""Autotuning's large tiles: at large products of many tiles, the first own split-K
-candidate's family's large tilings (dmma's 128 x 128 tile at m16n8k8 with the cursors, a
-whole config), unsplit; nothing below LARGE_FROM_FLOPS, where the tiles fill fewer than
-LARGE_ROUNDS rounds of their block slots, or for a family without them. The tile is admitted
-by the register rule as ptxas-checked: it compiles within the cap in every variant, with at
-most dmma.LARGE_TILE_SPILL_BYTES of spills."""
+"""Autotuning's large tiles: at large products of many tiles, where cuBLAS is not a candidate,
+the first own split-K candidate's family's large tilings (dmma's 128 x 128 tile at m16n8k8
+with the cursors, a whole config), unsplit; nothing below LARGE_FROM_FLOPS, where the tiles
+fill fewer than LARGE_ROUNDS rounds of their block slots, or for a family without them.
+The tile is admitted by the register rule as ptxas-checked: it compiles within the cap in
+every variant, with at most dmma.LARGE_TILE_SPILL_BYTES of spills."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from helpers import assert_timed_beside_the_first, compile_report, nn_key
+from helpers import compile_report, nn_key
 
 from tunedgemm import cuda, model, plans, table
 from tunedgemm.families import FAMILIES, dmma
@@ -56,11 +56,13 @@ def test_small_products_or_few_tiles_or_other_families_time_none():
     assert not plans.with_large_tiles((tile,), nn_key(8192, 8192, 8192, "float64"), SMS)
 
 
-def test_autotuning_times_them_beside_the_first_candidate(monkeypatch):
+def test_autotuning_times_them_beside_the_first_candidate_where_cublas_is_not_one(monkeypatch):
     monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
     key = nn_key(8192, 8192, 8192, "float64")
-    assert_timed_beside_the_first(plans.with_large_tiles, DEFAULT, key,
-                                  len(dmma.LARGE_TILES), SMS)  # fmt: skip
+    found = plans.with_large_tiles((DEFAULT,), key, SMS)
+    assert found and set(found) <= set(plans.own_candidates((DEFAULT,), key))
+    # with cuBLAS as a candidate (auto mode) they are not timed: see plans.LARGE_FROM_FLOPS
+    assert not set(found) & set(plans.own_candidates((table.CUBLAS, DEFAULT), key))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
