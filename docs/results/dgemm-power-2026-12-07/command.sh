@@ -19,3 +19,13 @@ RANDOM_DTYPES=float64 RANDOM_LIMIT=170 bash benchmarks/gpu_session.sh random
 # the shipped table's configs.
 DEVICE_LIMIT=330 bash benchmarks/gpu_session.sh device
 TUNEDGEMM_TABLE_SAMPLE=30 python3 -m pytest -q -m gpu tests/gpu/test_shipped_table.py
+# Run 5, 09:42-09:44 UTC, tree acd5028: the float64 squares on every array kind again (auto
+# mode), then float32 TN's random floors (fresh seed 1796636581).
+python3 benchmarks/bench_device.py --dtypes float64 --shapes 4096x4096x4096,8192x8192x8192 \
+    --out "$OUT" --name bench_device-f64-squares
+RANDOM_DTYPES=float32 RANDOM_TRANS=TN RANDOM_TAG=TN-float32 RANDOM_LIMIT=170 bash benchmarks/gpu_session.sh random
+# Run 6, 09:48-09:49 UTC, tree 6360e9b (the large tile only where cuBLAS is not a candidate):
+# float64 matmul at the squares (auto mode), then the square floors (own kernels only).
+python3 benchmarks/bench_device.py --libs cupy,torch --forms matmul --dtypes float64 \
+    --shapes 4096x4096x4096,8192x8192x8192 --out "$OUT" --name bench_device-f64-matmul
+SQUARES_LIMIT=100 bash benchmarks/gpu_session.sh squares
