@@ -658,12 +658,19 @@ def with_small_k_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> t
     one round of its block slots (fewer: with_round_tiles' shapes)."""
     if key.k > SMALL_K_UPTO:
         return ()
+    return _unsplit_tiles(candidates, key, sms, lambda family: family.small_k_tiles, 1)
+
+
+def _unsplit_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int,
+                   tilings: Callable[[Any], tuple[Params, ...]], rounds: int) -> tuple[Any, ...]:
+    """For each own split-K candidate, the `tilings` of its family on its other settings,
+    unsplit, where a tiling's tiles fill at least `rounds` rounds of its block slots."""
     found = []
     for c, family, params in _split_k_configs(candidates):
-        for tile in family.small_k_tiles:
+        for tile in tilings(family):
             tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
             slots = sms * model.resident_blocks(tiled, key.dtype)
-            if (_tiles(key, family.block_tile(tiled.as_dict())) >= slots
+            if (_tiles(key, family.block_tile(tiled.as_dict())) >= rounds * slots
                     and not family.violations(tiled, key.dtype)):  # fmt: skip
                 found.append(tiled)
     return tuple(dict.fromkeys(f for f in found if f not in candidates))
@@ -741,15 +748,7 @@ def with_large_tiles(candidates: tuple[Any, ...], key: GemmKey, sms: int) -> tup
     least LARGE_ROUNDS rounds of their block slots."""
     if 2 * key.m * key.n * key.k < LARGE_FROM_FLOPS:
         return ()
-    found = []
-    for c, family, params in _split_k_configs(candidates):
-        for tile in family.large_tiles:
-            tiled = KernelConfig.make(c.family, {**params, **tile, "SPLIT_K": 1})
-            slots = sms * model.resident_blocks(tiled, key.dtype)
-            if (_tiles(key, family.block_tile(tiled.as_dict())) >= LARGE_ROUNDS * slots
-                    and not family.violations(tiled, key.dtype)):  # fmt: skip
-                found.append(tiled)
-    return tuple(dict.fromkeys(f for f in found if f not in candidates))
+    return _unsplit_tiles(candidates, key, sms, lambda family: family.large_tiles, LARGE_ROUNDS)
 
 
 # Where autotuning times a family's narrow tiles: min(m, n) at most NARROW_BELOW (four
