@@ -213,7 +213,7 @@ PTXAS_CHECKED = (
 # registers in every transpose, alignment, SWAP_AB and RING_PAD variant, spill-free but for
 # 4-12 bytes in aligned variants (TT aligned 12 with SWAP_AB=0, the one timed above at TT), so
 # the register estimate (256) would rule it out: it is admitted as ptxas-checked with those
-# spills (LARGE_TILE_SPILL_BYTES; tests/unit/test_dmma_swap.py compiles it again).
+# spills (LARGE_TILE_SPILL_BYTES; tests/unit/test_large_tiles.py compiles it again).
 LARGE_TILES = (
     {"BM": 128, "BN": 128, "WM": 64, "WN": 32, "MMA_K": 8, "BK": 16, "STAGES": 3,
      "MIN_BLOCKS": 1, "GROUP_M": 8, "ADVANCE": 1, "SMALL_COPIES": 0, "SPLITK_FUSED": 0,
