@@ -10,8 +10,8 @@ each layout (TT: C-order a and b; NN: Fortran-order) this times, in bench_device
 interleaved loops against cuBLAS into c on the same operands: the public call into c, the
 config its plan chose launched alone, and that config's neighbours (the k8 mma, two blocks
 an SM, a deeper ring); then each arm and cuBLAS in long runs of their own (LONG_MS each,
-ours-cuBLAS-cuBLAS-ours), over which nvidia-smi's samples of SM clock, power and
-temperature (every 100 ms) are averaged, so that a kernel that runs at a lower clock under
+ours-cuBLAS-cuBLAS-ours), over which nvidia-smi's samples of SM clock and power
+(every 100 ms) are averaged, so that a kernel that runs at a lower clock under
 the power cap shows as such. Under the 700 W cap the two timings differ: a sustained run of
 one library's calls is what a user's loop gets, short alternating loops mix the two
 kernels' power draw.
@@ -20,10 +20,7 @@ kernels' power draw.
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_device import _check, compare, cublas_into
+from probe_power import read_samples, smi_sampling
 
 SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096)]
 LAYOUTS = {"TT": "C", "NN": "F"}  # the call's transpose pair: the operands' NumPy order
@@ -42,7 +40,7 @@ LAYOUTS = {"TT": "C", "NN": "F"}  # the call's transpose pair: the operands' Num
 NEIGHBOURS = {"adv": {"ADVANCE": 1}, "k8": {"MMA_K": 8}, "two": {"BN": 64, "MIN_BLOCKS": 2},
               "two,k8": {"BN": 64, "MIN_BLOCKS": 2, "MMA_K": 8}, "s4": {"STAGES": 4},
               "g16": {"GROUP_M": 16}}  # fmt: skip
-SMI_QUERY = "timestamp,clocks.sm,power.draw,temperature.gpu"
+SMI_QUERY = "timestamp,clocks.sm,power.draw,temperature.gpu"  # (the CSV keeps the temperature)
 LONG_MS = 800  # each long run: several of nvidia-smi's 100 ms samples
 
 
@@ -141,20 +139,13 @@ def probe(shape: tuple[int, int, int], layout: str, rng: np.random.Generator,
 
 
 def clocks_by_window(path: Path, windows: list[tuple[str, float, float]]) -> dict[str, Any]:
-    """Mean SM clock (MHz), power (W) and temperature (C) over the windows of each label."""
-    samples = []
-    with open(path) as f:
-        for row in csv.reader(f):
-            try:
-                stamp = datetime.datetime.strptime(row[0].strip(), "%Y/%m/%d %H:%M:%S.%f")
-                values = [float(x.split()[0]) for x in row[1:4]]
-            except (ValueError, IndexError):
-                continue  # the header, or a line cut short when nvidia-smi was stopped
-            samples.append((stamp.replace(tzinfo=datetime.timezone.utc).timestamp(), values))
-    inside: dict[str, list[list[float]]] = {}
-    for label, start, stop in windows:  # a label's windows pooled
-        inside.setdefault(label, []).extend(v for t, v in samples if start <= t <= stop)
-    return {label: [round(float(np.mean([v[i] for v in values])), 1) for i in range(3)]
+    """Mean SM clock (MHz) and power (W) over the windows of each label (pooled)."""
+    samples = read_samples(path)
+    inside: dict[str, list[dict[str, float]]] = {}
+    for label, start, stop in windows:
+        inside.setdefault(label, []).extend(v for v in samples if start <= v["t"] <= stop)
+    return {label: [round(float(np.mean([v[field] for v in values])), 1)
+                    for field in ("clock", "power")]
             for label, values in inside.items() if values}  # fmt: skip
 
 
@@ -177,20 +168,13 @@ def main() -> int:
     smi_path = out / "probe_dgemm_layout-smi.csv"
     print(f"# {cuda.device_name()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
           "ratio = cuBLAS ms / ours, bench_device's loops, float64, into c")  # fmt: skip
-    with open(smi_path, "w") as log:
-        # nvidia-smi's timestamps are local time; the device machines run on UTC
-        smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={SMI_QUERY}", "--format=csv",
-                                "-lms", "100"], stdout=log, stderr=subprocess.DEVNULL)  # fmt: skip
-        try:
-            rows = [row for shape in shapes for layout in LAYOUTS
-                    for row in probe(shape, layout, rng, windows)]  # fmt: skip
-        finally:
-            smi.terminate()
-            smi.wait()
+    with smi_sampling(smi_path, SMI_QUERY, 100):
+        rows = [row for shape in shapes for layout in LAYOUTS
+                for row in probe(shape, layout, rng, windows)]  # fmt: skip
     clocks = clocks_by_window(smi_path, windows)
-    print("\n# mean SM MHz, W, C over each long run")
+    print("\n# mean SM MHz and W over each long run")
     for label, values in clocks.items():
-        print(f"{label:34} {values[0]:7.0f} MHz {values[1]:6.0f} W {values[2]:4.0f} C")
+        print(f"{label:34} {values[0]:7.0f} MHz {values[1]:6.0f} W")
     (out / "probe_dgemm_layout.json").write_text(json.dumps(
         {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": cuda.device_name(),
          "command": " ".join(["python", *sys.argv]), "rows": rows, "smi_by_window": clocks},

@@ -16,11 +16,13 @@ ran. Results go to OUT/probe_power.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,19 @@ def in_window(samples: list[dict[str, float]], start: float, end: float,
     return float(np.median(values)) if values else float("nan")
 
 
+@contextlib.contextmanager
+def smi_sampling(path: Path, query: str, interval_ms: int) -> Iterator[None]:
+    """nvidia-smi writing `query` (timestamp first) to `path` every `interval_ms` meanwhile."""
+    with open(path, "w") as log:
+        command = ["nvidia-smi", f"--query-gpu={query}", "--format=csv", "-lms", str(interval_ms)]
+        smi = subprocess.Popen(command, stdout=log, stderr=subprocess.DEVNULL)
+        try:
+            yield
+        finally:
+            smi.terminate()
+            smi.wait()
+
+
 def read_samples(path: Path) -> list[dict[str, float]]:
     """nvidia-smi's CSV as {t: wall seconds, clock: MHz, power: W} rows."""
     rows = []
@@ -97,29 +112,23 @@ def main() -> int:
     rng = np.random.default_rng()
     smi_path = out / "probe_power-smi.csv"
     phases: list[dict[str, Any]] = []
-    with open(smi_path, "w") as log:
-        smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv", "-lms",
-                                "50"], stdout=log, stderr=subprocess.DEVNULL)  # fmt: skip
-        try:
-            time.sleep(0.5)
-            for text in args.shapes.split(","):
-                m, n, k = (int(x) for x in text.split("x"))
+    with smi_sampling(smi_path, QUERY, 50):
+        time.sleep(0.5)
+        for text in args.shapes.split(","):
+            m, n, k = (int(x) for x in text.split("x"))
 
-                def operand(rows: int, cols: int) -> Any:
-                    values = rng.standard_normal((rows, cols)).astype(dtype)
-                    return gpuarray.to_gpu(np.asfortranarray(values))
+            def operand(rows: int, cols: int) -> Any:
+                values = rng.standard_normal((rows, cols)).astype(dtype)
+                return gpuarray.to_gpu(np.asfortranarray(values))
 
-                a, b = operand(m, k), operand(k, n)
-                c, c_peer = operand(m, n), operand(m, n)
-                sides = {"ours": lambda a=a, b=b, c=c: routine(1.0, a, b, c=c, overwrite_c=1),
-                         "cuBLAS": cublas_into(c_peer, a, b, dtype)}  # fmt: skip
-                for name in ("ours", "cuBLAS", "ours"):
-                    ms, start, end = run_alone(sides[name], args.seconds)
-                    phases.append({"shape": [m, n, k], "side": name, "ms": ms,
-                                   "start": start, "end": end})  # fmt: skip
-        finally:
-            smi.terminate()
-            smi.wait()
+            a, b = operand(m, k), operand(k, n)
+            c, c_peer = operand(m, n), operand(m, n)
+            sides = {"ours": lambda a=a, b=b, c=c: routine(1.0, a, b, c=c, overwrite_c=1),
+                     "cuBLAS": cublas_into(c_peer, a, b, dtype)}  # fmt: skip
+            for name in ("ours", "cuBLAS", "ours"):
+                ms, start, end = run_alone(sides[name], args.seconds)
+                phases.append({"shape": [m, n, k], "side": name, "ms": ms,
+                               "start": start, "end": end})  # fmt: skip
     samples = read_samples(smi_path)
     print(f"# {cuda.device().name()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{args.dtype}, each side alone for {args.seconds} s")  # fmt: skip
