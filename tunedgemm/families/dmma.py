@@ -220,12 +220,13 @@ LARGE_TILES = (
      "EPILOGUE": 0, "SWAP_AB": 0, "STREAM_K": 0, "RING_PAD": 0},
 )  # fmt: skip
 LARGE_TILE_SPILL_BYTES = 12
+_REGISTERS_CHECKED = PTXAS_CHECKED + LARGE_TILES  # what the register rule admits as checked
 
 
 def _fits_registers(p: Params) -> bool:
     cap = register_cap(_threads(p), p["MIN_BLOCKS"])
     checked = any(all(p.get(name) == value for name, value in tile.items())
-                  for tile in PTXAS_CHECKED + LARGE_TILES)  # fmt: skip
+                  for tile in _REGISTERS_CHECKED)  # fmt: skip
     return _regs_estimate(p) <= cap or checked
 
 
