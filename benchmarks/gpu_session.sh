@@ -20,7 +20,8 @@
 # test_simt_fma_order_gpu.py and bench_kernels --fma-order), reg-transpose (the same for simt
 # REG_TRANSPOSE: test_twins_gpu.py and bench_kernels --reg-transpose), fused (dmma SPLITK_FUSED's GPU test,
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
-# the public call, own kernels only), dgemm-layout (those DGEMM squares by operand layout,
+# the public call, own kernels only), memory (the public call's GB/s at memory-bound
+# shapes: bench_memory_bound.py), dgemm-layout (those DGEMM squares by operand layout,
 # TT against NN: probe_dgemm_layout.py), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
@@ -684,6 +685,13 @@ PY
             --libs pycuda --forms gemm --shapes 4096x4096x4096,8192x8192x8192 --out "$OUT" \
             --name bench_device-own-squares > "$OUT/bench_device-own-squares.txt" 2>&1
         echo "bench_device own squares: exit $?"; tail -12 "$OUT/bench_device-own-squares.txt" ;;
+    memory)  # issue 15's memory-bound shapes (item 2): the public call's GB/s, own kernels only
+        # and with cuBLAS a candidate, against cuBLAS's and a device copy's
+        # (bench_memory_bound.py; MEMORY_TRANS: transpose pairs, default NN; MEMORY_SHAPES)
+        timeout ${MEMORY_LIMIT:-300} python3 benchmarks/bench_memory_bound.py --plot --out "$OUT" \
+            --trans ${MEMORY_TRANS:-NN} ${MEMORY_SHAPES:+--shapes $MEMORY_SHAPES} \
+            > "$OUT/bench_memory_bound.txt" 2>&1
+        echo "bench_memory_bound: exit $?"; cat "$OUT/bench_memory_bound.txt" ;;
     dgemm-layout)  # the DGEMM squares by operand layout (probe_dgemm_layout.py): the public
         # call, its plan's config and neighbours at TT (bench_device's C-order operands) and
         # NN, against cuBLAS, with nvidia-smi's clocks over long runs; LAYOUT_SHAPES, LAYOUT_LIMIT
