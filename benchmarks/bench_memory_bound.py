@@ -1,7 +1,7 @@
 """Memory-bound products: the bytes a second the public call and cuBLAS reach, against HBM's.
 
 Usage: python benchmarks/bench_memory_bound.py [--dtypes float32,float64] [--trans NN,TN]
-       [--shapes MxNxK,...] [--out DIR] [--name STEM] [--plot]
+       [--shapes MxNxK,...] [--out DIR] [--name STEM] [--plot] [--no-gemv-like]
 
 Issue 15 (item 2) asks for memory speed where a shape is memory-bound. A product whose
 arithmetic intensity (2 m n k flops over the least bytes it must move: A, B and C once
@@ -14,7 +14,9 @@ with cuBLAS as a candidate, each in bench_device's interleaved loops against cuB
 (scikit-cuda) into c on the same operands, its result checked against a float64 product;
 and a device-to-device copy of COPY_BYTES in the same run, the practical ceiling. Each time
 becomes GB/s (least bytes / time) and a share of HBM's 3.35 TB/s and of the copy's rate.
-Writes STEM.json (default bench_memory_bound) and, with --plot, STEM.png.
+--no-gemv-like leaves the panel kernel (tunedgemm/gemv_like.py) out of what autotuning times,
+for the run before it. Writes STEM.json (default bench_memory_bound) and, with --plot,
+STEM.png.
 """
 
 from __future__ import annotations
@@ -198,6 +200,8 @@ def main() -> int:
     parser.add_argument("--out", default="benchmarks/results", help="folder for the JSON")
     parser.add_argument("--name", default="bench_memory_bound", help="stem of the files")
     parser.add_argument("--plot", action="store_true", help="also write the plot (PNG)")
+    parser.add_argument("--no-gemv-like", action="store_true", help="leave the panel kernel's "
+                        "candidates out (tunedgemm/gemv_like.py), for an A/B run")
     args = parser.parse_args()
     from bench_device import why_not_here
 
@@ -206,8 +210,9 @@ def main() -> int:
         print(missing)
         return 1
     import tunedgemm as tg
-    from tunedgemm import cuda
+    from tunedgemm import cuda, gemv_like
 
+    gemv_like.ENABLED = not args.no_gemv_like
     shapes = SHAPES
     if args.shapes:
         shapes = tuple(tuple(int(d) for d in s.split("x")) for s in args.shapes.split(","))
@@ -246,6 +251,7 @@ def main() -> int:
         "command": " ".join(["python", *sys.argv]),
         "gpu": cuda.device_name(),
         "tunedgemm": tg.__version__,
+        "gemv_like": gemv_like.ENABLED,
         "copy_gbps": copy_gbps,
         "hbm_gbps": HBM_BYTES_PER_S / 1e9,
         "rows": rows,

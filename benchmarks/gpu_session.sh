@@ -687,11 +687,13 @@ PY
         echo "bench_device own squares: exit $?"; tail -12 "$OUT/bench_device-own-squares.txt" ;;
     memory)  # issue 15's memory-bound shapes (item 2): the public call's GB/s, own kernels only
         # and with cuBLAS a candidate, against cuBLAS's and a device copy's
-        # (bench_memory_bound.py; MEMORY_TRANS: transpose pairs, default NN; MEMORY_SHAPES)
+        # (bench_memory_bound.py; MEMORY_TRANS: transpose pairs, default NN; MEMORY_SHAPES;
+        # MEMORY_ARGS more arguments, MEMORY_NAME the files' stem)
+        name=${MEMORY_NAME:-bench_memory_bound}
         timeout ${MEMORY_LIMIT:-300} python3 benchmarks/bench_memory_bound.py --plot --out "$OUT" \
-            --trans ${MEMORY_TRANS:-NN} ${MEMORY_SHAPES:+--shapes $MEMORY_SHAPES} \
-            > "$OUT/bench_memory_bound.txt" 2>&1
-        echo "bench_memory_bound: exit $?"; cat "$OUT/bench_memory_bound.txt" ;;
+            --trans ${MEMORY_TRANS:-NN} ${MEMORY_SHAPES:+--shapes $MEMORY_SHAPES} --name "$name" \
+            ${MEMORY_ARGS:-} > "$OUT/$name.txt" 2>&1
+        echo "bench_memory_bound: exit $?"; cat "$OUT/$name.txt" ;;
     dgemm-layout)  # the DGEMM squares by operand layout (probe_dgemm_layout.py): the public
         # call, its plan's config and neighbours at TT (bench_device's C-order operands) and
         # NN, against cuBLAS, with nvidia-smi's clocks over long runs; LAYOUT_SHAPES, LAYOUT_LIMIT

@@ -242,7 +242,7 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     `rounds` turns each, back and forth; `expected_ms` (each candidate's time, as far as
     known) sizes the first round's warm-up as the later ones' are (SETTLE_MS)."""
     from . import _driver, cublaslt, cuda, launch, plans, reference
-    from .compiler import precompile
+    from .compiler import precompile, precompile_raw
     from .timing import samples
 
     own = [c for c in candidates if isinstance(c, KernelConfig)]
@@ -252,6 +252,10 @@ def time_candidates(form: BlasForm, dtype: np.dtype, candidates: tuple[Config, .
     # Composed runners' own kernels (in their own layouts), likewise.
     for ta, tb, configs in _composed_jobs(candidates):
         precompile(configs, dtype_name(dtype), ta, tb, form.aligned(), jobs=len(configs))
+    # ... and the kernels of those outside the families (tunedgemm/gemv_like.py).
+    raw = [job for c in candidates for job in getattr(c, "raw_compile_jobs", lambda: ())()]
+    if len(raw) > 1:
+        precompile_raw(raw, workers=len(raw))
     itemsize = np.dtype(dtype).itemsize
     count, strides = batch
     scratch_bytes = (max(form.ldc, 1) * max(form.n, 1) + (count - 1) * strides[2]) * itemsize

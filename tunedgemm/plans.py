@@ -907,11 +907,13 @@ def _composed(key: GemmKey) -> tuple[Any, ...]:
     """Runners composed of other launches that autotuning may time for the key: "3xtf32" on
     cuBLAS's TF32 GEMM (tunedgemm/tf32_cublas.py), where cuBLAS may compete, and large float32
     TN and TT products with an operand transposed first, then an own kernel of the layout that
-    gives (tunedgemm/pretranspose.py), and products whose last block column or row is nearly
-    empty as whole tiles and a narrow panel (tunedgemm/edge_panel.py)."""
-    from . import edge_panel, pretranspose, selection, tf32_cublas
+    gives (tunedgemm/pretranspose.py), products whose last block column or row is nearly
+    empty as whole tiles and a narrow panel (tunedgemm/edge_panel.py), and GEMV-like products
+    by the panel kernel (tunedgemm/gemv_like.py)."""
+    from . import edge_panel, gemv_like, pretranspose, selection, tf32_cublas
 
-    found: tuple[Any, ...] = pretranspose.candidates(key) + edge_panel.candidates(key)
+    found: tuple[Any, ...] = (pretranspose.candidates(key) + edge_panel.candidates(key)
+                              + gemv_like.candidates(key))  # fmt: skip
     if key.precision == "3xtf32" and selection.cublas_allowed():
         on_cublas = tf32_cublas.candidate(key)
         found += (on_cublas,) if on_cublas is not None else ()
@@ -976,12 +978,22 @@ def launcher(key: GemmKey, config: Any) -> Any:
 
         return run_cublas
     own = launch.GemmLauncher(launch.plan(config, key.dtype, ta, tb, key.aligned))
+    return own_runner(own, key, config)
+
+
+def own_runner(own: Any, key: GemmKey, config: KernelConfig | None = None) -> Any:
+    """run(a, b, c, alpha, beta, stream) of key's product by an own GemmLauncher: directly,
+    with its split-K workspace, or replayed as a graph; a family's `config` may also split
+    its last wave off (tail_split)."""
+    m, n, k, lda, ldb, ldc = key.m, key.n, key.k, key.lda, key.ldb, key.ldc
     if launched_directly(own, key.batch):
         return _OwnLaunches(own, key)
     if own.reduce is not None or own.fused:
         return _SplitK(own, key)
-    shape = BlasForm(ta, tb, m, n, k, 0, lda, 0, ldb, 0, ldc, dtype.itemsize)
-    parts = tail_split.runner(config, key.dtype, shape, own, key.aligned)
+    shape = BlasForm(key.trans_a, key.trans_b, m, n, k, 0, lda, 0, ldb, 0, ldc,
+                     np.dtype(key.dtype).itemsize)  # fmt: skip
+    parts = None if config is None else tail_split.runner(config, key.dtype, shape, own,
+                                                          key.aligned)  # fmt: skip
     if parts is not None:  # the last, nearly empty wave as a launch of its own
         return _TailSplitRun(parts, shape)
     # One launch of one kernel: the grid worked out once, the arguments packed per call.
