@@ -1,7 +1,7 @@
 """Memory-bound products: the bytes a second the public call and cuBLAS reach, against HBM's.
 
 Usage: python benchmarks/bench_memory_bound.py [--dtypes float32,float64] [--trans NN,TN]
-       [--shapes MxNxK,...] [--out DIR] [--name STEM] [--plot] [--no-gemv-like]
+       [--shapes MxNxK,...] [--out DIR] [--name STEM] [--plot] [--before]
 
 Issue 15 (item 2) asks for memory speed where a shape is memory-bound. A product whose
 arithmetic intensity (2 m n k flops over the least bytes it must move: A, B and C once
@@ -14,9 +14,9 @@ with cuBLAS as a candidate, each in bench_device's interleaved loops against cuB
 (scikit-cuda) into c on the same operands, its result checked against a float64 product;
 and a device-to-device copy of COPY_BYTES in the same run, the practical ceiling. Each time
 becomes GB/s (least bytes / time) and a share of HBM's 3.35 TB/s and of the copy's rate.
---no-gemv-like leaves the panel kernel (tunedgemm/gemv_like.py) out of what autotuning times,
-for the run before it. Writes STEM.json (default bench_memory_bound) and, with --plot,
-STEM.png.
+--before also times own kernels without the panel kernel (tunedgemm/gemv_like.py) among
+autotuning's candidates, the call as it was before it. Writes STEM.json (default
+bench_memory_bound) and, with --plot, STEM.png.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ HBM_BYTES_PER_S = 3.35e12  # the H100 SXM's HBM3, as specified
 # FFMA for float32, DMMA (mma.sync m16n8k4/k8/k16) for float64.
 CEILING_FLOPS = {"float32": 64e12, "float64": 66.5e12}
 COPY_BYTES = 1 << 30  # the copy's source; it reads and writes as much (2 GiB moved)
+# The public call's arms: (name, cuBLAS a candidate, the panel kernel a candidate, label).
+# --before adds BEFORE first: own kernels as they were without tunedgemm/gemv_like.py.
+ARMS = [("own", False, True, "own kernels only"), ("auto", True, True, "with cuBLAS a candidate")]
+BEFORE = ("before", False, False, "own kernels only, no panel kernel")
 # GEMV-like panels with m or n small and n = k or m = k long, tall panels of small n, and
 # small-k products over a large C: every one below float32's and float64's ridge points.
 SHAPES = ((1, 8192, 8192), (4, 8192, 8192), (16, 8192, 8192), (32, 8192, 8192),
@@ -94,13 +98,17 @@ def copy_rate() -> float:
     return 2 * COPY_BYTES / (us * 1e-6) / 1e9
 
 
+Arm = tuple[str, bool, bool, str]
+
+
 def time_shape(shape: tuple[int, int, int], dtype: str, trans: tuple[bool, bool],
-               rng: np.random.Generator) -> dict[str, Any]:  # fmt: skip
-    """The shape's row: the public call into c with own kernels only ("own") and with cuBLAS
-    a candidate ("auto"), each against cuBLAS into c in interleaved loops, as us and GB/s."""
+               rng: np.random.Generator, arms: list[Arm]) -> dict[str, Any]:  # fmt: skip
+    """The shape's row: the public call into c in each arm, each against cuBLAS into c in
+    interleaved loops, as us and GB/s (and the median cuBLAS time of those loops)."""
     import bench_tuning
     from bench_device import compare
 
+    from tunedgemm import gemv_like
     from tunedgemm.tuning import problems
 
     problem = problems.make(*shape, dtype, *trans, rng, padded=True)
@@ -111,17 +119,26 @@ def time_shape(shape: tuple[int, int, int], dtype: str, trans: tuple[bool, bool]
                            "memory_bound": memory_bound(shape, dtype),
                            "least_bytes": least_bytes(*shape, problem.dtype.itemsize)}  # fmt: skip
     peer_us = []
-    for arm, allowed in (("own", False), ("auto", True)):
-        with bench_tuning.cublas_setting(allowed):
-            ours = bench_tuning.public_call(problem)  # (checked against float64 once)
-            ours_us, cublas_us = compare(ours, peer)
-            row[f"{arm}_choice"] = bench_tuning._public_choice(problem)
+    for arm, allowed, panels, _ in arms:
+        gemv_like.ENABLED = panels
+        try:
+            with bench_tuning.cublas_setting(allowed):
+                ours = bench_tuning.public_call(problem)  # (checked against float64 once)
+                ours_us, cublas_us = compare(ours, peer)
+                row[f"{arm}_choice"] = bench_tuning._public_choice(problem)
+        finally:
+            gemv_like.ENABLED = True
         row[f"{arm}_us"], row[f"{arm}_over_cublas"] = ours_us, cublas_us / ours_us
         peer_us.append(cublas_us)
     row["cublas_us"] = statistics.median(peer_us)
-    for arm in ("own", "auto", "cublas"):
+    for arm in [a[0] for a in arms] + ["cublas"]:
         row[f"{arm}_gbps"] = gigabytes_per_s(shape, dtype, row[f"{arm}_us"])
     return row
+
+
+def _arms_of(rows: list[dict[str, Any]]) -> list[str]:
+    """The arms the rows hold, in ARMS' order (BEFORE first where timed)."""
+    return [a[0] for a in (BEFORE, *ARMS) if rows and f"{a[0]}_us" in rows[0]]
 
 
 def summary(rows: list[dict[str, Any]], copy_gbps: float) -> list[dict[str, Any]]:
@@ -133,11 +150,11 @@ def summary(rows: list[dict[str, Any]], copy_gbps: float) -> list[dict[str, Any]
         if not mine:
             continue
         entry: dict[str, Any] = {"dtype": key[0], "trans": key[1], "shapes": len(mine)}
-        for arm in ("own", "auto"):
+        for arm in _arms_of(mine):
             ratios = [r[f"{arm}_over_cublas"] for r in mine]
             entry[f"{arm}_over_cublas"] = math.exp(statistics.fmean(map(math.log, ratios)))
             entry[f"{arm}_worst"] = min(ratios)
-        for arm in ("own", "auto", "cublas"):
+        for arm in [*_arms_of(mine), "cublas"]:
             entry[f"{arm}_copy_share"] = statistics.median(r[f"{arm}_gbps"] / copy_gbps
                                                            for r in mine)  # fmt: skip
         out.append(entry)
@@ -149,11 +166,12 @@ def _label(row: dict[str, Any]) -> str:
 
 
 def _print_row(row: dict[str, Any]) -> None:
+    arms = _arms_of([row])
     bound = "" if row["memory_bound"] else " (compute-bound)"
-    print(f"{row['dtype']:8} {row['trans']} {_label(row):>17} {row['intensity']:6.1f} "
-          f"{row['own_gbps']:8.0f} {row['auto_gbps']:8.0f} {row['cublas_gbps']:8.0f} "
-          f"{row['own_over_cublas']:6.2f} {row['auto_over_cublas']:6.2f}{bound}",
-          flush=True)  # fmt: skip
+    rates = " ".join(f"{row[f'{arm}_gbps']:8.0f}" for arm in [*arms, "cublas"])
+    ratios = " ".join(f"{row[f'{arm}_over_cublas']:7.2f}" for arm in arms)
+    print(f"{row['dtype']:8} {row['trans']} {_label(row):>17} {row['intensity']:6.1f} {rates} "
+          f"{ratios}{bound}", flush=True)  # fmt: skip
 
 
 def plot(record: dict[str, Any], path: Path) -> None:
@@ -168,14 +186,16 @@ def plot(record: dict[str, Any], path: Path) -> None:
     panels = list(dict.fromkeys((r["dtype"], r["trans"]) for r in rows))
     fig, axes = plt.subplots(len(panels), 1, figsize=(12, 3.6 * len(panels)), squeeze=False)
     # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
-    arms = {"own": ("own kernels only", "#0072B2"), "auto": ("with cuBLAS a candidate",
-            "#009E73"), "cublas": ("cuBLAS into c", "#E69F00")}  # fmt: skip
+    colours = {"before": "#CC79A7", "own": "#0072B2", "auto": "#009E73", "cublas": "#E69F00"}
+    labels = {a[0]: a[3] for a in (BEFORE, *ARMS)} | {"cublas": "cuBLAS into c"}
+    arms = [*_arms_of(rows), "cublas"]
+    width = 0.8 / len(arms)
     for ax, (dtype, trans) in zip(axes[:, 0], panels, strict=True):
         mine = [r for r in rows if (r["dtype"], r["trans"]) == (dtype, trans)]
         x = np.arange(len(mine))
-        for i, (arm, (label, colour)) in enumerate(arms.items()):
-            ax.bar(x + (i - 1) * 0.27, [r[f"{arm}_gbps"] for r in mine], 0.27, label=label,
-                   color=colour)  # fmt: skip
+        for i, arm in enumerate(arms):
+            ax.bar(x + (i - (len(arms) - 1) / 2) * width, [r[f"{arm}_gbps"] for r in mine],
+                   width, label=labels[arm], color=colours[arm])  # fmt: skip
         ax.axhline(HBM_BYTES_PER_S / 1e9, color="0.3", linestyle="--", linewidth=1,
                    label="HBM3, 3.35 TB/s")  # fmt: skip
         ax.axhline(record["copy_gbps"], color="0.3", linestyle=":", linewidth=1,
@@ -200,8 +220,8 @@ def main() -> int:
     parser.add_argument("--out", default="benchmarks/results", help="folder for the JSON")
     parser.add_argument("--name", default="bench_memory_bound", help="stem of the files")
     parser.add_argument("--plot", action="store_true", help="also write the plot (PNG)")
-    parser.add_argument("--no-gemv-like", action="store_true", help="leave the panel kernel's "
-                        "candidates out (tunedgemm/gemv_like.py), for an A/B run")
+    parser.add_argument("--before", action="store_true", help="also time own kernels without "
+                        "the panel kernel's candidates (tunedgemm/gemv_like.py), first")
     args = parser.parse_args()
     from bench_device import why_not_here
 
@@ -210,58 +230,57 @@ def main() -> int:
         print(missing)
         return 1
     import tunedgemm as tg
-    from tunedgemm import cuda, gemv_like
+    from tunedgemm import cuda
 
-    gemv_like.ENABLED = not args.no_gemv_like
+    arms = [BEFORE, *ARMS] if args.before else ARMS
     shapes = SHAPES
     if args.shapes:
         shapes = tuple(tuple(int(d) for d in s.split("x")) for s in args.shapes.split(","))
     copy_gbps = copy_rate()
     print(f"device-to-device copy: {copy_gbps:.0f} GB/s ({copy_gbps / 3350:.2f} of HBM's 3.35 "
           "TB/s)\n")  # fmt: skip
-    print(f"{'dtype':8} tr {'m x n x k':>17} {'flop/B':>6} {'own GB/s':>8} {'auto':>8} "
-          f"{'cuBLAS':>8} {'own/cB':>6} {'auto/cB':>6}")  # fmt: skip
+    names = [a[0] for a in arms]
+    print(f"{'dtype':8} tr {'m x n x k':>17} {'flop/B':>6} "
+          + " ".join(f"{name + ' GB/s':>8}" for name in [*names, "cublas"]) + " "
+          + " ".join(f"{name + '/cB':>7}" for name in names))  # fmt: skip
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    record: dict[str, Any] = {
+        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": " ".join(["python", *sys.argv]),
+        "gpu": cuda.device_name(),
+        "tunedgemm": tg.__version__,
+        "arms": [{"name": a[0], "cublas": a[1], "gemv_like": a[2], "label": a[3]} for a in arms],
+        "copy_gbps": copy_gbps,
+        "hbm_gbps": HBM_BYTES_PER_S / 1e9,
+        "rows": [],
+        "failed": [],
+    }
     rng = np.random.default_rng()
-    rows: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []
     for dtype in args.dtypes.split(","):
         for pair in args.trans.split(","):
             trans = (pair[0] == "T", pair[1] == "T")
             for shape in shapes:
                 try:
-                    rows.append(time_shape(shape, dtype, trans, rng))
+                    record["rows"].append(time_shape(shape, dtype, trans, rng, arms))
+                    _print_row(record["rows"][-1])
                 except Exception as exc:  # recorded; the other shapes still run
-                    failed.append({"shape": list(shape), "dtype": dtype, "trans": pair,
-                                   "error": f"{type(exc).__name__}: {exc}"})  # fmt: skip
+                    record["failed"].append({"shape": list(shape), "dtype": dtype, "trans": pair,
+                                             "error": f"{type(exc).__name__}: {exc}"})  # fmt: skip
                     print(f"{dtype:8} {pair} {'x'.join(map(str, shape)):>17} FAILED: "
-                          f"{failed[-1]['error']}", flush=True)  # fmt: skip
-                    continue
-                _print_row(rows[-1])
-    table = summary(rows, copy_gbps)
+                          f"{record['failed'][-1]['error']}", flush=True)  # fmt: skip
+                # written after every shape, so that a run cut short keeps what it timed
+                record["summary"] = summary(record["rows"], copy_gbps)
+                (out / f"{args.name}.json").write_text(json.dumps(record, indent=1) + "\n")
     print("\nmemory-bound shapes: geometric mean over cuBLAS (worst), median share of the copy")
-    for s in table:
-        print(f"{s['dtype']:8} {s['trans']} ({s['shapes']} shapes): own {s['own_over_cublas']:.2f} "
-              f"({s['own_worst']:.2f}), auto {s['auto_over_cublas']:.2f} ({s['auto_worst']:.2f});"
-              f" copy share own {s['own_copy_share']:.2f}, auto {s['auto_copy_share']:.2f}, "
-              f"cuBLAS {s['cublas_copy_share']:.2f}")  # fmt: skip
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    record = {
-        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": " ".join(["python", *sys.argv]),
-        "gpu": cuda.device_name(),
-        "tunedgemm": tg.__version__,
-        "gemv_like": gemv_like.ENABLED,
-        "copy_gbps": copy_gbps,
-        "hbm_gbps": HBM_BYTES_PER_S / 1e9,
-        "rows": rows,
-        "failed": failed,
-        "summary": table,
-    }
-    (out / f"{args.name}.json").write_text(json.dumps(record, indent=1) + "\n")
-    if args.plot:
+    for s in record["summary"]:
+        ratios = ", ".join(f"{arm} {s[f'{arm}_over_cublas']:.2f} ({s[f'{arm}_worst']:.2f})"
+                           for arm in names)  # fmt: skip
+        shares = ", ".join(f"{arm} {s[f'{arm}_copy_share']:.2f}" for arm in [*names, "cublas"])
+        print(f"{s['dtype']:8} {s['trans']} ({s['shapes']} shapes): {ratios}; copy share {shares}")
+    if args.plot and record["rows"]:
         plot(record, out / f"{args.name}.png")
-    return 1 if failed else 0
+    return 1 if record["failed"] else 0
 
 
 if __name__ == "__main__":

@@ -48,8 +48,8 @@ def test_gigabytes_per_s_are_least_bytes_over_time():
 
 def _row(shape, ratio, gbps, bound=True):
     return {"shape": list(shape), "dtype": "float32", "trans": "NN", "memory_bound": bound,
-            "own_over_cublas": ratio, "auto_over_cublas": 1.0, "own_gbps": gbps,
-            "auto_gbps": gbps, "cublas_gbps": 2000.0}  # fmt: skip
+            "own_us": 1.0, "own_over_cublas": ratio, "auto_us": 1.0, "auto_over_cublas": 1.0,
+            "own_gbps": gbps, "auto_gbps": gbps, "cublas_gbps": 2000.0}  # fmt: skip
 
 
 def test_summary_leaves_out_compute_bound_rows():
@@ -61,3 +61,9 @@ def test_summary_leaves_out_compute_bound_rows():
     assert entry["own_worst"] == 0.5
     assert entry["own_copy_share"] == pytest.approx(1.0)  # median of 0.5 and 1.5
     assert entry["cublas_copy_share"] == pytest.approx(1.0)
+
+
+def test_the_arms_are_those_timed_before_first():
+    row = {**_row((1, 8, 8), 1.0, 1.0), "before_us": 2.0}
+    assert bench._arms_of([row]) == ["before", "own", "auto"]
+    assert bench._arms_of([_row((1, 8, 8), 1.0, 1.0)]) == ["own", "auto"]
