@@ -1,4 +1,4 @@
-// gemm_panel: memory-bound panels, where one of m and n is a few rows or columns (GEMV-like).
+// gemm_gemv: memory-bound panels, where one of m and n is a few rows or columns (GEMV-like).
 // C = alpha * op(A) * op(B) + beta * C, float32 or float64, any m, n, k, all four transposes,
 // any leading dimensions (ABI in common.cuh), split-K through splitk_reduce.
 //
@@ -34,7 +34,7 @@
 #define WARPS 8
 #endif
 #ifndef THREADS
-#define THREADS (WARPS * 32)   // passed by tunedgemm/families/panel.py
+#define THREADS (WARPS * 32)   // passed by tunedgemm/gemv_like.py
 #endif
 static_assert(THREADS == WARPS * 32, "THREADS must match WARPS");
 
@@ -60,6 +60,18 @@ static_assert(THREADS == WARPS * 32, "THREADS must match WARPS");
 
 struct __align__(16) Vec { REAL v[VEC]; };
 
+// The staged rows' stride: along k, KC and a 16-byte pad ([row][k], read a vector of k at a
+// time: the pad keeps the stores of a short operand that runs along its rows off one bank);
+// otherwise SHORT and one ([k][row], read one broadcast element at a time: an odd stride
+// keeps the stores of a short operand that runs along k off one bank).
+#if L_ALONG_K
+#define S_STRIDE (KC + VEC)
+#define S_ELEMS (SHORT * S_STRIDE)
+#else
+#define S_STRIDE (SHORT + 1)
+#define S_ELEMS (KC * S_STRIDE)
+#endif
+
 #if L_ALONG_K
 #define LINES (LONG / WARPS)           // long-side lines per warp
 // Lines a warp takes at once: at most 32 accumulators and 4 lines of loads a lane.
@@ -73,13 +85,13 @@ static_assert(LONG % 32 == 0, "whole lines per lane");
 
 // The short operand's rows r0.. (SHORT of them) over k in [kc, kc + KC), zeros past the
 // edges, into shared memory as [row][k] (L_ALONG_K: a lane reads a vector of k of one row)
-// or [k][row] (otherwise: a warp reads every row of one k at once). Consecutive threads walk
-// the operand's unit-stride dimension, so that the loads coalesce.
+// or [k][row] (otherwise: a warp reads every row of one k at once), rows S_STRIDE apart.
+// Consecutive threads walk the operand's unit-stride dimension, so that the loads coalesce.
 __device__ __forceinline__ void stage_short(REAL* __restrict__ s, const REAL* __restrict__ A,
                                             int lda, const REAL* __restrict__ B, int ldb,
                                             int rows, int r0, int kc, int k_end)
 {
-    for (int e = threadIdx.x; e < SHORT * KC; e += THREADS) {
+    for (int e = threadIdx.x; e < SHORT * KC; e += THREADS) {   // (the elements, not the pads)
 #if S_ALONG_K
         const int r = e / KC, p = e % KC;
 #else
@@ -88,9 +100,9 @@ __device__ __forceinline__ void stage_short(REAL* __restrict__ s, const REAL* __
         const int gr = r0 + r, gp = kc + p;
         const REAL value = (gr < rows && gp < k_end) ? S_AT(gr, gp) : REAL(0);
 #if L_ALONG_K
-        s[r * KC + p] = value;
+        s[r * S_STRIDE + p] = value;
 #else
-        s[p * SHORT + r] = value;
+        s[p * S_STRIDE + r] = value;
 #endif
     }
 }
@@ -134,10 +146,11 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     const int rows = n, lines = m, r0 = blockIdx.y * SHORT, j0 = blockIdx.x * LONG;
 #endif
     // This block's k: a contiguous range of whole chunks per k-slice.
-    const int chunks = (k + KC - 1) / KC;
-    const int per_slice = (chunks + SPLIT_K - 1) / SPLIT_K;
-    const int k_begin = (int)blockIdx.z * per_slice * KC;
-    const int k_end = min(k, k_begin + per_slice * KC);
+    // (In 64 bits: k near INT_MAX would overflow the rounding.)
+    const long long chunks = ((long long)k + KC - 1) / KC;
+    const long long per_slice = (chunks + SPLIT_K - 1) / SPLIT_K;
+    const int k_begin = (int)min((long long)k, (long long)blockIdx.z * per_slice * KC);
+    const int k_end = (int)min((long long)k, (long long)k_begin + per_slice * KC);
 #if SPLIT_K > 1
     C = SPLIT_SLICE(C, ldc, n);
     if (k_begin >= k_end) {   // an empty slice: zeros for splitk_reduce to add
@@ -149,7 +162,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         return;
     }
 #endif
-    __shared__ __align__(16) REAL s[SHORT * KC];
+    __shared__ __align__(16) REAL s[S_ELEMS];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #if L_ALONG_K
     // Each warp's LINES lines, GROUP of them at a time over all of k (the short operand
@@ -179,7 +192,8 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             for (int step = 0; step < KC / (32 * VEC); ++step)
 #pragma unroll
                 for (int r = 0; r < SHORT; ++r) {
-                    const Vec sv = *reinterpret_cast<const Vec*>(&s[r * KC + (step * 32 + lane) * VEC]);
+                    const Vec sv = *reinterpret_cast<const Vec*>(
+                        &s[r * S_STRIDE + (step * 32 + lane) * VEC]);
 #pragma unroll
                     for (int c = 0; c < GROUP; ++c)
 #pragma unroll
@@ -230,7 +244,8 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
                     for (int g = 0; g < GROUPS; ++g) {
                         const Vec v = load_long(A, lda, B, ldb, lines, line0 + g * VEC, p, k_end);
 #pragma unroll
-                        for (int e = 0; e < VEC && g * VEC + e < LINES; ++e) lv[u][g * VEC + e] = v.v[e];
+                        for (int e = 0; e < VEC && g * VEC + e < LINES; ++e)
+                            lv[u][g * VEC + e] = v.v[e];
                     }
                 } else {
 #pragma unroll
@@ -240,7 +255,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                const REAL* sp = &s[(warp * PART + u0 + u) * SHORT];
+                const REAL* sp = &s[(warp * PART + u0 + u) * S_STRIDE];
 #pragma unroll
                 for (int r = 0; r < SHORT; ++r) {
                     const REAL sv = sp[r];
@@ -252,7 +267,7 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
     }
     // The warps' partials summed in shared memory in the order 0..WARPS-1, then stored by
     // all threads (consecutive threads along C's columns).
-    static_assert(SHORT * LONG <= SHORT * KC, "the partials fit the staging buffer");
+    static_assert(SHORT * LONG <= S_ELEMS, "the partials fit the staging buffer");
     __syncthreads();
     for (int w = 0; w < WARPS; ++w) {
         if (warp == w) {

@@ -92,6 +92,7 @@ def test_a_public_gemv_like_call_times_the_panels_and_is_right(monkeypatch, dtyp
     from tunedgemm import autotune, selection
 
     monkeypatch.setenv(selection.CUBLAS_ENV, "0")
+    monkeypatch.setattr(gemv_like, "ENABLED", True)
     plans.clear()
     rng = np.random.default_rng()
     m, n, k = shape

@@ -20,6 +20,7 @@ SMS = 132
 @pytest.fixture(autouse=True)
 def _sms(monkeypatch):
     monkeypatch.setattr(cuda, "sm_count", lambda: SMS)
+    monkeypatch.setattr(gemv_like, "ENABLED", True)
 
 
 def _key(m: int, n: int, k: int, pair: str = "NN", dtype: str = "float32", **changes):
