@@ -59,10 +59,11 @@ class GemvConfig:
 
     def defines(self, dtype: str, trans_a: bool, trans_b: bool, aligned: bool) -> dict[str, int]:
         """The kernel's defines for one call's layout (ABI in kernels/common.cuh)."""
+        from .launch import call_defines
+
         return {"SIDE": self.side, "SHORT": self.short, "LONG": self.long, "WARPS": self.warps,
                 "THREADS": 32 * self.warps, "SPLIT_K": self.split_k,
-                "DTYPE": 0 if dtype == "float32" else 1, "TRANS_A": int(trans_a),
-                "TRANS_B": int(trans_b), "ALIGNED": int(aligned)}  # fmt: skip
+                **call_defines(dtype, trans_a, trans_b, aligned)}  # fmt: skip
 
     def __str__(self) -> str:
         return (f"gemv(SIDE={self.side},SHORT={self.short},LONG={self.long},"
@@ -144,11 +145,8 @@ class GemvLike:
 
         key, config = self.key, self.config
         defines = config.defines(key.dtype, key.trans_a, key.trans_b, key.aligned)
-        itemsize = np.dtype(key.dtype).itemsize
-        plan = launch.Plan(SOURCE, tuple(sorted(defines.items())),
-                           "f" if key.dtype == "float32" else "d", (32 * config.warps, 1, 1),
-                           config.tile(), config.split_k, 0,
-                           16 // itemsize if key.aligned else 1)  # fmt: skip
+        plan = launch.raw_plan(SOURCE, defines, key.dtype, key.aligned, (32 * config.warps, 1, 1),
+                               config.tile(), config.split_k)  # fmt: skip
         self._run = plans.own_runner(launch.GemmLauncher(plan), key)
         return self._run
 

@@ -32,13 +32,8 @@ def _defines(
     config: KernelConfig, dtype: str, trans_a: bool, trans_b: bool, aligned: bool
 ) -> dict[str, int]:
     """gemm_defines from the call-time facts themselves."""
-    return {
-        **family_of(config).defines(config, dtype),
-        "DTYPE": _DTYPE_CODE[dtype],
-        "TRANS_A": int(trans_a),
-        "TRANS_B": int(trans_b),
-        "ALIGNED": int(aligned),
-    }
+    return {**family_of(config).defines(config, dtype),
+            **call_defines(dtype, trans_a, trans_b, aligned)}
 
 
 @dataclass(frozen=True)
@@ -109,6 +104,20 @@ def plan(config: KernelConfig, dtype: str, trans_a: bool, trans_b: bool, aligned
     return Plan(family.source, tuple(sorted(defines.items())), _SCALAR_CODE[dtype],
                 geometry.block, family.block_tile(config.as_dict()), geometry.split_k,
                 geometry.smem_bytes, vector, family.stream_k(config.as_dict()))  # fmt: skip
+
+
+def call_defines(dtype: str, trans_a: bool, trans_b: bool, aligned: bool) -> dict[str, int]:
+    """The call-time defines of every GEMM template (ABI in kernels/common.cuh)."""
+    return {"DTYPE": _DTYPE_CODE[dtype], "TRANS_A": int(trans_a), "TRANS_B": int(trans_b),
+            "ALIGNED": int(aligned)}  # fmt: skip
+
+
+def raw_plan(source: str, defines: dict[str, int], dtype: str, aligned: bool,
+             block: tuple[int, int, int], tile: tuple[int, int], split_k: int) -> Plan:  # fmt: skip
+    """The launch plan of a GEMM template outside the families (tunedgemm/gemv_like.py), from
+    its full defines (call_defines included) and geometry; static shared memory only."""
+    return Plan(source, tuple(sorted(defines.items())), _SCALAR_CODE[dtype], block, tile,
+                split_k, 0, 16 // ITEMSIZE[dtype] if aligned else 1)  # fmt: skip
 
 
 class GemmLauncher:
