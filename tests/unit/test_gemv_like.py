@@ -89,6 +89,7 @@ def test_no_runners_elsewhere(key):
 
 
 def test_the_switch_turns_them_off(monkeypatch):
+    assert gemv_like.ENABLED is True  # (on as shipped; the fixture sets it for the others)
     monkeypatch.setattr(gemv_like, "ENABLED", False)
     assert gemv_like.candidates(_key(4, 8192, 4096)) == ()
 
