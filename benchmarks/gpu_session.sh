@@ -21,7 +21,8 @@
 # REG_TRANSPOSE: test_twins_gpu.py and bench_kernels --reg-transpose), fused (dmma SPLITK_FUSED's GPU test,
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), memory (the public call's GB/s at memory-bound
-# shapes: bench_memory_bound.py), dgemm-layout (those DGEMM squares by operand layout,
+# shapes: bench_memory_bound.py), gemv-probe (each panel config alone against cuBLAS:
+# probe_gemv.py; GEMV_NCU=1 also under Nsight Compute), dgemm-layout (those DGEMM squares by operand layout,
 # TT against NN: probe_dgemm_layout.py), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
@@ -694,6 +695,26 @@ PY
             --trans ${MEMORY_TRANS:-NN} ${MEMORY_SHAPES:+--shapes $MEMORY_SHAPES} --name "$name" \
             ${MEMORY_ARGS:-} > "$OUT/$name.txt" 2>&1
         echo "bench_memory_bound: exit $?"; cat "$OUT/$name.txt" ;;
+    gemv-probe)  # the panel configs autotuning times at GEMV_SHAPES in GEMV_TRANS, each alone
+        # against cuBLAS (probe_gemv.py); GEMV_NCU=1: then one launch of each under Nsight
+        # Compute (ncu-gemv.txt: throughputs, L2 and shared-memory traffic, occupancy)
+        export PATH=$PATH:/usr/local/cuda/bin
+        gemv_args="${GEMV_SHAPES:+--shapes $GEMV_SHAPES} --trans ${GEMV_TRANS:-NN,TN}"
+        timeout ${GEMV_LIMIT:-150} python3 benchmarks/probe_gemv.py $gemv_args \
+            --json "$OUT/probe_gemv.json" > "$OUT/probe_gemv.txt" 2>&1
+        echo "probe_gemv: exit $?"; cat "$OUT/probe_gemv.txt"
+        if [ -n "${GEMV_NCU:-}" ]; then
+            timeout ${NCU_LIMIT:-200} ncu -f --clock-control none --profile-from-start off \
+                --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+                --section LaunchStats --section WarpStateStats -o "$OUT/ncu-gemv" \
+                python3 benchmarks/probe_gemv.py $gemv_args --profile > "$OUT/ncu-gemv-run.txt" 2>&1
+            echo "ncu: exit $?"; tail -4 "$OUT/ncu-gemv-run.txt"
+            ncu --import "$OUT/ncu-gemv.ncu-rep" --page details > "$OUT/ncu-gemv.txt" 2>&1
+            grep -E "^  [a-zA-Z_0-9]|Duration|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache \
+Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Size|Warp Cycles \
+Per Issued|Shared Memory Configuration|Theoretical Occupancy|Mem Busy|Max Bandwidth|L2 Hit" \
+                "$OUT/ncu-gemv.txt" | head -200
+        fi ;;
     dgemm-layout)  # the DGEMM squares by operand layout (probe_dgemm_layout.py): the public
         # call, its plan's config and neighbours at TT (bench_device's C-order operands) and
         # NN, against cuBLAS, with nvidia-smi's clocks over long runs; LAYOUT_SHAPES, LAYOUT_LIMIT

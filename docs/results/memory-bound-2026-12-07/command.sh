@@ -25,3 +25,8 @@ MEMORY_LIMIT=280 MEMORY_TRANS=NN,TN,NT,TT MEMORY_ARGS=--before \
 MEMORY_LIMIT=400 MEMORY_TRANS=NN,TN,NT,TT MEMORY_NAME=bench_memory_bound-rest \
     MEMORY_SHAPES=32x8192x8192,8192x32x8192,16x65536x1024,8192x8192x8,8192x8192x16,8192x8192x32,16384x16384x16 \
     bash benchmarks/gpu_session.sh memory                          # bench_memory_bound-rest.*
+# Run 4, 16:54-16:55 UTC, tree of 7fcaa29 with benchmarks/probe_gemv.py and the gemv-probe
+# step (as committed after it): each panel config alone against cuBLAS, then one launch of each
+# under Nsight Compute (--clock-control none).
+GEMV_NCU=1 GEMV_LIMIT=100 NCU_LIMIT=150 GEMV_SHAPES=16x8192x8192,4x8192x8192 GEMV_TRANS=NN,NT \
+    bash benchmarks/gpu_session.sh gemv-probe                      # probe_gemv.*, ncu-gemv*
