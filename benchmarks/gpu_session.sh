@@ -22,8 +22,8 @@
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), memory (the public call's GB/s at memory-bound
 # shapes: bench_memory_bound.py), gemv-probe (each panel config alone against cuBLAS:
-# probe_gemv.py; GEMV_NCU=1 also under Nsight Compute), dgemm-layout (those DGEMM squares by operand layout,
-# TT against NN: probe_dgemm_layout.py), random (bench_tuning's random shapes, no heatmap),
+# probe_gemv.py; GEMV_NCU=1 also under Nsight Compute), dgemm-layout (those DGEMM squares
+# by operand layout, TT against NN: probe_dgemm_layout.py), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
 # bench_kernels --simt-steady), simt-loop (the same test, then bench_kernels --simt-loop),
