@@ -18,7 +18,6 @@ launches each runner and cuBLAS once, after warm-up, inside cuProfilerStart/Stop
 from __future__ import annotations
 
 import argparse
-import ctypes
 import functools
 import json
 import statistics
@@ -95,11 +94,12 @@ def _table(cases: list[tuple[str, Any, Any]], reps: int) -> list[dict[str, Any]]
 
 
 def _profile(cases: list[tuple[str, Any, Any]]) -> None:
-    """One launch of each runner and of cuBLAS per case, after three warm-up launches each,
-    inside the profiler's range."""
+    """One launch of each runner and of cuBLAS per case inside the profiler's range (after
+    warm-up: ncu_simt.profile_range)."""
     import bench_tuning
+    from ncu_simt import profile_range
 
-    from tunedgemm import cuda, gemv_like
+    from tunedgemm import gemv_like
 
     launches = []
     for label, problem, key in cases:
@@ -108,18 +108,7 @@ def _profile(cases: list[tuple[str, Any, Any]]) -> None:
             launches.append((f"{label} {runner.config}",
                              functools.partial(runner, f.a, f.b, f.c, 1.0, 0.0, 0)))  # fmt: skip
         launches.append((f"{label} cublas", bench_tuning._cublas_call(f, problem.dtype)))
-    for _, work in launches:
-        for _ in range(3):
-            work()
-    context = cuda.context()
-    context.synchronize()
-    driver = ctypes.CDLL("libcuda.so.1")
-    driver.cuProfilerStart()
-    for label, work in launches:
-        print(label, flush=True)
-        work()
-        context.synchronize()
-    driver.cuProfilerStop()
+    profile_range(launches)
 
 
 def main(argv: list[str] | None = None) -> int:
