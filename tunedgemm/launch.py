@@ -100,10 +100,15 @@ def plan(config: KernelConfig, dtype: str, trans_a: bool, trans_b: bool, aligned
     family = family_of(config)
     geometry = family.geometry(config, dtype, 1, 1)  # all but the grid is independent of m, n
     defines = _defines(config, dtype, trans_a, trans_b, aligned)
-    vector = 16 // ITEMSIZE[dtype] if aligned else 1  # REDUCE_VEC in common.cuh
     return Plan(family.source, tuple(sorted(defines.items())), _SCALAR_CODE[dtype],
                 geometry.block, family.block_tile(config.as_dict()), geometry.split_k,
-                geometry.smem_bytes, vector, family.stream_k(config.as_dict()))  # fmt: skip
+                geometry.smem_bytes, reduce_vector(dtype, aligned),
+                family.stream_k(config.as_dict()))  # fmt: skip
+
+
+def reduce_vector(dtype: str, aligned: bool) -> int:
+    """Elements of splitk_reduce's vector (REDUCE_VEC in common.cuh): 16 bytes where aligned."""
+    return 16 // ITEMSIZE[dtype] if aligned else 1
 
 
 def call_defines(dtype: str, trans_a: bool, trans_b: bool, aligned: bool) -> dict[str, int]:
@@ -117,7 +122,7 @@ def raw_plan(source: str, defines: dict[str, int], dtype: str, aligned: bool,
     """The launch plan of a GEMM template outside the families (tunedgemm/gemv_like.py), from
     its full defines (call_defines included) and geometry; static shared memory only."""
     return Plan(source, tuple(sorted(defines.items())), _SCALAR_CODE[dtype], block, tile,
-                split_k, 0, 16 // ITEMSIZE[dtype] if aligned else 1)  # fmt: skip
+                split_k, 0, reduce_vector(dtype, aligned))  # fmt: skip
 
 
 class GemmLauncher:
