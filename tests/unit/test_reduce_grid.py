@@ -50,3 +50,11 @@ def test_unaligned_plans_are_one_element_a_thread_either_way():
 def test_switched_off_the_grid_is_the_16_byte_one(monkeypatch):
     monkeypatch.setattr(launch, "REDUCE_ONE_EACH", False)
     assert _plan().reduce_grid(67, 43, SMS) == _blocks(17 * 43)
+
+
+@pytest.mark.parametrize(("dtype", "aligned", "vector"),
+                         [("float32", True, 4), ("float64", True, 2), ("float32", False, 1)])
+def test_templates_outside_the_families_reduce_with_the_same_vector(dtype, aligned, vector):
+    """raw_plan (the panel kernel's) and plan agree on splitk_reduce's REDUCE_VEC."""
+    raw = launch.raw_plan("gemm_gemv.cu", {"SPLIT_K": 2}, dtype, aligned, (256, 1, 1), (4, 32), 2)
+    assert raw.reduce_vector == _plan(dtype, aligned).reduce_vector == vector
