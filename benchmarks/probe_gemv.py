@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"probe_gemv: needs a GPU ({why})")
         return 1
     gemv_like.ENABLED = True  # (as shipped; a run must time the panels whatever the default)
+    gemv_like.STAGED_ENABLED = True  # (off as shipped until it has been timed: this times it)
     cases = _problems(args)
     if args.profile:
         _profile(cases)

@@ -118,11 +118,13 @@ def call_defines(dtype: str, trans_a: bool, trans_b: bool, aligned: bool) -> dic
 
 
 def raw_plan(source: str, defines: dict[str, int], dtype: str, aligned: bool,
-             block: tuple[int, int, int], tile: tuple[int, int], split_k: int) -> Plan:  # fmt: skip
+             block: tuple[int, int, int], tile: tuple[int, int], split_k: int,
+             smem_bytes: int = 0) -> Plan:  # fmt: skip
     """The launch plan of a GEMM template outside the families (tunedgemm/gemv_like.py), from
-    its full defines (call_defines included) and geometry; static shared memory only."""
+    its full defines (call_defines included) and geometry, with `smem_bytes` of dynamic
+    shared memory."""
     return Plan(source, tuple(sorted(defines.items())), _SCALAR_CODE[dtype], block, tile,
-                split_k, 0, reduce_vector(dtype, aligned))  # fmt: skip
+                split_k, smem_bytes, reduce_vector(dtype, aligned))  # fmt: skip
 
 
 class GemmLauncher:

@@ -1,5 +1,5 @@
-"""GEMV-like products by the panel kernel (tunedgemm/gemv_like.py, kernels/gemm_gemv.cu), on
-the GPU.
+"""GEMV-like products by the panel kernels (tunedgemm/gemv_like.py, kernels/gemm_gemv.cu and
+kernels/gemm_gemv_staged.cu), on the GPU.
 
 Both dtypes, both sides of C short, every transpose pair (so the long operand runs along k and
 along C's long side), short sides of 1 to 16 and off the block's SHORT, long sides and k off
@@ -36,20 +36,27 @@ def _gpu():
 
     if not cuda.status()[0]:
         pytest.skip("no GPU")
-    jobs = [(gemv_like.SOURCE, config.defines(dtype, *pair, aligned))
+    jobs = [(config.source(), config.defines(dtype, *pair, aligned))
             for dtype, side, pair in itertools.product(("float32", "float64"), (0, 1), PAIRS)
-            for _, _, config in _cases(side) for aligned in (False, True)]  # fmt: skip
+            for _, _, config in _cases(side, pair, dtype) for aligned in (False, True)]  # fmt: skip
     compiler.precompile_raw(jobs)
 
 
-def _cases(side: int):
+def _cases(side: int, pair, dtype: str):
     """(size, padded, config) of the runs at one side: each size padded and not, the block's
-    LONG and the k-split taking turns, so that every size meets each."""
+    LONG and the k-split taking turns, so that every size meets each; where the long operand
+    runs along k and the short side is at least STAGED_FROM, the staged kernel's too, its
+    LONGs and the other split taking turns."""
+    along_k = not pair[1] if side == 0 else pair[0]
+    staged_longs = gemv_like.STAGED_LONGS[dtype]
     for index, (size, padded) in enumerate(itertools.product(SIZES, (False, True))):
+        short = gemv_like.short_tile(size[0])
         long, split = gemv_like.LONGS[index % 2], (1, 3)[index // 2 % 2]
-        config = gemv_like.GemvConfig(side, gemv_like.short_tile(size[0]), long,
-                                      gemv_like.WARPS, split)  # fmt: skip
-        yield size, padded, config
+        yield size, padded, gemv_like.GemvConfig(side, short, long, gemv_like.WARPS, split)
+        if along_k and short >= gemv_like.STAGED_FROM:
+            long, split = staged_longs[index % len(staged_longs)], (3, 1)[index // 2 % 2]
+            yield size, padded, gemv_like.GemvConfig(side, short, long, gemv_like.WARPS, split,
+                                                     staged=True)  # fmt: skip
 
 
 def _problem(side: int, size: tuple[int, int, int], dtype: str, pair, padded: bool, rng):
@@ -65,7 +72,7 @@ def _problem(side: int, size: tuple[int, int, int], dtype: str, pair, padded: bo
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda p: "".join("T" if t else "N" for t in p))
 def test_panels_are_accurate_and_bit_equal(dtype, side, pair):
     rng = np.random.default_rng()
-    for size, padded, config in _cases(side):
+    for size, padded, config in _cases(side, pair, dtype):
         problem = _problem(side, size, dtype, pair, padded, rng)
         f = problem.form
         key = plans.GemmKey.of(f, dtype, "ieee")
