@@ -16,9 +16,10 @@ It is no family of the table's: the tuner's grid (64 and more a side) does not h
 shapes, and they are few.
 
 Where the long operand runs along k, autotuning also times kernels/gemm_gemv_staged.cu's
-panels (`staged` configs, SHORT of STAGED_FROM and more): lanes own lines of the long side,
-which arrives through shared memory by a cp.async pipeline, so that every lane reads the same
-short-operand vector (a broadcast) instead of one of its own; gemm_gemv.cu's lanes-over-k
+panels once STAGED_ENABLED is on (`staged` configs, SHORT of STAGED_FROM and more): lanes
+own lines of the long side, which arrives through shared memory by a cp.async pipeline, so
+that every lane reads the same short-operand vector (a broadcast) instead of one of its own;
+gemm_gemv.cu's lanes-over-k
 path spends a shared-memory read per 4-8 fmas there and ran at a third of DRAM's peak at
 SHORT 16 (docs/tuning.md).
 """
