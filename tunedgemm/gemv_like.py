@@ -19,9 +19,8 @@ Where the long operand runs along k, autotuning also times kernels/gemm_gemv_sta
 panels once STAGED_ENABLED is on (`staged` configs, SHORT of STAGED_FROM and more): lanes
 own lines of the long side, which arrives through shared memory by a cp.async pipeline, so
 that every lane reads the same short-operand vector (a broadcast) instead of one of its own;
-gemm_gemv.cu's lanes-over-k
-path spends a shared-memory read per 4-8 fmas there and ran at a third of DRAM's peak at
-SHORT 16 (docs/tuning.md).
+gemm_gemv.cu's lanes-over-k path spends a shared-memory read per 4-8 fmas there and ran at
+a third of DRAM's peak at SHORT 16 (docs/tuning.md).
 """
 
 from __future__ import annotations
