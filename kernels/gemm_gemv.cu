@@ -30,35 +30,9 @@
 #ifndef LONG
 #define LONG 32        // C's columns (SIDE 0) or rows (SIDE 1) per block
 #endif
-#ifndef WARPS
-#define WARPS 8
-#endif
-#ifndef THREADS
-#define THREADS (WARPS * 32)   // passed by tunedgemm/gemv_like.py
-#endif
-static_assert(THREADS == WARPS * 32, "THREADS must match WARPS");
 
-#define VEC (16 / (int)sizeof(REAL))   // elements of one 16-byte access: 4 floats, 2 doubles
 #define KC 256                         // k of one staged chunk (gemv_like.CHUNK)
-// The operands in the panel's own terms: S (SHORT x k) the short operand, L (k x long) the
-// long one, out (short x long) C.
-#if SIDE == 0
-#define S_AT(r, p) A_AT(r, p)
-#define L_AT(p, j) B_AT(p, j)
-#define OUT_AT(C, r, j) (C)[(size_t)(r) + (size_t)(j) * ldc]
-#define L_ALONG_K (!TRANS_B)
-#define S_ALONG_K (TRANS_A)
-#define L_LD ldb
-#else
-#define S_AT(r, p) B_AT(p, r)
-#define L_AT(p, j) A_AT(j, p)
-#define OUT_AT(C, r, j) (C)[(size_t)(j) + (size_t)(r) * ldc]
-#define L_ALONG_K (TRANS_A)
-#define S_ALONG_K (!TRANS_B)
-#define L_LD lda
-#endif
-
-struct __align__(16) Vec { REAL v[VEC]; };
+#include "gemv_panel.cuh"
 
 // The staged rows' stride: along k, KC and a 16-byte pad ([row][k], read a vector of k at a
 // time: the pad keeps the stores of a short operand that runs along its rows off one bank);
@@ -140,27 +114,12 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
      const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc)
 {
-#if SIDE == 0
-    const int rows = m, lines = n, r0 = blockIdx.x * SHORT, j0 = blockIdx.y * LONG;
-#else
-    const int rows = n, lines = m, r0 = blockIdx.y * SHORT, j0 = blockIdx.x * LONG;
-#endif
-    // This block's k: a contiguous range of whole chunks per k-slice.
-    // (In 64 bits: k near INT_MAX would overflow the rounding.)
-    const long long chunks = ((long long)k + KC - 1) / KC;
-    const long long per_slice = (chunks + SPLIT_K - 1) / SPLIT_K;
-    const int k_begin = (int)min((long long)k, (long long)blockIdx.z * per_slice * KC);
-    const int k_end = (int)min((long long)k, (long long)k_begin + per_slice * KC);
+    const Panel b = panel_of_block(m, n, k, KC);
+    const int rows = b.rows, lines = b.lines, r0 = b.r0, j0 = b.j0;
+    const int k_begin = b.k_begin, k_end = b.k_end;
 #if SPLIT_K > 1
     C = SPLIT_SLICE(C, ldc, n);
-    if (k_begin >= k_end) {   // an empty slice: zeros for splitk_reduce to add
-#if SIDE == 0
-        zero_slice_tile(C, ldc, m, n, r0, j0, SHORT, LONG, THREADS);
-#else
-        zero_slice_tile(C, ldc, m, n, j0, r0, LONG, SHORT, THREADS);
-#endif
-        return;
-    }
+    if (zero_if_empty_slice(C, ldc, m, n, b)) return;   // zeros for splitk_reduce to add
 #endif
     __shared__ __align__(16) REAL s[S_ELEMS];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -282,11 +241,8 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
         __syncthreads();
     }
     for (int e = threadIdx.x; e < SHORT * LONG; e += THREADS) {
-#if SIDE == 0
-        const int r = e % SHORT, c = e / SHORT;
-#else
-        const int c = e % LONG, r = e / LONG;
-#endif
+        int r, c;
+        tile_element(e, r, c);
         const int gr = r0 + r, gj = j0 + c;
         if (gr < rows && gj < lines) store_c(&OUT_AT(C, gr, gj), s[r * LONG + c], alpha, beta);
     }

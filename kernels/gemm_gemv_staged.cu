@@ -30,14 +30,8 @@
 #ifndef LANE_LINES
 #define LANE_LINES 2    // long-side lines per lane: LONG = 32 * LANE_LINES
 #endif
-#ifndef WARPS
-#define WARPS 8
-#endif
-#ifndef THREADS
-#define THREADS (WARPS * 32)   // passed by tunedgemm/gemv_like.py
-#endif
 #ifndef BK
-#define BK 64           // k of one stage (gemv_like.staged_bk: 16 KB of the long operand)
+#define BK 64           // k of one stage (gemv_like.GemvConfig.stage_k)
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 3
@@ -46,12 +40,11 @@
 #define STAGES 3
 #endif
 #ifndef SMEM_BYTES
-#define SMEM_BYTES 0    // the dynamic shared memory the launcher gives (gemv_like.staged_smem)
+#define SMEM_BYTES 0    // the dynamic shared memory the launcher gives (gemv_like.GemvConfig.smem_bytes)
 #endif
-static_assert(THREADS == WARPS * 32, "THREADS must match WARPS");
 
-#define VEC (16 / (int)sizeof(REAL))   // elements of one 16-byte access: 4 floats, 2 doubles
 #define LONG (32 * LANE_LINES)
+#include "gemv_panel.cuh"
 // A warp's rows of the short operand: at most 8, since ptxas keeps every row's 16-byte read of
 // a step live at once (SHORT 16 took 122 registers with one line a lane); at SHORT 16 two
 // warps take the same k and lines, each 8 of the rows, and read the lines from shared memory
@@ -70,22 +63,7 @@ static_assert(SMEM_BYTES >= STAGES * STAGE_ELEMS * (int)sizeof(REAL) &&
               SMEM_BYTES >= WARPS_K * SHORT * PART_STRIDE * (int)sizeof(REAL),
               "the launcher's shared memory holds the stages and the partials");
 
-#if SIDE == 0
-#define S_AT(r, p) A_AT(r, p)
-#define L_AT(p, j) B_AT(p, j)
-#define OUT_AT(C, r, j) (C)[(size_t)(r) + (size_t)(j) * ldc]
-#define S_ALONG_K (TRANS_A)
-#define L_ALONG_K (!TRANS_B)
-#else
-#define S_AT(r, p) B_AT(p, r)
-#define L_AT(p, j) A_AT(j, p)
-#define OUT_AT(C, r, j) (C)[(size_t)(j) + (size_t)(r) * ldc]
-#define S_ALONG_K (!TRANS_B)
-#define L_ALONG_K (TRANS_A)
-#endif
 static_assert(L_ALONG_K, "this kernel streams a long operand that runs along k");
-
-struct __align__(16) Vec { REAL v[VEC]; };
 
 // One stage's rows of an operand into dst as [row][k], rows STRIDE apart: the long one's
 // LONG lines from line row0 (LONG_OPERAND) or the short one's SHORT rows from row row0, over
@@ -100,7 +78,7 @@ __device__ __forceinline__ void stage_rows(REAL* dst, const REAL* __restrict__ A
     constexpr int COUNT = LONG_OPERAND ? LONG : SHORT;
     constexpr bool ALONG_K = LONG_OPERAND || S_ALONG_K;
 #define ROW_AT(row, p) (LONG_OPERAND ? &L_AT(p, row) : &S_AT(row, p))
-    if (ALIGNED && ALONG_K) {
+    if constexpr (ALIGNED && ALONG_K) {
         for (int v = threadIdx.x; v < COUNT * (BK / VEC); v += THREADS) {
             const int row = v / (BK / VEC), p = (v % (BK / VEC)) * VEC;
             const int gr = row0 + row, gp = kc + p;
@@ -108,14 +86,14 @@ __device__ __forceinline__ void stage_rows(REAL* dst, const REAL* __restrict__ A
             cp_async<16>(&dst[row * STRIDE + p], left ? ROW_AT(gr, gp) : A,
                          left * (int)sizeof(REAL));
         }
-        return;
-    }
-    for (int e = threadIdx.x; e < COUNT * BK; e += THREADS) {
-        const int row = ALONG_K ? e / BK : e % COUNT, p = ALONG_K ? e % BK : e / COUNT;
-        const int gr = row0 + row, gp = kc + p;
-        const bool in = gr < rows && gp < k_end;
-        cp_async<sizeof(REAL)>(&dst[row * STRIDE + p], in ? ROW_AT(gr, gp) : A,
-                               in ? (int)sizeof(REAL) : 0);
+    } else {
+        for (int e = threadIdx.x; e < COUNT * BK; e += THREADS) {
+            const int row = ALONG_K ? e / BK : e % COUNT, p = ALONG_K ? e % BK : e / COUNT;
+            const int gr = row0 + row, gp = kc + p;
+            const bool in = gr < rows && gp < k_end;
+            cp_async<sizeof(REAL)>(&dst[row * STRIDE + p], in ? ROW_AT(gr, gp) : A,
+                                   in ? (int)sizeof(REAL) : 0);
+        }
     }
 #undef ROW_AT
 }
@@ -127,27 +105,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
      const REAL* __restrict__ B, int ldb, REAL beta, REAL* __restrict__ C, int ldc)
 {
-#if SIDE == 0
-    const int rows = m, lines = n, r0 = blockIdx.x * SHORT, j0 = blockIdx.y * LONG;
-#else
-    const int rows = n, lines = m, r0 = blockIdx.y * SHORT, j0 = blockIdx.x * LONG;
-#endif
-    // This block's k: a contiguous range of whole 256-deep chunks per k-slice (gemv_like.CHUNK,
-    // as gemm_gemv.cu splits it). (In 64 bits: k near INT_MAX would overflow the rounding.)
-    const long long chunks = ((long long)k + 255) / 256;
-    const long long per_slice = (chunks + SPLIT_K - 1) / SPLIT_K;
-    const int k_begin = (int)min((long long)k, (long long)blockIdx.z * per_slice * 256);
-    const int k_end = (int)min((long long)k, (long long)k_begin + per_slice * 256);
+    const Panel b = panel_of_block(m, n, k, 256);   // (gemm_gemv.cu's chunks: gemv_like.CHUNK)
+    const int rows = b.rows, lines = b.lines, r0 = b.r0, j0 = b.j0;
+    const int k_begin = b.k_begin, k_end = b.k_end;
 #if SPLIT_K > 1
     C = SPLIT_SLICE(C, ldc, n);
-    if (k_begin >= k_end) {   // an empty slice: zeros for splitk_reduce to add
-#if SIDE == 0
-        zero_slice_tile(C, ldc, m, n, r0, j0, SHORT, LONG, THREADS);
-#else
-        zero_slice_tile(C, ldc, m, n, j0, r0, LONG, SHORT, THREADS);
-#endif
-        return;
-    }
+    if (zero_if_empty_slice(C, ldc, m, n, b)) return;   // zeros for splitk_reduce to add
 #endif
     extern __shared__ __align__(16) unsigned char smem_raw[];
     REAL* smem = reinterpret_cast<REAL*>(smem_raw);
@@ -217,12 +180,8 @@ gemm(int m, int n, int k, REAL alpha, const REAL* __restrict__ A, int lda,
             parts[(k_part * SHORT + row_first + r) * PART_STRIDE + c * 32 + lane] = acc[r][c];
     __syncthreads();
     for (int e = threadIdx.x; e < SHORT * LONG; e += THREADS) {
-        // Consecutive threads along C's unit stride: rows at SIDE 0, lines at SIDE 1.
-#if SIDE == 0
-        const int r = e % SHORT, c = e / SHORT;
-#else
-        const int c = e % LONG, r = e / LONG;
-#endif
+        int r, c;
+        tile_element(e, r, c);
         const int gr = r0 + r, gj = j0 + c;
         if (gr >= rows || gj >= lines) continue;
         REAL sum = parts[r * PART_STRIDE + c];
