@@ -22,7 +22,8 @@
 # probe_call_cost, small float64 bench_device), squares (issue 15's 4096^3 and 8192^3 through
 # the public call, own kernels only), memory (the public call's GB/s at memory-bound
 # shapes: bench_memory_bound.py), gemv-probe (each panel config alone against cuBLAS:
-# probe_gemv.py; GEMV_NCU=1 also under Nsight Compute), dgemm-layout (those DGEMM squares
+# probe_gemv.py; GEMV_NCU=1 also under Nsight Compute), staged (gemm_gemv_staged.cu's
+# first GPU run: its GPU tests, then gemv-probe), dgemm-layout (those DGEMM squares
 # by operand layout, TT against NN: probe_dgemm_layout.py), random (bench_tuning's random shapes, no heatmap),
 # dmma-advance (dmma ADVANCE's GPU test and bench_kernels --dmma-advance), dmma-steady (the
 # same test, then bench_kernels --dmma-steady), simt-steady (simt STEADY_LOOP's GPU test and
@@ -117,12 +118,16 @@ json.dump(t, open(sys.argv[1], 'w'))" "$OUT/stamped-table.json" && export TUNEDG
     echo "table: the shipped one stamped with this tree's family hashes (${TUNEDGEMM_TABLE:-failed})"
 fi
 
+# The GPU tests of some files alone: gpu_test_files NAME SECONDS FILE... (writes gpu-NAME.txt)
+gpu_test_files() {
+    TUNEDGEMM_TEST_PRECOMPILE=0 timeout "$2" python3 -m pytest -q -m gpu -p no:cacheprovider \
+        "${@:3}" > "$OUT/gpu-$1.txt" 2>&1
+    echo "$1 tests: exit $?"; tail -4 "$OUT/gpu-$1.txt"
+}
 # A kernel variant's GPU test, then bench_kernels --NAME: variant_step NAME TEST TEST_LIMIT
 # BENCH_LIMIT (writes gpu-NAME.txt and bench_NAME.txt).
 variant_step() {
-    TUNEDGEMM_TEST_PRECOMPILE=0 timeout "$3" python3 -m pytest -q -m gpu -p no:cacheprovider \
-        "$2" > "$OUT/gpu-$1.txt" 2>&1
-    echo "$1 tests: exit $?"; tail -4 "$OUT/gpu-$1.txt"
+    gpu_test_files "$1" "$3" "$2"
     timeout "$4" python3 benchmarks/bench_kernels.py "--$1" --out "$OUT" \
         ${BENCH_ROUNDS:+--rounds $BENCH_ROUNDS} > "$OUT/bench_$1.txt" 2>&1
     echo "bench_kernels --$1: exit $?"; tail -10 "$OUT/bench_$1.txt"
@@ -715,6 +720,14 @@ Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Si
 Per Issued|Shared Memory Configuration|Theoretical Occupancy|Mem Busy|Max Bandwidth|L2 Hit" \
                 "$OUT/ncu-gemv.txt" | head -200
         fi ;;
+    staged)  # kernels/gemm_gemv_staged.cu's first GPU run (gemv_like.STAGED_ENABLED waits on
+        # it): its GPU tests beside gemm_gemv.cu's, the plans' and device arrays' (raw_plan's
+        # dynamic shared memory), then gemv-probe at the along-k 16- to 4-wide shapes, with
+        # Nsight Compute (STAGED_NCU= empty: without); STAGED_SHAPES in place of those shapes
+        gpu_test_files staged 200 tests/gpu/test_gemv_like_gpu.py
+        gpu_test_files plans 150 tests/gpu/test_plans_gpu.py tests/gpu/test_device_arrays.py
+        GEMV_SHAPES=${STAGED_SHAPES:-16x8192x8192,8x8192x8192,4x8192x8192,8192x16x8192} \
+            GEMV_TRANS=NN,TN GEMV_LIMIT=150 GEMV_NCU=${STAGED_NCU-1} bash "$0" gemv-probe ;;
     dgemm-layout)  # the DGEMM squares by operand layout (probe_dgemm_layout.py): the public
         # call, its plan's config and neighbours at TT (bench_device's C-order operands) and
         # NN, against cuBLAS, with nvidia-smi's clocks over long runs; LAYOUT_SHAPES, LAYOUT_LIMIT
