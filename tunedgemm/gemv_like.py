@@ -55,8 +55,9 @@ STAGES = 3
 STAGED_SMEM_AIM = 72 * 1024
 STAGED_BKS = (64, 32, 16)
 # Off until tests/gpu/test_gemv_like_gpu.py has passed on the GPU with it and
-# benchmarks/probe_gemv.py (which turns it on) has timed it: it was built and compiled
-# (no spills) in a session that got no GPU machine.
+# benchmarks/probe_gemv.py (which turns it on) has timed it: it was built and compiled in a
+# session that got no GPU machine (no spills where aligned; unaligned, float32 SHORT 8 at
+# LONG 128 spills 4 bytes where the short operand runs along its rows).
 STAGED_ENABLED = False
 # bench_memory_bound.py --before turns it off for its "before" arm (A/B in one process).
 ENABLED = True
